@@ -1,0 +1,3 @@
+"""The KRM build engine: builds Kustomizations, Components and Compositions like
+``kustomize build``. Importable without Django; the CLI is :mod:`orchestrator.cli`.
+"""

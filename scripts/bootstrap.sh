@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Creates .venv and installs the project into it. Usage: scripts/bootstrap.sh [dev]
+# Re-installs only when the requirement files changed (a stamp file records their hash).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+want="requirements.txt"
+[ "${1:-}" = "dev" ] && want="requirements-dev.txt"
+
+if [ ! -x .venv/bin/python ]; then
+    echo "==> creating .venv with $($PYTHON --version)"
+    "$PYTHON" -m venv .venv
+fi
+
+stamp=".venv/.installed-$(basename "$want" .txt)"
+digest=$(cat requirements*.txt pyproject.toml | sha256sum | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$digest" ]; then
+    echo "==> installing $want into .venv"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$want"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+    echo "$digest" > "$stamp"
+fi

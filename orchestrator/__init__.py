@@ -1,3 +1,30 @@
 """The KRM build engine: builds Kustomizations, Components and Compositions like
 ``kustomize build``. Importable without Django; the CLI is :mod:`orchestrator.cli`.
+
+Public API: ``build(path, options) -> BuildResult`` (imported lazily, so that
+``import orchestrator.cli`` stays fast).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orchestrator.build import BuildOptions, BuildResult
+
+__all__ = ["BuildOptions", "BuildResult", "build"]
+
+
+def build(path: str, options: BuildOptions | None = None) -> BuildResult:
+    """Build the kustomization in ``path``; see :func:`orchestrator.build.build`."""
+    from orchestrator import build as _build
+
+    return _build.build(path, options)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("BuildOptions", "BuildResult"):
+        from orchestrator import build as _build
+
+        return getattr(_build, name)
+    raise AttributeError(name)

@@ -119,3 +119,208 @@ class Resource:
         """Short human form for error messages: ``Deployment/ns/name``."""
         ns = self.namespace
         return f"{self.kind}/{ns + '/' if ns else ''}{self.name}"
+
+    # --- kustomize bookkeeping used by the build (prefix/suffix history, previous ids) ---
+
+    @property
+    def prefixes(self) -> list[str]:
+        return self.extra.setdefault("prefixes", [])
+
+    @property
+    def suffixes(self) -> list[str]:
+        return self.extra.setdefault("suffixes", [])
+
+    def store_previous(self) -> None:
+        """Record the current (namespace, name) as a previous id, as kustomize's StorePreviousId."""
+        self.previous.append((self.namespace, self.name))
+
+    def effective_namespace(self) -> str:
+        return effective_namespace(self.api_version, self.kind, self.namespace)
+
+    def key(self) -> tuple[str, str, str, str, str]:
+        """Hashable current id, with kustomize's namespace equivalence ("" == "default")."""
+        return id_key(self.api_version, self.kind, self.name, self.namespace)
+
+    def prev_keys(self) -> list[tuple[str, str, str, str, str]]:
+        """Keys of the previous ids (oldest first)."""
+        av, kind = self.api_version, self.kind
+        return [id_key(av, kind, name, ns) for ns, name in self.previous]
+
+    def any_keys(self) -> list[tuple[str, str, str, str, str]]:
+        """Keys of previous ids plus the current one."""
+        return [*self.prev_keys(), self.key()]
+
+    def org_key(self) -> tuple[str, str, str, str, str]:
+        av, kind = self.api_version, self.kind
+        if self.previous:
+            ns, name = self.previous[0]
+            return id_key(av, kind, name, ns)
+        return self.key()
+
+    def copy(self) -> Resource:
+        """Deep copy of the object and the bookkeeping."""
+        import copy as _copy
+
+        return Resource(
+            obj=_copy.deepcopy(self.obj),
+            source=self.source,
+            previous=list(self.previous),
+            behavior=self.behavior,
+            needs_hash=self.needs_hash,
+            extra=_copy.deepcopy(self.extra),
+        )
+
+
+# Kinds kustomize knows to be cluster-scoped (its precomputed table, by apiVersion + kind).
+CLUSTER_SCOPED: frozenset[tuple[str, str]] = frozenset(
+    tuple(item.split(" "))  # type: ignore[misc]
+    for item in (
+        "admissionregistration.k8s.io/v1 MutatingWebhookConfiguration",
+        "admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration",
+        "admissionregistration.k8s.io/v1beta1 MutatingWebhookConfiguration",
+        "admissionregistration.k8s.io/v1beta1 ValidatingWebhookConfiguration",
+        "apiextensions.k8s.io/v1 CustomResourceDefinition",
+        "apiextensions.k8s.io/v1beta1 CustomResourceDefinition",
+        "apiregistration.k8s.io/v1 APIService",
+        "apiregistration.k8s.io/v1beta1 APIService",
+        "certificates.k8s.io/v1 CertificateSigningRequest",
+        "certificates.k8s.io/v1beta1 CertificateSigningRequest",
+        "flowcontrol.apiserver.k8s.io/v1beta1 FlowSchema",
+        "flowcontrol.apiserver.k8s.io/v1beta1 PriorityLevelConfiguration",
+        "networking.k8s.io/v1 IngressClass",
+        "networking.k8s.io/v1beta1 IngressClass",
+        "node.k8s.io/v1 RuntimeClass",
+        "node.k8s.io/v1beta1 RuntimeClass",
+        "policy/v1beta1 PodSecurityPolicy",
+        "rbac.authorization.k8s.io/v1 ClusterRole",
+        "rbac.authorization.k8s.io/v1 ClusterRoleBinding",
+        "rbac.authorization.k8s.io/v1beta1 ClusterRole",
+        "rbac.authorization.k8s.io/v1beta1 ClusterRoleBinding",
+        "scheduling.k8s.io/v1 PriorityClass",
+        "scheduling.k8s.io/v1beta1 PriorityClass",
+        "storage.k8s.io/v1 CSIDriver",
+        "storage.k8s.io/v1 CSINode",
+        "storage.k8s.io/v1 StorageClass",
+        "storage.k8s.io/v1 VolumeAttachment",
+        "storage.k8s.io/v1beta1 CSIDriver",
+        "storage.k8s.io/v1beta1 CSINode",
+        "storage.k8s.io/v1beta1 StorageClass",
+        "storage.k8s.io/v1beta1 VolumeAttachment",
+        "v1 ComponentStatus",
+        "v1 Namespace",
+        "v1 Node",
+        "v1 NodeProxyOptions",
+        "v1 PersistentVolume",
+    )
+)
+NOT_A_NAMESPACE = "_non_namespaceable_"
+
+
+def is_cluster_scoped(api_version: str, kind: str) -> bool:
+    """True for kinds kustomize treats as certainly cluster-scoped."""
+    return (api_version, kind) in CLUSTER_SCOPED
+
+
+def effective_namespace(api_version: str, kind: str, namespace: str) -> str:
+    """kustomize's EffectiveNamespace: "" and "default" are equal; cluster kinds have none."""
+    if (api_version, kind) in CLUSTER_SCOPED:
+        return NOT_A_NAMESPACE
+    return namespace or "default"
+
+
+def id_key(api_version: str, kind: str, name: str, namespace: str) -> tuple[str, str, str, str, str]:
+    """Hashable resource id with kustomize's id equality."""
+    group, _, version = api_version.rpartition("/")
+    return (group, version, kind, name, effective_namespace(api_version, kind, namespace))
+
+
+def key_str(key: tuple[str, str, str, str, str]) -> str:
+    """Readable form of an id key: ``Kind.version.group/name.namespace`` as kustomize prints."""
+    group, version, kind, name, ns = key
+    ns = "" if ns == NOT_A_NAMESPACE else ns
+    gvk = ".".join([kind or "[noKind]", version or "[noVer]", group or "[noGrp]"])
+    return f"{gvk}/{name}.{ns or '[noNs]'}"
+
+
+class ResMap:
+    """An ordered list of resources with id lookups (kustomize's ResMap).
+
+    Indexes are rebuilt lazily: any transformer may rename resources, so callers
+    that changed ids call :meth:`invalidate`.
+    """
+
+    def __init__(self, resources: list[Resource] | None = None):
+        self._list: list[Resource] = []
+        self._cur: dict[tuple, list[Resource]] | None = {}
+        self._any: dict[tuple, list[Resource]] | None = None
+        for r in resources or []:
+            self.append(r)
+
+    def __iter__(self):
+        return iter(list(self._list))
+
+    def __len__(self) -> int:
+        return len(self._list)
+
+    def resources(self) -> list[Resource]:
+        return list(self._list)
+
+    def invalidate(self) -> None:
+        self._cur = None
+        self._any = None
+
+    def _cur_index(self) -> dict[tuple, list[Resource]]:
+        if self._cur is None:
+            idx: dict[tuple, list[Resource]] = {}
+            for r in self._list:
+                idx.setdefault(r.key(), []).append(r)
+            self._cur = idx
+        return self._cur
+
+    def _any_index(self) -> dict[tuple, list[Resource]]:
+        if self._any is None:
+            idx: dict[tuple, list[Resource]] = {}
+            for r in self._list:
+                for k in dict.fromkeys(r.any_keys()):
+                    idx.setdefault(k, []).append(r)
+            self._any = idx
+        return self._any
+
+    def by_current_key(self, key: tuple) -> list[Resource]:
+        return list(self._cur_index().get(key, ()))
+
+    def by_any_key(self, key: tuple) -> list[Resource]:
+        return list(self._any_index().get(key, ()))
+
+    def append(self, res: Resource) -> None:
+        """Add a resource; an id already present is an error."""
+        from orchestrator.errors import ResourceConflictError
+
+        idx = self._cur_index()
+        key = res.key()
+        if idx.get(key):
+            raise ResourceConflictError(
+                f"may not add resource with an already registered id: {key_str(key)}",
+                file=res.source,
+                resource=res.describe(),
+            )
+        self._list.append(res)
+        idx.setdefault(key, []).append(res)
+        self._any = None
+
+    def append_unchecked(self, res: Resource) -> None:
+        self._list.append(res)
+        self.invalidate()
+
+    def replace(self, old: Resource, new: Resource) -> None:
+        i = next(i for i, r in enumerate(self._list) if r is old)
+        self._list[i] = new
+        self.invalidate()
+
+    def remove(self, res: Resource) -> None:
+        self._list = [r for r in self._list if r is not res]
+        self.invalidate()
+
+    def set_list(self, resources: list[Resource]) -> None:
+        self._list = list(resources)
+        self.invalidate()

@@ -1,0 +1,452 @@
+"""Benchmark: serving catalog.yaml from the registry vs. the same bytes as a docker-registry blob.
+
+Generates a 200-function KEP-2906 catalog, imports it into a temporary SQLite database with
+``manage.py import_catalog``, serves it with gunicorn (2 workers, DEBUG off) and pushes the served
+bytes as a blob to Debian's ``docker-registry`` (distribution v2) running from a temporary config.
+Both are then loaded with ``wrk`` and compared: req/s, p99 latency and errors.
+
+    .venv/bin/python bench/serve_catalog.py [--duration 20] [--connections 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLISHER = "bench"
+CATALOG = "functions"
+REPOSITORY = "bench/catalog"
+PLATFORMS = (("linux", "amd64"), ("linux", "arm64"), ("darwin", "arm64"))
+APT_PACKAGES = {"docker-registry": "docker-registry", "wrk": "wrk"}
+
+
+class BenchError(Exception):
+    """A benchmark step failed; the message says which and why."""
+
+
+@dataclass
+class WrkResult:
+    """What one wrk run measured."""
+
+    requests: int
+    requests_per_sec: float
+    p50_ms: float
+    p99_ms: float
+    non_2xx: int
+    socket_errors: int
+
+    @property
+    def errors(self) -> int:
+        return self.non_2xx + self.socket_errors
+
+
+def generate_catalog(count: int) -> bytes:
+    """Return a valid KEP-2906 Catalog with ``count`` functions, alternating container and exec."""
+    functions = []
+    for i in range(count):
+        name = f"fn-{i:03d}"
+        if i % 2 == 0:
+            runtime = {
+                "container": {
+                    "image": f"registry.example.co/krm-functions/{name}:v1.0.0",
+                    "sha256": hashlib.sha256(f"image {name}".encode()).hexdigest(),
+                    "requireNetwork": i % 10 == 0,
+                    "requireStorageMount": False,
+                }
+            }
+        else:
+            runtime = {
+                "exec": {
+                    "platforms": [
+                        {
+                            "bin": f"{name}-{os_}-{arch}",
+                            "os": os_,
+                            "arch": arch,
+                            "uri": f"https://downloads.example.co/{name}/v1.0.0/"
+                            f"{name}-{os_}-{arch}.tar.gz",
+                            "sha256": hashlib.sha256(f"{name} {os_} {arch}".encode()).hexdigest(),
+                        }
+                        for os_, arch in (
+                            ("linux", "amd64"),
+                            ("linux", "arm64"),
+                            ("darwin", "arm64"),
+                        )
+                    ]
+                }
+            }
+        functions.append(
+            {
+                "group": "bench.example.co",
+                "names": {"kind": f"BenchFunction{i:03d}"},
+                "description": f"Benchmark function number {i}, which sets a label on resources.",
+                "publisher": "example.co",
+                "versions": [
+                    {
+                        "name": "v1",
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "properties": {
+                                    "spec": {
+                                        "type": "object",
+                                        "properties": {"value": {"type": "string"}},
+                                    }
+                                },
+                            }
+                        },
+                        "idempotent": True,
+                        "runtime": runtime,
+                        "usage": f"https://docs.example.co/functions/{name}/README.md",
+                        "examples": [f"https://docs.example.co/functions/{name}/example.md"],
+                        "license": "Apache 2.0",
+                    }
+                ],
+                "home": f"https://docs.example.co/functions/{name}",
+                "maintainers": ["platform@example.co"],
+                "tags": ["mutator", "bench"],
+            }
+        )
+    catalog = {
+        "apiVersion": "config.kubernetes.io/v1alpha1",
+        "kind": "Catalog",
+        "metadata": {"name": "bench-functions", "labels": {"author": "ExampleCo"}},
+        "spec": {"krmFunctions": functions},
+    }
+    return yaml.dump(catalog, Dumper=yaml.CSafeDumper, sort_keys=False).encode()
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def ensure_tools() -> None:
+    """Install docker-registry and wrk from Debian when missing (needs root), else explain."""
+    missing = [pkg for tool, pkg in APT_PACKAGES.items() if shutil.which(tool) is None]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise BenchError(
+            f"missing tools; install them with: apt-get install -y {' '.join(missing)}"
+        )
+    print(f"installing {' '.join(missing)} with apt-get", file=sys.stderr)
+    proc = subprocess.run(
+        ["apt-get", "install", "-y", *missing], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise BenchError(f"apt-get install {' '.join(missing)} failed:\n{proc.stderr[-2000:]}")
+
+
+class Processes:
+    """Started servers; each runs in its own session so its whole group is stopped at the end."""
+
+    def __init__(self) -> None:
+        self.procs: list[tuple[str, subprocess.Popen]] = []
+
+    def start(self, name: str, argv: list[str], *, env: dict[str, str], log: Path) -> None:
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.procs.append((name, proc))
+
+    def check_alive(self, log_dir: Path) -> None:
+        for name, proc in self.procs:
+            if proc.poll() is not None:
+                tail = (log_dir / f"{name}.log").read_text(errors="replace")[-2000:]
+                raise BenchError(f"{name} exited with code {proc.returncode}:\n{tail}")
+
+    def stop(self) -> None:
+        for _, proc in reversed(self.procs):
+            if proc.poll() is None:
+                # Only the process group we created: gunicorn's master and its workers.
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for _, proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.procs.clear()
+
+
+def wait_http(url: str, procs: Processes, log_dir: Path, *, timeout: float = 60) -> None:
+    """Poll ``url`` until it answers (any status), failing early if a server died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        procs.check_alive(log_dir)
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise BenchError(f"{url} did not answer within {timeout:.0f}s")
+
+
+def django_env(workdir: Path) -> dict[str, str]:
+    """Environment for manage.py and gunicorn: base settings, DEBUG off, a fresh SQLite file."""
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="registry.settings.base",
+        DEBUG="false",
+        SECRET_KEY="bench-" + hashlib.sha256(os.urandom(16)).hexdigest(),
+        DATABASE_URL=f"sqlite:///{workdir / 'db.sqlite3'}",
+        # Keep the connection per worker, as production does, instead of reopening per request.
+        CONN_MAX_AGE="600",
+        MEDIA_ROOT=str(workdir / "media"),
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        LOG_LEVEL="WARNING",
+    )
+    for name in ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"):
+        env.pop(name, None)
+    return env
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "manage.py", *args], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise BenchError(f"manage.py {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}")
+    return proc.stdout
+
+
+def start_registry_app(
+    procs: Processes, workdir: Path, catalog_file: Path, workers: int
+) -> tuple[str, bytes]:
+    """Import the catalog and serve it with gunicorn; return the URL and the served bytes."""
+    env = django_env(workdir)
+    manage(env, "migrate", "--noinput")
+    manage(env, "import_catalog", str(catalog_file), "--publisher", PUBLISHER, "--catalog", CATALOG)
+    port = free_port()
+    procs.start(
+        "gunicorn",
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "registry.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        log=workdir / "gunicorn.log",
+    )
+    url = f"http://127.0.0.1:{port}/c/{PUBLISHER}/{CATALOG}/catalog.yaml"
+    wait_http(url, procs, workdir)
+    response = httpx.get(url, timeout=10)
+    if response.status_code != 200:
+        raise BenchError(f"GET {url} answered {response.status_code}: {response.text[:500]}")
+    digest = "sha256:" + hashlib.sha256(response.content).hexdigest()
+    header = response.headers.get("X-Content-Digest")
+    if header != digest:
+        raise BenchError(f"X-Content-Digest {header!r} does not match the body's {digest}")
+    return url, response.content
+
+
+def start_docker_registry(procs: Processes, workdir: Path, blob: bytes) -> str:
+    """Run docker-registry on a loopback port, push ``blob`` and return its blob URL."""
+    port = free_port()
+    storage = workdir / "oci-storage"
+    storage.mkdir()
+    config = {
+        "version": 0.1,
+        # Access logs off, as for gunicorn: both sides only do the serving work.
+        "log": {"level": "error", "accesslog": {"disabled": True}},
+        "storage": {
+            "filesystem": {"rootdirectory": str(storage)},
+            "cache": {"blobdescriptor": "inmemory"},
+        },
+        "http": {"addr": f"127.0.0.1:{port}"},
+    }
+    config_file = workdir / "docker-registry.yml"
+    config_file.write_text(yaml.safe_dump(config))
+    procs.start(
+        "docker-registry",
+        ["docker-registry", "serve", str(config_file)],
+        env=dict(os.environ),
+        log=workdir / "docker-registry.log",
+    )
+    base = f"http://127.0.0.1:{port}"
+    wait_http(f"{base}/v2/", procs, workdir)
+    digest = "sha256:" + hashlib.sha256(blob).hexdigest()
+    with httpx.Client(base_url=base, timeout=30) as client:
+        started = client.post(f"/v2/{REPOSITORY}/blobs/uploads/")
+        if started.status_code != 202:
+            raise BenchError(f"blob upload start answered {started.status_code}: {started.text}")
+        # The Location carries the upload's state in its query; the digest is appended to it.
+        location = httpx.URL(started.headers["Location"])
+        finished = client.put(
+            location.copy_add_param("digest", digest),
+            content=blob,
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        if finished.status_code != 201:
+            raise BenchError(f"blob upload answered {finished.status_code}: {finished.text}")
+        url = f"{base}/v2/{REPOSITORY}/blobs/{digest}"
+        fetched = client.get(url)
+    if fetched.status_code != 200 or fetched.content != blob:
+        raise BenchError(f"GET {url} answered {fetched.status_code} with different bytes")
+    return url
+
+
+_UNITS_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
+
+
+def _ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()
+    return float(value) * _UNITS_MS[unit]
+
+
+def parse_wrk(output: str) -> WrkResult:
+    """Parse the text wrk prints with ``--latency``."""
+    try:
+        rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+        requests = int(re.search(r"(\d+) requests in", output).group(1))
+        p50 = _ms(re.search(r"^\s+50%\s+(\S+)", output, re.M).group(1))
+        p99 = _ms(re.search(r"^\s+99%\s+(\S+)", output, re.M).group(1))
+    except AttributeError:
+        raise BenchError(f"could not parse wrk output:\n{output}")
+    non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
+    sockets = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output
+    )
+    return WrkResult(
+        requests=requests,
+        requests_per_sec=rps,
+        p50_ms=p50,
+        p99_ms=p99,
+        non_2xx=int(non_2xx.group(1)) if non_2xx else 0,
+        socket_errors=sum(int(n) for n in sockets.groups()) if sockets else 0,
+    )
+
+
+def run_wrk(url: str, *, threads: int, connections: int, duration: int) -> WrkResult:
+    proc = subprocess.run(
+        [
+            "wrk",
+            f"-t{threads}",
+            f"-c{connections}",
+            f"-d{duration}s",
+            "--latency",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=duration + 60,
+    )
+    if proc.returncode != 0:
+        raise BenchError(f"wrk failed ({proc.returncode}):\n{proc.stderr}")
+    return parse_wrk(proc.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print both sides and the ratio; exit 1 on a failed step."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=int, default=20, help="seconds per wrk run")
+    parser.add_argument("--connections", type=int, default=64, help="wrk connections")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument("--functions", type=int, default=200, help="functions in the catalog")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument("--warmup", type=int, default=2, help="seconds of unmeasured load first")
+    parser.add_argument("--rounds", type=int, default=1, help="measured runs of each server")
+    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir (logs, DB)")
+    args = parser.parse_args(argv)
+
+    workdir = Path(tempfile.mkdtemp(prefix="krm-bench-serve-"))
+    procs = Processes()
+    try:
+        ensure_tools()
+        catalog_file = workdir / "catalog.yaml"
+        catalog_file.write_bytes(generate_catalog(args.functions))
+        ours_url, body = start_registry_app(procs, workdir, catalog_file, args.workers)
+        theirs_url = start_docker_registry(procs, workdir, body)
+        print(f"catalog: {args.functions} functions, {len(body)} bytes served by both")
+        servers = [("registry", ours_url), ("docker-registry", theirs_url)]
+        load = {"threads": args.threads, "connections": args.connections}
+        for url in dict(servers).values():
+            if args.warmup:
+                run_wrk(url, **load, duration=args.warmup)
+        rounds: list[dict[str, WrkResult]] = []
+        for number in range(args.rounds):
+            # Alternate who goes first so drifting load on a shared machine hits both alike.
+            order = servers if number % 2 == 0 else servers[::-1]
+            measured = {name: run_wrk(url, **load, duration=args.duration) for name, url in order}
+            rounds.append({name: measured[name] for name, _ in servers})
+            procs.check_alive(workdir)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        procs.stop()
+        if args.keep:
+            print(f"work dir kept: {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    print(
+        f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s --latency, "
+        f"gunicorn --workers {args.workers}, {args.rounds} round(s)"
+    )
+    print(
+        f"{'round':<6}{'server':<16} {'req/s':>10} {'p50 ms':>9} {'p99 ms':>9} {'errors':>7} "
+        f"{'requests':>9}"
+    )
+    ratios = []
+    for number, measured in enumerate(rounds, 1):
+        for name, r in measured.items():
+            print(
+                f"{number:<6}{name:<16} {r.requests_per_sec:>10.1f} {r.p50_ms:>9.2f} "
+                f"{r.p99_ms:>9.2f} {r.errors:>7} {r.requests:>9}"
+            )
+        ratios.append(
+            measured["registry"].requests_per_sec / measured["docker-registry"].requests_per_sec
+        )
+    ratio = statistics.median(ratios)
+    per_round = ", ".join(f"{r:.2f}" for r in ratios)
+    print(f"ratio registry/docker-registry (req/s): {ratio:.2f} (median; rounds: {per_round})")
+    if args.json:
+        payload = {
+            "rounds": [
+                {name: asdict(r) | {"errors": r.errors} for name, r in measured.items()}
+                for measured in rounds
+            ],
+            "ratios": ratios,
+            "ratio": ratio,
+        }
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The registry's domain: publishers, catalogs, immutable versions, functions, and their serving."""

@@ -1,0 +1,265 @@
+"""API serializers: input ones validate shapes only; output ones render records."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from catalogs.models import Catalog, CatalogVersion, FunctionDefinition, FunctionVersion, Publisher
+
+
+def _absolute(request, path: str) -> str:
+    """``path`` as an absolute URL for this request (or the bare path with no request)."""
+    return request.build_absolute_uri(path) if request is not None else path
+
+
+def catalog_latest_url(request, catalog: Catalog) -> str:
+    """Absolute URL serving the latest version of ``catalog``."""
+    path = reverse(
+        "catalogs:latest", kwargs={"publisher": catalog.publisher.slug, "catalog": catalog.name}
+    )
+    return _absolute(request, path)
+
+
+def catalog_version_url(request, version: CatalogVersion) -> str:
+    """Absolute URL serving ``version`` pinned by number."""
+    catalog = version.catalog
+    kwargs = {
+        "publisher": catalog.publisher.slug,
+        "catalog": catalog.name,
+        "number": version.number,
+    }
+    return _absolute(request, reverse("catalogs:version", kwargs=kwargs))
+
+
+def catalog_version_digest_url(request, version: CatalogVersion) -> str:
+    """Absolute URL serving ``version`` pinned by digest."""
+    catalog = version.catalog
+    kwargs = {
+        "publisher": catalog.publisher.slug,
+        "catalog": catalog.name,
+        "hexdigest": version.digest.removeprefix("sha256:"),
+    }
+    return _absolute(request, reverse("catalogs:digest", kwargs=kwargs))
+
+
+# --- Publishers ---
+
+
+class PublisherSerializer(serializers.ModelSerializer):
+    """A publisher as shown by the API."""
+
+    owners = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+
+    class Meta:
+        model = Publisher
+        fields = ["slug", "display_name", "verified", "owners", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class PublisherCreateSerializer(serializers.Serializer):
+    """Input of publisher creation."""
+
+    slug = serializers.SlugField(max_length=100)
+    display_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
+class PublisherUpdateSerializer(serializers.Serializer):
+    """Input of a publisher update; owners are user names and replace the current owners."""
+
+    display_name = serializers.CharField(max_length=200, required=False)
+    owners = serializers.ListField(child=serializers.CharField(max_length=150), required=False)
+
+
+# --- Catalogs ---
+
+
+class CatalogSerializer(serializers.ModelSerializer):
+    """A catalog with where its latest version is served."""
+
+    publisher = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    latest_version = serializers.SerializerMethodField()
+    latest_digest = serializers.SerializerMethodField()
+    catalog_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Catalog
+        fields = [
+            "publisher",
+            "name",
+            "description",
+            "latest_version",
+            "latest_digest",
+            "catalog_url",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_latest_version(self, obj: Catalog) -> int | None:
+        return obj.latest_version.number if obj.latest_version else None
+
+    def get_latest_digest(self, obj: Catalog) -> str | None:
+        return obj.latest_version.digest if obj.latest_version else None
+
+    def get_catalog_url(self, obj: Catalog) -> str:
+        return catalog_latest_url(self.context.get("request"), obj)
+
+
+class CatalogCreateSerializer(serializers.Serializer):
+    """Input of catalog creation."""
+
+    publisher = serializers.SlugField(max_length=100)
+    name = serializers.SlugField(max_length=100)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class CatalogUpdateSerializer(serializers.Serializer):
+    """Input of a catalog update."""
+
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+# --- Versions and functions ---
+
+
+class FunctionVersionNestedSerializer(serializers.ModelSerializer):
+    """A function version inside a catalog version's detail."""
+
+    class Meta:
+        model = FunctionVersion
+        fields = [
+            "name",
+            "runtime",
+            "runtime_kinds",
+            "requires_network",
+            "requires_storage_mount",
+            "schema",
+            "idempotent",
+            "usage",
+            "examples",
+            "license",
+            "maintainers",
+        ]
+        read_only_fields = fields
+
+
+class FunctionDefinitionSerializer(serializers.ModelSerializer):
+    """A function definition inside a catalog version's detail."""
+
+    versions = FunctionVersionNestedSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = FunctionDefinition
+        fields = [
+            "group",
+            "kind",
+            "description",
+            "publisher",
+            "home",
+            "maintainers",
+            "tags",
+            "versions",
+        ]
+        read_only_fields = fields
+
+
+class CatalogVersionSerializer(serializers.ModelSerializer):
+    """A published catalog version and where it is served."""
+
+    version = serializers.IntegerField(source="number", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    catalog_url = serializers.SerializerMethodField()
+    digest_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = CatalogVersion
+        fields = [
+            "version",
+            "digest",
+            "size",
+            "document_name",
+            "created_by",
+            "created_at",
+            "catalog_url",
+            "digest_url",
+        ]
+        read_only_fields = fields
+
+    def get_catalog_url(self, obj: CatalogVersion) -> str:
+        return catalog_version_url(self.context.get("request"), obj)
+
+    def get_digest_url(self, obj: CatalogVersion) -> str:
+        return catalog_version_digest_url(self.context.get("request"), obj)
+
+
+class CatalogVersionDetailSerializer(CatalogVersionSerializer):
+    """A catalog version with its functions."""
+
+    functions = FunctionDefinitionSerializer(many=True, read_only=True)
+
+    class Meta(CatalogVersionSerializer.Meta):
+        fields = [*CatalogVersionSerializer.Meta.fields, "functions"]
+        read_only_fields = fields
+
+
+class CatalogVersionContentSerializer(serializers.Serializer):
+    """A publish body sent as JSON: the YAML document as one string."""
+
+    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+
+class CatalogVersionPublishedSerializer(serializers.Serializer):
+    """Answer to a publish: the version, its digest and its absolute serving URLs."""
+
+    version = serializers.IntegerField()
+    digest = serializers.CharField()
+    catalog_url = serializers.URLField()
+    latest_url = serializers.URLField()
+    digest_url = serializers.URLField()
+
+
+class FunctionVersionSerializer(serializers.ModelSerializer):
+    """A search result: one version of one function in a catalog's latest version."""
+
+    version = serializers.CharField(source="name", read_only=True)
+    description = serializers.CharField(source="function.description", read_only=True)
+    publisher = serializers.CharField(source="function.publisher", read_only=True)
+    home = serializers.CharField(source="function.home", read_only=True)
+    tags = serializers.JSONField(source="function.tags", read_only=True)
+    catalog = serializers.SerializerMethodField()
+    catalog_version = serializers.IntegerField(source="catalog_version.number", read_only=True)
+    catalog_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = FunctionVersion
+        fields = [
+            "id",
+            "group",
+            "kind",
+            "version",
+            "description",
+            "publisher",
+            "home",
+            "tags",
+            "runtime",
+            "runtime_kinds",
+            "requires_network",
+            "requires_storage_mount",
+            "idempotent",
+            "license",
+            "usage",
+            "examples",
+            "maintainers",
+            "schema",
+            "catalog",
+            "catalog_version",
+            "catalog_url",
+        ]
+        read_only_fields = fields
+
+    def get_catalog(self, obj: FunctionVersion) -> str:
+        return str(obj.catalog_version.catalog)
+
+    def get_catalog_url(self, obj: FunctionVersion) -> str:
+        return catalog_version_url(self.context.get("request"), obj.catalog_version)

@@ -1,0 +1,52 @@
+"""API URLs under /api/v1/ (namespace ``api``)."""
+
+from django.urls import path
+
+from catalogs.api import views
+
+app_name = "api"
+
+_catalog = "catalogs/<slug:publisher>/<slug:catalog>/"
+
+urlpatterns = [
+    path(
+        "publishers/",
+        views.PublisherViewSet.as_view({"get": "list", "post": "create"}),
+        name="publisher-list",
+    ),
+    path(
+        "publishers/<slug:slug>/",
+        views.PublisherViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
+        name="publisher-detail",
+    ),
+    path(
+        "catalogs/",
+        views.CatalogViewSet.as_view({"get": "list", "post": "create"}),
+        name="catalog-list",
+    ),
+    path(
+        _catalog,
+        views.CatalogViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
+        name="catalog-detail",
+    ),
+    path(
+        _catalog + "versions/",
+        views.CatalogVersionViewSet.as_view({"get": "list", "post": "create"}),
+        name="catalog-version-list",
+    ),
+    path(
+        _catalog + "versions/<int:number>/",
+        views.CatalogVersionViewSet.as_view({"get": "retrieve"}),
+        name="catalog-version-detail",
+    ),
+    path(
+        "functions/",
+        views.FunctionVersionViewSet.as_view({"get": "list"}),
+        name="function-list",
+    ),
+    path(
+        "functions/<int:pk>/",
+        views.FunctionVersionViewSet.as_view({"get": "retrieve"}),
+        name="function-detail",
+    ),
+]

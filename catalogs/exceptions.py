@@ -1,0 +1,56 @@
+"""Domain errors raised by services; ``catalogs.api.handlers`` maps each to one HTTP status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProblemDetail:
+    """One problem in a submitted document: where (path, line, column) and what."""
+
+    path: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def as_dict(self) -> dict:
+        """JSON-ready form."""
+        return {
+            "path": self.path,
+            "message": self.message,
+            "line": self.line,
+            "column": self.column,
+        }
+
+
+class RegistryError(Exception):
+    """Base of every error a service reports to a user."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class NotAllowedError(RegistryError):
+    """The acting user may not do this (not an owner of the publisher, nor staff)."""
+
+
+class NotFoundError(RegistryError):
+    """A publisher, catalog or version that does not exist."""
+
+
+class AlreadyExistsError(RegistryError):
+    """A publisher slug or catalog name that is already taken."""
+
+
+class InvalidCatalogError(RegistryError):
+    """A catalog document that cannot be published; ``problems`` lists every reason."""
+
+    def __init__(self, message: str, problems: list[ProblemDetail]):
+        super().__init__(message)
+        self.problems = problems
+
+
+class InvalidInputError(RegistryError):
+    """A request argument that is malformed (bad slug, unknown user name)."""

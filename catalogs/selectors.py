@@ -1,0 +1,159 @@
+"""Reads: lookups by natural key, permission checks, function search and the serving fast path."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+
+from catalogs.exceptions import NotFoundError
+from catalogs.models import Catalog, CatalogVersion, FunctionVersion, Publisher
+
+
+def user_is_owner_or_staff(*, publisher: Publisher, user: Any) -> bool:
+    """Whether ``user`` may write to ``publisher`` (an owner, or staff)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    if user.is_staff:
+        return True
+    return publisher.owners.filter(pk=user.pk).exists()
+
+
+def publisher_list() -> QuerySet[Publisher]:
+    """All publishers, with their owners."""
+    return Publisher.objects.prefetch_related("owners")
+
+
+def publisher_get(*, slug: str) -> Publisher:
+    """The publisher ``slug`` or NotFoundError."""
+    try:
+        return publisher_list().get(slug=slug)
+    except Publisher.DoesNotExist:
+        raise NotFoundError(f"Publisher '{slug}' does not exist.")
+
+
+def catalog_list(*, publisher_slug: str | None = None) -> QuerySet[Catalog]:
+    """Catalogs, optionally of one publisher, with their latest version joined in."""
+    qs = Catalog.objects.select_related("publisher", "latest_version").defer(
+        "latest_version__content"
+    )
+    if publisher_slug is not None:
+        qs = qs.filter(publisher__slug=publisher_slug)
+    return qs
+
+
+def catalog_get(*, publisher_slug: str, name: str) -> Catalog:
+    """The catalog ``publisher_slug/name`` or NotFoundError."""
+    try:
+        return catalog_list().get(publisher__slug=publisher_slug, name=name)
+    except Catalog.DoesNotExist:
+        raise NotFoundError(f"Catalog '{publisher_slug}/{name}' does not exist.")
+
+
+def catalog_version_list(*, catalog: Catalog) -> QuerySet[CatalogVersion]:
+    """Versions of ``catalog``, newest first, without their content bytes."""
+    return (
+        CatalogVersion.objects.filter(catalog=catalog)
+        .select_related("catalog__publisher", "created_by")
+        .defer("content")
+        .order_by("-number")
+    )
+
+
+def catalog_version_get(*, catalog: Catalog, number: int) -> CatalogVersion:
+    """Version ``number`` of ``catalog`` with its functions, or NotFoundError."""
+    versions = catalog_version_list(catalog=catalog).prefetch_related(
+        Prefetch("functions__versions", queryset=FunctionVersion.objects.order_by("position"))
+    )
+    try:
+        return versions.get(number=number)
+    except CatalogVersion.DoesNotExist:
+        raise NotFoundError(f"Catalog '{catalog}' has no version {number}.")
+
+
+def function_version_list(*, all_versions: bool = False) -> QuerySet[FunctionVersion]:
+    """Function versions, by default only those of each catalog's latest version."""
+    qs = FunctionVersion.objects.select_related(
+        "function", "catalog_version__catalog__publisher"
+    ).defer("catalog_version__content")
+    if not all_versions:
+        qs = qs.filter(catalog_version__latest_of__isnull=False)
+    return qs
+
+
+# --- Serving fast path: one indexed query for the digest, bytes from an immutable cache. ---
+
+
+def catalog_serving_latest_digest(*, publisher_slug: str, catalog_name: str) -> str | None:
+    """Digest of the latest version of a catalog, or None."""
+    return (
+        Catalog.objects.filter(publisher__slug=publisher_slug, name=catalog_name)
+        .values_list("latest_version__digest", flat=True)
+        .first()
+    )
+
+
+def catalog_serving_digest_by_number(
+    *, publisher_slug: str, catalog_name: str, number: int
+) -> str | None:
+    """Digest of version ``number`` of a catalog, or None."""
+    return (
+        CatalogVersion.objects.filter(
+            catalog__publisher__slug=publisher_slug, catalog__name=catalog_name, number=number
+        )
+        .values_list("digest", flat=True)
+        .first()
+    )
+
+
+def catalog_serving_has_digest(*, publisher_slug: str, catalog_name: str, digest: str) -> bool:
+    """Whether a catalog has a version with this digest."""
+    return CatalogVersion.objects.filter(
+        catalog__publisher__slug=publisher_slug, catalog__name=catalog_name, digest=digest
+    ).exists()
+
+
+class _ContentCache:
+    """Bounded LRU of version bytes by digest; safe forever because a digest names its bytes."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> bytes | None:
+        with self._lock:
+            content = self._items.get(digest)
+            if content is not None:
+                self._items.move_to_end(digest)
+            return content
+
+    def put(self, digest: str, content: bytes) -> None:
+        if len(content) > self.max_bytes:
+            return
+        with self._lock:
+            if digest in self._items:
+                return
+            self._items[digest] = content
+            self._size += len(content)
+            while self._size > self.max_bytes:
+                _, old = self._items.popitem(last=False)
+                self._size -= len(old)
+
+
+_content_cache = _ContentCache(max_bytes=64 * 1024 * 1024)
+
+
+def catalog_version_content(*, digest: str) -> bytes | None:
+    """The canonical bytes stored under ``digest``, from memory when already served once."""
+    content = _content_cache.get(digest)
+    if content is None:
+        row = CatalogVersion.objects.filter(digest=digest).values_list("content", flat=True)[:1]
+        if not row:
+            return None
+        content = bytes(row[0])
+        _content_cache.put(digest, content)
+    return content

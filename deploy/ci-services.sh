@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# CI run on the scale-out stack: PostgreSQL + Redis + a real Celery worker process.
+# Starts the worker in the background with the test settings, waits until it answers a ping
+# through the broker, runs `pytest -m services` and then the whole suite against PostgreSQL,
+# and always stops the worker. Extra arguments go to both pytest runs.
+# Defaults match the CI machine (trust auth): override DATABASE_URL / CELERY_BROKER_URL to move.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=.venv/bin/python
+export PYTHONUNBUFFERED=1
+export DJANGO_SETTINGS_MODULE=registry.settings.test
+export KRM_TEST_SERVICES=1
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
+export CELERY_BROKER_URL="${CELERY_BROKER_URL:-redis://127.0.0.1:6379/0}"
+export CELERY_RESULT_BACKEND="${CELERY_RESULT_BACKEND:-$CELERY_BROKER_URL}"
+WORKER_NAME="ci-services-$$@$(hostname)"
+WORKER_LOG="${WORKER_LOG:-$(mktemp -t krm-ci-worker.XXXXXX.log)}"
+READY_TIMEOUT="${READY_TIMEOUT:-60}"
+
+echo "::: services: checking PostgreSQL and Redis"
+"$PY" - <<'EOF'
+import os
+import sys
+
+import psycopg
+import redis
+
+try:
+    # The test database itself may not exist yet (pytest-django creates it): use the server's.
+    psycopg.connect(os.environ["DATABASE_URL"], dbname="postgres", connect_timeout=5).close()
+except psycopg.Error as exc:
+    sys.exit(f"PostgreSQL is not reachable at {os.environ['DATABASE_URL']}: {exc}")
+try:
+    redis.Redis.from_url(os.environ["CELERY_BROKER_URL"], socket_timeout=5).ping()
+except redis.RedisError as exc:
+    sys.exit(f"Redis is not reachable at {os.environ['CELERY_BROKER_URL']}: {exc}")
+EOF
+
+echo "::: services: starting celery worker $WORKER_NAME (log: $WORKER_LOG)"
+# --purge drops messages left in the queue by an earlier, interrupted run.
+.venv/bin/celery -A registry worker --loglevel INFO --concurrency 2 --hostname "$WORKER_NAME" \
+    --purge --without-gossip --without-mingle >"$WORKER_LOG" 2>&1 &
+WORKER_PID=$!
+
+stop_worker() {
+    if kill -0 "$WORKER_PID" 2>/dev/null; then
+        echo "::: services: stopping celery worker (pid $WORKER_PID)"
+        kill -TERM "$WORKER_PID"
+        # Warm shutdown finishes running tasks; do not wait forever for a stuck one.
+        for _ in $(seq 1 30); do
+            kill -0 "$WORKER_PID" 2>/dev/null || break
+            sleep 1
+        done
+        if kill -0 "$WORKER_PID" 2>/dev/null; then
+            kill -KILL "$WORKER_PID"
+        fi
+        wait "$WORKER_PID" 2>/dev/null || true
+    fi
+}
+trap stop_worker EXIT
+
+echo "::: services: waiting for the worker to answer through the broker"
+if ! WORKER_NAME="$WORKER_NAME" WORKER_PID="$WORKER_PID" READY_TIMEOUT="$READY_TIMEOUT" \
+    "$PY" - <<'EOF'
+import os
+import sys
+import time
+
+from registry.celery import app
+
+name, pid = os.environ["WORKER_NAME"], int(os.environ["WORKER_PID"])
+deadline = time.monotonic() + int(os.environ["READY_TIMEOUT"])
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sys.exit("celery worker exited before it was ready; see its log above")
+    if app.control.ping(destination=[name], timeout=1.0):
+        print(f"worker {name} is ready")
+        sys.exit(0)
+sys.exit(f"celery worker {name} did not answer a ping within {os.environ['READY_TIMEOUT']}s")
+EOF
+then
+    cat "$WORKER_LOG"
+    exit 1
+fi
+
+# No -n: every pytest process must share the one test database the worker is configured with.
+echo "::: services: pytest -m services"
+set +e
+.venv/bin/pytest -m services "$@"
+services_status=$?
+echo "::: services: the whole suite on PostgreSQL + Redis"
+.venv/bin/pytest "$@"
+suite_status=$?
+set -e
+
+if [ "$services_status" -ne 0 ] || [ "$suite_status" -ne 0 ]; then
+    echo "::: services: failed (services tests: $services_status, whole suite: $suite_status);" \
+        "worker log follows"
+    tail -n 200 "$WORKER_LOG"
+    exit 1
+fi
+echo "::: services: passed"

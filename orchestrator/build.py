@@ -1,0 +1,618 @@
+"""The build façade: ``build(path, options) -> BuildResult``, like ``kustomize build``.
+
+The algorithm follows kustomize's KustTarget: accumulate resources (files and
+sub-kustomizations, each built on its own), run generators, apply components on
+the accumulated resources, run the builtin transformers in kustomize's fixed order
+and then the ``transformers:`` plugins; at the top level only, add hash suffixes,
+fix name references, resolve vars, drop local configs and sort.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator import fieldspec, yamlio
+from orchestrator.errors import (
+    KrmError,
+    LoadError,
+    NotSupportedError,
+    ResourceConflictError,
+    ValidationError,
+)
+from orchestrator.fieldspec import TransformerConfig
+from orchestrator.filters import base as fbase
+from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader, find_kustomization
+from orchestrator.resource import ResMap, Resource, key_str
+
+KUSTOMIZE_VERSION = "v5.5.0"
+LOCAL_CONFIG = "config.kubernetes.io/local-config"
+ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
+TRANSFORMATIONS_ANNOTATION = "alpha.config.kubernetes.io/transformations"
+
+
+@dataclass
+class BuildOptions:
+    """Options of a build (the CLI flags)."""
+
+    load_restrictor: str = ROOT_ONLY
+    # "legacy", "none" or None (unspecified: legacy unless sortOptions says otherwise)
+    reorder: str | None = None
+    enable_helm: bool = False
+    helm_command: str = "helm"
+    debug: bool = False
+
+
+@dataclass
+class BuildResult:
+    """What a build produced: resources (plain dicts), function results and warnings."""
+
+    resources: list[dict[str, Any]]
+    results: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_yaml(self) -> str:
+        """The resources as ``kustomize build`` prints them."""
+        return yamlio.dump_all(self.resources)
+
+
+class _Accumulator:
+    """Resources plus the transformer config and vars gathered so far."""
+
+    def __init__(self) -> None:
+        self.resmap = ResMap()
+        self.tconfig: TransformerConfig | None = None
+        self.vars: list[dict[str, Any]] = []
+        self.var_field_specs: list[dict[str, Any]] = []
+
+    def config(self) -> TransformerConfig:
+        if self.tconfig is None:
+            self.tconfig = fieldspec.default_config()
+        return self.tconfig
+
+    def merge(self, other: _Accumulator) -> None:
+        if other.tconfig is not None:
+            self.config().merge_config(other.tconfig)
+        self.merge_vars(other.vars)
+
+    def merge_vars(self, new: list[dict[str, Any]]) -> None:
+        names = {v.get("name") for v in self.vars if isinstance(v, dict)}
+        for v in new:
+            if isinstance(v, dict) and v.get("name") in names:
+                raise ResourceConflictError(f"var '{v.get('name')}' already encountered")
+            names.add(v.get("name") if isinstance(v, dict) else None)
+            self.vars.append(v)
+
+    def absorb(self, res: Resource) -> None:
+        """Add a generated resource, honouring behavior create/merge/replace."""
+        matches = self.resmap.by_any_key(res.key())
+        behavior = res.behavior or "create"
+        if not matches:
+            if behavior in ("merge", "replace"):
+                raise ResourceConflictError(
+                    f"id {key_str(res.key())} does not exist; cannot merge or replace",
+                    file=res.source,
+                    resource=res.describe(),
+                )
+            self.resmap.append(res)
+            return
+        if len(matches) > 1:
+            raise ResourceConflictError(
+                f"found multiple objects that could accept merge of {key_str(res.key())}",
+                file=res.source,
+                resource=res.describe(),
+            )
+        from orchestrator.filters import configmapgenerator
+
+        configmapgenerator.merge_into(matches[0], res)
+        self.resmap.invalidate()
+
+
+class _Build:
+    """State shared by every kustomization of one build."""
+
+    def __init__(self, options: BuildOptions):
+        self.options = options
+        self.warnings: list[str] = []
+        self.schema: Any = None
+        self.schema_set = False
+        self.results: list[dict[str, Any]] = []
+
+
+class Target:
+    """One Kustomization or Component directory."""
+
+    def __init__(self, build: _Build, loader: Loader, kfile: str | None = None):
+        from orchestrator import kustomization
+
+        self.build = build
+        self.loader = loader
+        self.kfile = kfile or find_kustomization(loader.root)
+        if os.path.basename(self.kfile) == "composition.yaml":
+            raise NotSupportedError(
+                "a Composition cannot be built by this command yet", file=self.kfile
+            )
+        self.k = kustomization.load(self.kfile, warnings=build.warnings)
+        self.kind = self.k["kind"]
+        self.source = os.path.relpath(self.kfile) if not os.path.isabs(self.kfile) else self.kfile
+
+    # ------------------------------------------------------------------ helpers
+
+    def ctx(self, acc: _Accumulator) -> fbase.PluginContext:
+        return fbase.PluginContext(
+            tconfig=acc.config(),
+            read_file=self.loader.read,
+            root=self.loader.root,
+            source=self.kfile,
+            schema=self.build.schema,
+            warnings=self.build.warnings,
+            options=self.build.options,
+        )
+
+    def _set_schema(self) -> None:
+        openapi = self.k.get("openapi")
+        if self.build.schema_set or not openapi:
+            return
+        path = openapi.get("path") if isinstance(openapi, dict) else None
+        version = openapi.get("version") if isinstance(openapi, dict) else None
+        if path:
+            docs = yamlio.load_all(self.loader.read(str(path)), source=str(path))
+            from orchestrator import openapi as _openapi
+
+            # A custom schema replaces the built-in one (kustomize's openapi: path:).
+            self.build.schema = _extend_schema(_openapi.PatchSchema.empty(), docs, source=str(path))
+        elif version:
+            self.build.schema = None
+        else:
+            raise ValidationError("openapi needs 'path' or 'version'", file=self.kfile)
+        self.build.schema_set = True
+
+    # ------------------------------------------------------------------ accumulation
+
+    def accumulate(self, acc: _Accumulator) -> _Accumulator:
+        """kustomize's accumulateTarget: resources, generators, components, transformers."""
+        self._set_schema()
+        k = self.k
+        self.accumulate_resources(acc, k.get("resources") or [])
+        for path in k.get("configurations") or []:
+            data = yamlio.load(self.loader.read(path), source=path) or {}
+            if not isinstance(data, dict):
+                raise ValidationError("a configurations file must be a map", file=path)
+            if "varReference" in data:
+                acc.var_field_specs.extend(data.get("varReference") or [])
+            acc.config().merge_config(TransformerConfig(data))
+        if k.get("crds"):
+            self.load_crds(acc, k["crds"])
+        self.run_generators(acc)
+        for path in k.get("components") or []:
+            self.accumulate_directory(acc, path, component=True)
+        self.run_transformers(acc)
+        self.run_validators(acc)
+        acc.merge_vars(k.get("vars") or [])
+        return acc
+
+    def accumulate_resources(self, acc: _Accumulator, paths: list[str]) -> None:
+        for path in paths:
+            if self.loader.is_dir(path):
+                self.accumulate_directory(acc, path, component=False)
+                continue
+            try:
+                data = self.loader.read(path)
+            except LoadError as exc:
+                if not self.loader.exists(path):
+                    raise LoadError(
+                        f"accumulating resources: '{self.loader.abspath(path)}' "
+                        "does not exist (not a file nor a kustomization directory)",
+                        file=self.kfile,
+                    ) from None
+                raise exc
+            for res in resources_from_bytes(data, source=path):
+                try:
+                    acc.resmap.append(res)
+                except ResourceConflictError as exc:
+                    exc.file = path
+                    raise
+
+    def accumulate_directory(self, acc: _Accumulator, path: str, *, component: bool) -> None:
+        child = self.loader.child(path)
+        try:
+            sub = Target(self.build, child)
+        except LoadError as exc:
+            if "unable to find" in exc.message:
+                what = "component" if component else "resource"
+                raise LoadError(
+                    f"{what} '{path}': {exc.message}", file=self.kfile
+                ) from None
+            raise
+        if component and sub.kind != "Component":
+            raise ValidationError(
+                f"expected kind 'Component' for path '{child.root}' but got '{sub.kind}'",
+                file=self.kfile,
+            )
+        if not component and sub.kind == "Component":
+            raise ValidationError(
+                f"expected kind != 'Component' for path '{child.root}'", file=self.kfile
+            )
+        if component:
+            sub.accumulate(acc)
+            return
+        sub_acc = sub.accumulate(_Accumulator())
+        for res in sub_acc.resmap:
+            try:
+                acc.resmap.append(res)
+            except ResourceConflictError as exc:
+                exc.file = self.kfile
+                raise
+        acc.merge(sub_acc)
+
+    def load_crds(self, acc: _Accumulator, paths: list[str]) -> None:
+        docs = []
+        for path in paths:
+            docs.extend(yamlio.load_all(self.loader.read(path), source=path))
+        if not self.build.schema_set:
+            self.build.schema = _extend_schema(self.build.schema, docs, source=self.kfile)
+
+    # ------------------------------------------------------------------ generators
+
+    def run_generators(self, acc: _Accumulator) -> None:
+        from orchestrator.filters import configmapgenerator, secretgenerator
+
+        k = self.k
+        options = k.get("generatorOptions")
+        for args in k.get("configMapGenerator") or []:
+            self._check_generator_args(args, "configMapGenerator")
+            res = configmapgenerator.generate(args, options=options, read_file=self.loader.read)
+            res.source = res.source or self.kfile
+            acc.absorb(res)
+        for args in k.get("secretGenerator") or []:
+            self._check_generator_args(args, "secretGenerator")
+            res = secretgenerator.generate(args, options=options, read_file=self.loader.read)
+            res.source = res.source or self.kfile
+            acc.absorb(res)
+        if k.get("helmCharts") or k.get("helmChartInflationGenerator"):
+            for res in self.helm(acc):
+                acc.absorb(res)
+        for config in self.plugin_configs(k.get("generators") or [], "generators"):
+            for res in self.make_plugin(config, acc, generator=True).generate():
+                acc.absorb(res)
+
+    def _check_generator_args(self, args: Any, what: str) -> None:
+        if not isinstance(args, dict):
+            raise ValidationError(f"{what} entries must be maps, got {args!r}", file=self.kfile)
+
+    def helm(self, acc: _Accumulator) -> list[Resource]:
+        """helmCharts: inflate each chart with ``helm template`` (needs --enable-helm)."""
+        opts = self.build.options
+        if not opts.enable_helm:
+            raise NotSupportedError(
+                "must specify --enable-helm to use helmCharts", file=self.kfile
+            )
+        helm = shutil.which(opts.helm_command)
+        if helm is None:
+            raise NotSupportedError(
+                f"helmCharts need the '{opts.helm_command}' binary, which is not on PATH",
+                file=self.kfile,
+            )
+        out: list[Resource] = []
+        globals_ = self.k.get("helmGlobals") or {}
+        chart_home = os.path.join(self.loader.root, globals_.get("chartHome") or "charts")
+        for chart in self.k.get("helmCharts") or []:
+            name = chart.get("name")
+            if not name:
+                raise ValidationError("helmCharts entry needs a name", file=self.kfile)
+            chart_dir = os.path.join(chart_home, name)
+            cmd = [helm, "template", chart.get("releaseName") or "release-name"]
+            if os.path.isdir(chart_dir):
+                cmd.append(chart_dir)
+            elif chart.get("repo"):
+                cmd += [name, "--repo", chart["repo"]]
+                if chart.get("version"):
+                    cmd += ["--version", str(chart["version"])]
+            else:
+                raise LoadError(f"chart '{name}' not found under '{chart_home}'", file=self.kfile)
+            if chart.get("namespace"):
+                cmd += ["--namespace", chart["namespace"]]
+            if chart.get("includeCRDs"):
+                cmd.append("--include-crds")
+            with tempfile.TemporaryDirectory() as tmp:
+                if chart.get("valuesFile"):
+                    cmd += ["--values", self.loader.abspath(chart["valuesFile"])]
+                if chart.get("valuesInline"):
+                    vpath = os.path.join(tmp, "values.yaml")
+                    with open(vpath, "w") as f:
+                        f.write(yamlio.dump(chart["valuesInline"]))
+                    cmd += ["--values", vpath]
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise KrmError(
+                    f"helm template failed for chart '{name}': {proc.stderr.strip()}",
+                    file=self.kfile,
+                )
+            out.extend(resources_from_bytes(proc.stdout.encode(), source=f"helm chart {name}"))
+        return out
+
+    # ------------------------------------------------------------------ transformers
+
+    def builtin_transformer_configs(self, acc: _Accumulator) -> list[tuple[str, dict]]:
+        """The kustomization's fields as builtin plugin configs, in kustomize's order."""
+        k, tc = self.k, acc.config()
+        out: list[tuple[str, dict]] = []
+        if k.get("patchesStrategicMerge"):
+            out.append(("PatchStrategicMergeTransformer", {"paths": k["patchesStrategicMerge"]}))
+        for p in k.get("patches") or []:
+            if not isinstance(p, dict):
+                raise ValidationError(f"invalid patches entry {p!r}", file=self.kfile)
+            out.append(("PatchTransformer", p))
+        if k.get("namespace"):
+            out.append(
+                (
+                    "NamespaceTransformer",
+                    {"metadata": {"namespace": k["namespace"]}, "fieldSpecs": tc.get("namespace")},
+                )
+            )
+        if k.get("namePrefix"):
+            out.append(
+                ("PrefixTransformer", {"prefix": k["namePrefix"], "fieldSpecs": tc.get("namePrefix")})
+            )
+        if k.get("nameSuffix"):
+            out.append(
+                ("SuffixTransformer", {"suffix": k["nameSuffix"], "fieldSpecs": tc.get("nameSuffix")})
+            )
+        labels = k.get("labels") or []
+        if labels or k.get("commonLabels"):
+            for label in labels:
+                if not isinstance(label, dict):
+                    raise ValidationError(f"invalid labels entry {label!r}", file=self.kfile)
+                specs = fieldspec.merge(
+                    fieldspec.parse(label.get("fields"), source=self.kfile), tc.get("labels")
+                )
+                if label.get("includeSelectors"):
+                    specs = fieldspec.merge(specs, tc.get("commonLabels"))
+                else:
+                    if label.get("includeTemplates"):
+                        specs = fieldspec.merge(specs, tc.get("templateLabels"))
+                    specs = fieldspec.merge(
+                        specs, [fieldspec.make("metadata/labels", create=True)]
+                    )
+                out.append(
+                    ("LabelTransformer", {"labels": label.get("pairs") or {}, "fieldSpecs": specs})
+                )
+            out.append(
+                (
+                    "LabelTransformer",
+                    {"labels": k.get("commonLabels") or {}, "fieldSpecs": tc.get("commonLabels")},
+                )
+            )
+        if k.get("commonAnnotations"):
+            out.append(
+                (
+                    "AnnotationsTransformer",
+                    {
+                        "annotations": k["commonAnnotations"],
+                        "fieldSpecs": tc.get("commonAnnotations"),
+                    },
+                )
+            )
+        for p in k.get("patchesJson6902") or []:
+            if not isinstance(p, dict):
+                raise ValidationError(f"invalid patchesJson6902 entry {p!r}", file=self.kfile)
+            out.append(
+                (
+                    "PatchJson6902Transformer",
+                    {"target": p.get("target"), "path": p.get("path"), "jsonOp": p.get("patch")},
+                )
+            )
+        for r in k.get("replicas") or []:
+            out.append(("ReplicaCountTransformer", {"replica": r, "fieldSpecs": tc.get("replicas")}))
+        for img in k.get("images") or []:
+            out.append(("ImageTagTransformer", {"imageTag": img, "fieldSpecs": tc.get("images")}))
+        if k.get("replacements"):
+            out.append(("ReplacementTransformer", {"replacements": k["replacements"]}))
+        return out
+
+    def run_transformers(self, acc: _Accumulator) -> None:
+        from orchestrator import filters
+
+        for kind, config in self.builtin_transformer_configs(acc):
+            plugin = filters.lookup(kind)(config, self.ctx(acc))
+            plugin.transform(acc.resmap)
+            acc.resmap.invalidate()
+        for config in self.plugin_configs(self.k.get("transformers") or [], "transformers"):
+            self.make_plugin(config, acc, generator=False).transform(acc.resmap)
+            acc.resmap.invalidate()
+
+    def run_validators(self, acc: _Accumulator) -> None:
+        for config in self.plugin_configs(self.k.get("validators") or [], "validators"):
+            copies = ResMap([r.copy() for r in acc.resmap])
+            self.make_plugin(config, acc, generator=False).transform(copies)
+
+    # ------------------------------------------------------------------ plugins
+
+    def plugin_configs(self, entries: list[Any], field_name: str) -> list[dict[str, Any]]:
+        """Plugin config documents from file paths, directories or inline YAML."""
+        configs: list[dict[str, Any]] = []
+        for entry in entries:
+            if isinstance(entry, dict):
+                configs.append(entry)
+                continue
+            if not isinstance(entry, str):
+                raise ValidationError(f"invalid {field_name} entry {entry!r}", file=self.kfile)
+            if "\n" in entry or (":" in entry and not self.loader.exists(entry)):
+                docs = yamlio.load_all(entry, source=self.kfile)
+                configs.extend(d for d in docs if isinstance(d, dict))
+                continue
+            sub = _Accumulator()
+            self.accumulate_resources(sub, [entry])
+            configs.extend(r.obj for r in sub.resmap)
+        return configs
+
+    def make_plugin(self, config: dict[str, Any], acc: _Accumulator, *, generator: bool) -> Any:
+        from orchestrator import filters
+
+        kind = config.get("kind") or ""
+        api_version = config.get("apiVersion") or ""
+        md = config.get("metadata") or {}
+        annotations = md.get("annotations") or {}
+        is_function = any(
+            a in annotations for a in ("config.kubernetes.io/function", "config.k8s.io/function")
+        )
+        cls = filters.lookup(kind) if api_version == "builtin" or not is_function else None
+        if cls is None or is_function or api_version != "builtin":
+            name = md.get("name") or kind
+            raise NotSupportedError(
+                f"plugin {api_version}/{kind} '{name}': KRM functions are not yet supported "
+                "(only builtin plugins with 'apiVersion: builtin' are)",
+                file=self.kfile,
+            )
+        if generator != (kind in filters.GENERATORS) and generator:
+            raise ValidationError(f"{kind} is not a generator", file=self.kfile)
+        return cls(config, self.ctx(acc))
+
+
+def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:
+    try:
+        from orchestrator import openapi
+    except ImportError:
+        return schema
+    base = schema if schema is not None else openapi.PatchSchema.default()
+    try:
+        return base.extended(docs)
+    except KrmError:
+        raise
+    except Exception as exc:  # the schema module reports bad documents its own way
+        raise ValidationError(f"invalid openapi/CRD document: {exc}", file=source) from None
+
+
+def resources_from_bytes(data: bytes, *, source: str) -> list[Resource]:
+    """Resources of a YAML stream; ``List`` kinds are flattened."""
+    out: list[Resource] = []
+    for doc in yamlio.load_all(data, source=source):
+        _add_doc(doc, source, out)
+    return out
+
+
+def _add_doc(doc: Any, source: str, out: list[Resource]) -> None:
+    if not isinstance(doc, dict):
+        raise ValidationError(f"a resource must be a YAML map, got {type(doc).__name__}", file=source)
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        for item in doc["items"]:
+            _add_doc(item, source, out)
+        return
+    if not kind:
+        raise ValidationError(
+            f"missing Resource metadata: kind is empty in {_short(doc)}", file=source
+        )
+    md = doc.get("metadata")
+    if not isinstance(md, dict) or not md.get("name"):
+        if not (isinstance(md, dict) and md.get("generateName")):
+            raise ValidationError(
+                f"missing metadata.name in object {_short(doc)}", file=source
+            )
+    out.append(Resource(obj=doc, source=source))
+
+
+def _short(doc: dict) -> str:
+    text = yamlio.dump(doc).strip().replace("\n", " ")
+    return "{" + (text[:80] + "..." if len(text) > 80 else text) + "}"
+
+
+def _normalise_annotations(res: Resource) -> None:
+    # kustomize rewrites every non-empty annotation map as map[string]string at the end
+    # (RemoveBuildAnnotations), so non-string values come out as strings.
+    md = res.obj.get("metadata")
+    if not isinstance(md, dict):
+        return
+    ann = md.get("annotations")
+    if isinstance(ann, dict) and ann:
+        for k, v in ann.items():
+            if not isinstance(v, str):
+                ann[k] = fbase.scalar_text(v) if not isinstance(v, (dict, list)) else v
+
+
+def _add_hashes(resmap: ResMap) -> None:
+    from orchestrator.filters import hash as khash
+
+    for res in resmap:
+        if res.needs_hash:
+            h = khash.content_hash(res.obj)
+            res.store_previous()
+            res.metadata["name"] = f"{res.name}-{h}"
+            res.needs_hash = False
+    resmap.invalidate()
+
+
+def build(path: str, options: BuildOptions | None = None) -> BuildResult:
+    """Build the kustomization in directory ``path`` (kustomize's MakeCustomizedResMap)."""
+    options = options or BuildOptions()
+    if options.load_restrictor not in RESTRICTORS:
+        raise ValidationError(
+            f"invalid load restrictor {options.load_restrictor!r}: "
+            f"use {ROOT_ONLY} or {NONE}"
+        )
+    if options.reorder not in (None, "legacy", "none"):
+        raise ValidationError(f"invalid --reorder {options.reorder!r}: use legacy or none")
+    if not os.path.isdir(path):
+        if os.path.exists(path):
+            raise LoadError(f"'{path}' must be a directory", file=path)
+        raise LoadError(f"'{path}' does not exist", file=path)
+    state = _Build(options)
+    target = Target(state, Loader(path, restrictor=options.load_restrictor))
+    acc = target.accumulate(_Accumulator())
+    resmap = acc.resmap
+    _add_hashes(resmap)
+    from orchestrator.filters.namereference import NameReferenceTransformer
+
+    NameReferenceTransformer(acc.config().name_reference).transform(resmap)
+    if acc.vars:
+        from orchestrator.filters import vars as kvars
+
+        kvars.apply(resmap.resources(), acc.vars, field_specs=acc.var_field_specs or None)
+    resources = [
+        r
+        for r in resmap
+        if str(((r.obj.get("metadata") or {}).get("annotations") or {}).get(LOCAL_CONFIG))
+        != "true"
+    ]
+    sort_options = target.k.get("sortOptions")
+    if sort_options is not None:
+        from orchestrator import sort
+
+        if options.reorder is not None:
+            state.warnings.append(
+                "Warning: Sorting order is set both in 'kustomization.yaml' ('sortOptions') "
+                "and in the CLI flag ('--reorder'). Using the kustomization file over the CLI flag."
+            )
+        resources = sort.apply_sort_options(resources, sort_options)
+    elif options.reorder in (None, "legacy"):
+        from orchestrator import sort
+
+        resources = sort.legacy_sort(resources)
+    for r in resources:
+        _normalise_annotations(r)
+    meta = target.k.get("buildMetadata") or []
+    if "managedByLabel" in meta:
+        for r in resources:
+            labels = r.metadata.setdefault("labels", {}) or {}
+            labels["app.kubernetes.io/managed-by"] = f"kustomize-{KUSTOMIZE_VERSION}"
+            r.metadata["labels"] = labels
+    return BuildResult(
+        resources=[r.obj for r in resources], results=state.results, warnings=state.warnings
+    )
+
+
+class _CallableModule(types.ModuleType):
+    """Importing this module rebinds ``orchestrator.build`` to it; keep that name callable
+    so ``orchestrator.build(path, options)`` works either way."""
+
+    def __call__(self, path: str, options: BuildOptions | None = None) -> BuildResult:
+        return build(path, options)
+
+
+sys.modules[__name__].__class__ = _CallableModule

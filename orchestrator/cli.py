@@ -1,0 +1,105 @@
+"""The ``krm`` command line: parses arguments, calls the engine, prints the result.
+
+Kept light: nothing heavy is imported until a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+USAGE_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="krm", description="Build KRM resources like kustomize.")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    b = sub.add_parser("build", help="build a kustomization directory (like kustomize build)")
+    b.add_argument("path", nargs="?", default=".", help="directory with a kustomization")
+    b.add_argument("-o", "--output", help="write to FILE, or one file per resource into DIR")
+    b.add_argument(
+        "--load-restrictor",
+        default="LoadRestrictionsRootOnly",
+        choices=["LoadRestrictionsRootOnly", "LoadRestrictionsNone"],
+        help="whether files outside a kustomization's directory may be read",
+    )
+    b.add_argument(
+        "--reorder",
+        choices=["legacy", "none"],
+        default=None,
+        help="output order: legacy kind order (default) or input order",
+    )
+    b.add_argument("--enable-helm", action="store_true", help="inflate helmCharts with helm")
+    b.add_argument("--helm-command", default="helm", help="helm binary to use")
+    b.add_argument("--debug", action="store_true", dest="debug_cmd", help=argparse.SUPPRESS)
+    return p
+
+
+def _write_dir(directory: str, resources: list[dict]) -> None:
+    from orchestrator import yamlio
+
+    os.makedirs(directory, exist_ok=True)
+    for obj in resources:
+        md = obj.get("metadata") or {}
+        ns = md.get("namespace")
+        name = "_".join(
+            x for x in ((ns or ""), str(obj.get("kind", "")).lower(), str(md.get("name", ""))) if x
+        )
+        with open(os.path.join(directory, f"{name}.yaml"), "w", encoding="utf-8") as f:
+            f.write(yamlio.dump(obj))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``krm``; returns the exit status."""
+    args = _parser().parse_args(argv)
+    debug = args.debug or getattr(args, "debug_cmd", False)
+    if args.command != "build":
+        _parser().print_help(sys.stderr)
+        return USAGE_ERROR
+    try:
+        from orchestrator.build import BuildOptions, build
+        from orchestrator.errors import KrmError
+
+        options = BuildOptions(
+            load_restrictor=args.load_restrictor,
+            reorder=args.reorder,
+            enable_helm=args.enable_helm,
+            helm_command=args.helm_command,
+            debug=debug,
+        )
+        try:
+            result = build(args.path, options)
+        finally:
+            pass
+        for w in _dedupe(getattr(result, "warnings", [])):
+            print(w, file=sys.stderr)
+        if args.output and os.path.isdir(args.output):
+            _write_dir(args.output, result.resources)
+        else:
+            text = result.to_yaml()
+            if args.output:
+                with open(args.output, "w", encoding="utf-8") as f:
+                    f.write(text)
+            else:
+                sys.stdout.write(text)
+        return 0
+    except KrmError as exc:
+        if debug:
+            raise
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, RecursionError) as exc:
+        if debug:
+            raise
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""What every builtin plugin gets: its config plus a context (field specs, file reader)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator import fieldspec
+from orchestrator.errors import KrmError, ValidationError
+from orchestrator.fieldspec import FieldSpec, TransformerConfig
+from orchestrator.resource import Resource
+
+
+@dataclass
+class PluginContext:
+    """Where a plugin runs: the kustomization's directory, its file reader and configs."""
+
+    tconfig: TransformerConfig
+    read_file: Callable[[str], bytes]
+    root: str = "."
+    source: str | None = None
+    schema: Any = None
+    warnings: list[str] = field(default_factory=list)
+    options: Any = None
+
+
+def field_specs(config: dict[str, Any], ctx: PluginContext) -> list[FieldSpec]:
+    """The ``fieldSpecs`` of a plugin config (YAML maps, or FieldSpecs from the build)."""
+    items = config.get("fieldSpecs") or []
+    if all(isinstance(i, FieldSpec) for i in items):
+        return list(items)
+    return fieldspec.parse(items, source=ctx.source)
+
+
+def string_map(value: Any, what: str, source: str | None) -> dict[str, str]:
+    """A map[string]string field (values coerced to text like Go's YAML unmarshal)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError(f"{what} must be a map of strings, got {value!r}", file=source)
+    return {str(k): scalar_text(v) for k, v in value.items()}
+
+
+def scalar_text(v: Any) -> str:
+    """The text of a YAML scalar as Go sees it."""
+    if isinstance(v, str):
+        return v
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        from orchestrator.yamlio import format_float
+
+        return format_float(v)
+    return str(v)
+
+
+def apply_spec(
+    res: Resource, spec: FieldSpec, setter: Callable[[Any], Any], create_kind: str | None
+) -> None:
+    """Run fieldspec.apply on a resource, turning path errors into KrmErrors."""
+    try:
+        fieldspec.apply(res.obj, spec, setter, create_kind=create_kind)
+    except fieldspec.FieldPathError as exc:
+        raise KrmError(
+            f"considering field '{spec.path}': {exc}", file=res.source, resource=res.describe()
+        ) from None

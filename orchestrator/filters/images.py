@@ -1,0 +1,96 @@
+"""ImageTagTransformer: the ``images:`` field (new name, tag, digest or tag suffix)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from orchestrator.errors import ValidationError
+from orchestrator.filters.base import PluginContext, apply_spec, field_specs, scalar_text
+from orchestrator.resource import ResMap
+
+
+def split_image(image: str) -> tuple[str, str, str]:
+    """Split ``name[:tag][@digest]`` the way kustomize does (a port in the host is not a tag)."""
+    search = image
+    slash = image.find("/")
+    if slash > 0:
+        search = image[slash:]
+    else:
+        slash = 0
+    at = search.find("@")
+    colon = search.find(":")
+    if colon < 0 and at < 0:
+        return image, "", ""
+    if at >= 0 and (at < colon or colon < 0):
+        at += slash
+        return image[:at], "", image[at + 1 :]
+    if at >= 0 and colon >= 0:
+        at += slash
+        colon += slash
+        return image[:colon], image[colon + 1 : at], image[at + 1 :]
+    colon += slash
+    return image[:colon], image[colon + 1 :], ""
+
+
+class ImageTagTransformer:
+    """Rewrite container images whose name matches ``imageTag.name``."""
+
+    def __init__(self, config: dict[str, Any], ctx: PluginContext):
+        tag = config.get("imageTag") or {}
+        if not isinstance(tag, dict):
+            raise ValidationError(f"imageTag must be a map, got {tag!r}", file=ctx.source)
+        self.name = scalar_text(tag.get("name") or "")
+        self.new_name = scalar_text(tag.get("newName") or "")
+        self.new_tag = scalar_text(tag.get("newTag") if tag.get("newTag") is not None else "")
+        self.digest = scalar_text(tag.get("digest") or "")
+        self.tag_suffix = scalar_text(tag.get("tagSuffix") or "")
+        try:
+            # The name is used as a regular expression, unescaped, as kustomize does.
+            self.pattern = re.compile(
+                "^" + self.name + r"(:[a-zA-Z0-9_.{}-]*)?(@sha256:[a-zA-Z0-9_.{}-]*)?$"
+            )
+        except re.error as exc:
+            raise ValidationError(f"invalid image name {self.name!r}: {exc}", file=ctx.source)
+        self.specs = field_specs(config, ctx)
+
+    def _update(self, value: Any) -> Any:
+        if not isinstance(value, str) or not self.pattern.match(value):
+            return value
+        name, tag, digest = split_image(value)
+        if self.new_name:
+            name = self.new_name
+        if self.new_tag and self.digest:
+            tag, digest = self.new_tag, self.digest
+        elif self.new_tag:
+            tag, digest = self.new_tag, ""
+        elif self.digest:
+            tag, digest = "", self.digest
+        elif self.tag_suffix:
+            tag, digest = tag + self.tag_suffix, ""
+        if tag:
+            name += ":" + tag
+        if digest:
+            name += "@" + digest
+        return name
+
+    def _legacy_walk(self, node: Any) -> None:
+        # Any containers/initContainers list anywhere in the object (kustomize's legacy filter).
+        if isinstance(node, dict):
+            for key, value in node.items():
+                self._legacy_walk(value)
+                if key in ("containers", "initContainers") and isinstance(value, list):
+                    for c in value:
+                        if isinstance(c, dict) and "image" in c:
+                            c["image"] = self._update(c["image"])
+        elif isinstance(node, list):
+            for el in node:
+                self._legacy_walk(el)
+
+    def transform(self, resmap: ResMap) -> None:
+        for res in resmap:
+            if res.kind == "CustomResourceDefinition":
+                continue
+            self._legacy_walk(res.obj)
+            for fs in self.specs:
+                apply_spec(res, fs, self._update, None)

@@ -1,0 +1,135 @@
+"""JSON 6902 patches, applied like kustomize v5.5.0 (evanphx/json-patch v4).
+
+The ``jsonpatch`` library does the work; ops are adjusted first where evanphx differs
+from RFC 6902 as jsonpatch implements it: negative array indices count from the end
+(``add`` at ``-1`` appends), and ``replace`` of a missing map key adds it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from orchestrator.errors import PatchError
+
+__all__ = ["apply", "parse_ops"]
+
+_OPS = ("add", "remove", "replace", "move", "copy", "test")
+
+
+def parse_ops(text: str, source: str | None = None) -> list[dict[str, Any]]:
+    """Parse JSON 6902 operations given as a JSON array or YAML list."""
+    stripped = text.strip()
+    if not stripped:
+        raise PatchError("empty json patch operations", file=source)
+    try:
+        if stripped.startswith("["):
+            ops = json.loads(stripped)
+        else:
+            import yaml  # lazy: only YAML patches need it
+
+            ops = yaml.load(stripped, Loader=yaml.CSafeLoader)  # noqa: S506 (safe C loader)
+    except ValueError as e:
+        raise PatchError(f"invalid JSON patch: {e}", file=source) from None
+    except Exception as e:  # yaml.YAMLError, kept lazy
+        raise PatchError(f"invalid JSON patch: {e}", file=source) from None
+    if not isinstance(ops, list):
+        raise PatchError(
+            f"a JSON patch must be a list of operations, got {type(ops).__name__}", file=source
+        )
+    for i, op in enumerate(ops):
+        if not isinstance(op, dict):
+            raise PatchError(f"JSON patch operation {i} is not a map: {op!r}", file=source)
+    return ops
+
+
+def apply(obj: dict[str, Any], ops: list[dict[str, Any]], *, source: str | None = None) -> dict:
+    """Apply JSON 6902 ``ops`` to a copy of ``obj`` and return it (``obj`` is unchanged)."""
+    import jsonpatch  # lazy: keeps the CLI import fast
+
+    doc: Any = json.loads(json.dumps(obj))  # kustomize round-trips through JSON too
+    for i, op in enumerate(ops):
+        if not isinstance(op, dict):
+            raise PatchError(f"JSON patch operation {i} is not a map: {op!r}", file=source)
+        name = op.get("op")
+        path = op.get("path")
+        where = f"op {i} ({name} {path})" if path is not None else f"op {i} ({name})"
+        if name not in _OPS:
+            raise PatchError(f"{where}: Unexpected kind: {name}", file=source)
+        if not isinstance(path, str):
+            raise PatchError(f"{where}: operation has no 'path'", file=source)
+        if name in ("move", "copy") and not isinstance(op.get("from"), str):
+            raise PatchError(f"{where}: operation has no 'from'", file=source)
+        if name in ("add", "replace", "test") and "value" not in op:
+            raise PatchError(f"{where}: operation has no 'value'", file=source)
+        op = _evanphx(doc, dict(op))
+        try:
+            doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
+        except jsonpatch.JsonPatchTestFailed:
+            raise PatchError(f"{where}: testing value {path} failed: test failed", file=source)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as e:
+            raise PatchError(f"{where}: {e}", file=source) from None
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise PatchError(f"{where}: {type(e).__name__}: {e}", file=source) from None
+    if not isinstance(doc, dict):
+        raise PatchError(f"JSON patch left a {type(doc).__name__}, not a map", file=source)
+    return doc
+
+
+def _evanphx(doc: Any, op: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite one op so that jsonpatch does what evanphx/json-patch v4 does."""
+    for key in ("path", "from"):
+        if isinstance(op.get(key), str):
+            op[key] = _positive_indices(doc, op[key], append=(key == "path" and op["op"] == "add"))
+    if op["op"] == "replace":
+        parent, last = _parent(doc, op["path"])
+        if isinstance(parent, dict) and last not in parent:
+            op["op"] = "add"  # evanphx v4 replaces a missing key by adding it
+    return op
+
+
+def _split(path: str) -> list[str]:
+    if not path:
+        return []
+    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
+
+
+def _join(parts: list[str]) -> str:
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _positive_indices(doc: Any, path: str, *, append: bool) -> str:
+    parts = _split(path)
+    node = doc
+    changed = False
+    for i, part in enumerate(parts):
+        if isinstance(node, list) and part.startswith("-") and part[1:].isdigit():
+            n = int(part)
+            last = i == len(parts) - 1
+            idx = len(node) + n + (1 if (append and last) else 0)
+            if idx >= 0:
+                parts[i] = str(idx)
+                part = parts[i]
+                changed = True
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            node = None
+    return _join(parts) if changed else path
+
+
+def _parent(doc: Any, path: str) -> tuple[Any, str]:
+    parts = _split(path)
+    if not parts:
+        return None, ""
+    node = doc
+    for part in parts[:-1]:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None, parts[-1]
+    return node, parts[-1]

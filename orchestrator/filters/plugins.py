@@ -1,0 +1,96 @@
+"""Builtin plugins that wrap other modules: generators, replacements, hash and sort."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator import yamlio
+from orchestrator.errors import ValidationError
+from orchestrator.filters.base import PluginContext
+from orchestrator.resource import ResMap, Resource
+
+
+def _generator_args(config: dict[str, Any]) -> dict[str, Any]:
+    md = config.get("metadata") or {}
+    args = {k: v for k, v in config.items() if k not in ("apiVersion", "kind", "metadata")}
+    args.setdefault("name", md.get("name"))
+    if md.get("namespace") and not args.get("namespace"):
+        args["namespace"] = md["namespace"]
+    return args
+
+
+class ConfigMapGenerator:
+    """A ConfigMapGenerator plugin config (``generators:``)."""
+
+    module = "configmapgenerator"
+
+    def __init__(self, config: dict[str, Any], ctx: PluginContext):
+        self.args, self.ctx = _generator_args(config), ctx
+
+    def generate(self) -> list[Resource]:
+        import importlib
+
+        mod = importlib.import_module(f"orchestrator.filters.{self.module}")
+        res = mod.generate(self.args, options=None, read_file=self.ctx.read_file)
+        return [res]
+
+
+class SecretGenerator(ConfigMapGenerator):
+    """A SecretGenerator plugin config (``generators:``)."""
+
+    module = "secretgenerator"
+
+
+class HelmChartInflationGenerator:
+    """Not provided as a standalone plugin; use ``helmCharts`` with --enable-helm."""
+
+    def __init__(self, config: dict[str, Any], ctx: PluginContext):
+        raise ValidationError(
+            "HelmChartInflationGenerator plugin configs are not supported; use helmCharts",
+            file=ctx.source,
+        )
+
+
+class ReplacementTransformer:
+    """``replacements``: entries inline or loaded from ``path`` files."""
+
+    def __init__(self, config: dict[str, Any], ctx: PluginContext):
+        self.ctx = ctx
+        self.replacements: list[dict[str, Any]] = []
+        for entry in config.get("replacements") or []:
+            if isinstance(entry, dict) and "path" in entry and len(entry) == 1:
+                docs = yamlio.load_all(ctx.read_file(str(entry["path"])), source=entry["path"])
+                for d in docs:
+                    self.replacements.extend(d if isinstance(d, list) else [d])
+            else:
+                self.replacements.append(entry)
+
+    def transform(self, resmap: ResMap) -> None:
+        from orchestrator.filters import replacements
+
+        replacements.apply(resmap.resources(), self.replacements, source=self.ctx.source)
+        resmap.invalidate()
+
+
+class HashTransformer:
+    """Append content hashes to generated resources' names."""
+
+    def __init__(self, config: dict[str, Any], ctx: PluginContext):
+        pass
+
+    def transform(self, resmap: ResMap) -> None:
+        from orchestrator.build import _add_hashes
+
+        _add_hashes(resmap)
+
+
+class SortOrderTransformer:
+    """Reorder resources per ``sortOptions``."""
+
+    def __init__(self, config: dict[str, Any], ctx: PluginContext):
+        self.options = config.get("sortOptions") or {"order": "legacy"}
+
+    def transform(self, resmap: ResMap) -> None:
+        from orchestrator import sort
+
+        resmap.set_list(sort.apply_sort_options(resmap.resources(), self.options))

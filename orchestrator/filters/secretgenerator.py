@@ -1,0 +1,48 @@
+"""secretGenerator: build a Secret (base64 data, type Opaque by default), like kustomize."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator.errors import ValidationError
+from orchestrator.filters import generatorutil
+from orchestrator.filters.generatorutil import merge_into
+from orchestrator.resource import Resource
+
+__all__ = ["generate", "merge_into"]
+
+WHAT = "secretGenerator"
+
+
+def generate(
+    args: dict[str, Any],
+    *,
+    options: dict[str, Any] | None,
+    read_file: Callable[[str], bytes],
+    namespace: str | None = None,
+) -> Resource:
+    """Make the Secret of one ``secretGenerator`` entry (hash suffix not yet applied)."""
+    name, behavior = generatorutil.check_args(args, WHAT)
+    secret_type = args.get("type") or "Opaque"
+    if not isinstance(secret_type, str):
+        raise ValidationError(f"{WHAT} {name!r}: type must be a string")
+    opts = generatorutil.merge_options(args.get("options"), options, f"{WHAT} {name!r}")
+    generatorutil.check_marshallable(args, opts, WHAT)
+    pairs = generatorutil.load_pairs(args, read_file, WHAT)
+    obj = generatorutil.make_base("Secret", name, args.get("namespace") or namespace, opts)
+    obj["type"] = secret_type
+    obj["data"] = {
+        key: generatorutil.base64_lines(
+            pairs[key] if isinstance(pairs[key], bytes) else pairs[key].encode("utf-8")
+        )
+        for key in sorted(pairs)
+    }
+    if opts["immutable"]:
+        obj["immutable"] = True
+    return Resource(
+        obj=obj,
+        source=f"{WHAT} {name}",
+        behavior=behavior,
+        needs_hash=not opts["disableNameSuffixHash"],
+    )

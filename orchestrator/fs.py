@@ -1,0 +1,104 @@
+"""The file loader: finds kustomization files and reads files under a load restrictor.
+
+With ``LoadRestrictionsRootOnly`` (the default) a kustomization may only read files
+at or below its own directory; directories of other kustomizations (bases,
+components) may be anywhere, but never an ancestor of the current one (a cycle).
+"""
+
+from __future__ import annotations
+
+import os
+
+from orchestrator.errors import LoadError
+
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+ROOT_ONLY = "LoadRestrictionsRootOnly"
+NONE = "LoadRestrictionsNone"
+RESTRICTORS = (ROOT_ONLY, NONE)
+
+
+def _is_remote(path: str) -> bool:
+    return "://" in path or path.startswith(("git@", "github.com/"))
+
+
+class Loader:
+    """Reads files for one kustomization directory (``root``), applying the restrictor."""
+
+    def __init__(self, root: str, *, restrictor: str = ROOT_ONLY, parents: tuple[str, ...] = ()):
+        self.root = os.path.realpath(root)
+        self.restrictor = restrictor
+        # Roots of the kustomizations that led here, for cycle detection.
+        self.parents = parents
+
+    def abspath(self, path: str) -> str:
+        return os.path.normpath(os.path.join(self.root, path))
+
+    def _check(self, path: str, real: str) -> None:
+        if self.restrictor == NONE:
+            return
+        if real != self.root and not real.startswith(self.root.rstrip(os.sep) + os.sep):
+            raise LoadError(
+                f"security; file '{real}' is not in or below '{self.root}'", file=path
+            )
+
+    def read(self, path: str) -> bytes:
+        """Bytes of ``path`` (relative to the root), honouring the load restrictor."""
+        if _is_remote(path):
+            raise LoadError(f"remote files are not supported: '{path}'", file=path)
+        full = self.abspath(path)
+        real = os.path.realpath(full)
+        self._check(path, real)
+        if os.path.isdir(real):
+            raise LoadError(f"'{full}' is a directory, not a file", file=path)
+        try:
+            with open(real, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            raise LoadError(f"file '{full}' does not exist", file=path) from None
+        except OSError as exc:
+            raise LoadError(f"cannot read '{full}': {exc.strerror}", file=path) from None
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(self.abspath(path))
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(self.abspath(path))
+
+    def child(self, path: str) -> Loader:
+        """A loader for the kustomization directory ``path``; cycles are errors."""
+        if _is_remote(path):
+            raise LoadError(f"remote resources are not supported: '{path}'", file=path)
+        full = os.path.realpath(self.abspath(path))
+        if not os.path.isdir(full):
+            raise LoadError(f"'{self.abspath(path)}' must be a directory", file=path)
+        chain = (*self.parents, self.root)
+        for visited in chain:
+            if visited == full or visited.startswith(full.rstrip(os.sep) + os.sep):
+                raise LoadError(
+                    f"cycle detected: candidate root '{full}' contains visited root "
+                    f"'{visited}'",
+                    file=path,
+                )
+        return Loader(full, restrictor=self.restrictor, parents=chain)
+
+
+def find_kustomization(root: str) -> str:
+    """Path of the one kustomization file in ``root`` (error if none or several)."""
+    found = [n for n in KUSTOMIZATION_FILES if os.path.isfile(os.path.join(root, n))]
+    if not found:
+        if os.path.isfile(os.path.join(root, "composition.yaml")):
+            return os.path.join(root, "composition.yaml")
+        raise LoadError(
+            "unable to find one of 'kustomization.yaml', 'kustomization.yml' or "
+            f"'Kustomization' in directory '{root}'",
+            file=root,
+        )
+    if len(found) > 1:
+        raise LoadError(f"Found multiple kustomization files under: {root}", file=root)
+    path = os.path.join(root, found[0])
+    if os.path.isfile(os.path.join(root, "composition.yaml")):
+        raise LoadError(
+            f"both '{found[0]}' and 'composition.yaml' found in '{root}'; keep only one",
+            file=root,
+        )
+    return path

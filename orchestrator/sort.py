@@ -1,0 +1,78 @@
+"""Output order: kustomize's legacy kind order, or the input ("fifo") order."""
+
+from __future__ import annotations
+
+from functools import cmp_to_key
+from typing import Any
+
+from orchestrator.errors import ValidationError
+from orchestrator.resource import Resource
+
+ORDER_FIRST = (
+    "Namespace", "ResourceQuota", "StorageClass", "CustomResourceDefinition", "ServiceAccount",
+    "PodSecurityPolicy", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ConfigMap",
+    "Secret", "Endpoints", "Service", "LimitRange", "PriorityClass", "PersistentVolume",
+    "PersistentVolumeClaim", "Deployment", "StatefulSet", "CronJob", "PodDisruptionBudget",
+)
+ORDER_LAST = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+
+
+def _gvk_string(group: str, version: str, kind: str) -> str:
+    return f"{group or '~G'}_{version or '~V'}_{kind or '~K'}"
+
+
+def legacy_sort(
+    resources: list[Resource],
+    order_first: tuple[str, ...] | list[str] = ORDER_FIRST,
+    order_last: tuple[str, ...] | list[str] = ORDER_LAST,
+) -> list[Resource]:
+    """Sort like kustomize's legacy order: by kind rank, then GVK, then namespace and name."""
+    ranks: dict[str, int] = {}
+    for i, k in enumerate(order_first):
+        ranks[k] = -len(order_first) + i
+    for i, k in enumerate(order_last):
+        ranks[k] = 1 + i
+    keyed = []
+    for r in resources:
+        gvk = r.gvk
+        ns, name = r.namespace, r.name
+        id_string = "|".join(
+            [".".join([gvk.kind or "[noKind]", gvk.version or "[noVer]", gvk.group or "[noGrp]"]),
+             ns or "~X", name or "~N"]
+        )
+        keyed.append((ranks.get(gvk.kind, 0), gvk, _gvk_string(*gvk), id_string, r))
+
+    def cmp(a: tuple, b: tuple) -> int:
+        if a[1] != b[1]:
+            if a[0] != b[0]:
+                return -1 if a[0] < b[0] else 1
+            sa, sb = a[2], b[2]
+            if a[1].kind == "Namespace" == b[1].kind and (not a[1].group or not b[1].group):
+                sa, sb = sb, sa
+            return -1 if sa < sb else (1 if sa > sb else 0)
+        return -1 if a[3] < b[3] else (1 if a[3] > b[3] else 0)
+
+    keyed.sort(key=cmp_to_key(cmp))
+    return [k[-1] for k in keyed]
+
+
+def apply_sort_options(resources: list[Resource], options: Any) -> list[Resource]:
+    """Order per a kustomization's ``sortOptions`` ({order: legacy|fifo, legacySortOptions})."""
+    if not isinstance(options, dict):
+        raise ValidationError(f"sortOptions must be a map, got {options!r}")
+    order = options.get("order")
+    legacy = options.get("legacySortOptions")
+    if order == "fifo":
+        if legacy:
+            raise ValidationError(
+                "the field 'sortOptions.legacySortOptions' is set but the selected sort order "
+                "is 'fifo', not 'legacy'"
+            )
+        return resources
+    if order not in ("legacy", None, ""):
+        raise ValidationError(f"the field 'sortOptions.order' must be 'legacy' or 'fifo', got {order!r}")
+    if legacy:
+        return legacy_sort(
+            resources, legacy.get("orderFirst") or [], legacy.get("orderLast") or []
+        )
+    return legacy_sort(resources)

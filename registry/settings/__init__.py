@@ -1,0 +1,1 @@
+"""Settings: ``base`` (development defaults), ``test`` and ``production``."""

@@ -1,0 +1,52 @@
+"""Production settings: no defaults for secrets or infrastructure; refuses to start without them."""
+
+from django.core.exceptions import ImproperlyConfigured
+
+from registry.settings.base import *  # noqa: F403
+from registry.settings.base import env
+
+
+def _required(name: str, why: str) -> str:
+    """Return the environment variable ``name`` or stop with a message saying what it is for."""
+    value = env.str(name, default="")
+    if not value:
+        raise ImproperlyConfigured(f"{name} must be set in production: {why}.")
+    return value
+
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = _required("SECRET_KEY", "it signs sessions and tokens")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[])
+if not ALLOWED_HOSTS:
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS must be set in production: the host names this registry is served as."
+    )
+
+_database_url = _required("DATABASE_URL", "a PostgreSQL URL such as postgres://user:pw@host/db")
+DATABASES = {"default": env.db_url_config(_database_url)}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured(
+        "DATABASE_URL must point to PostgreSQL in production "
+        f"(got engine {DATABASES['default']['ENGINE']})."
+    )
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+
+CELERY_BROKER_URL = _required("CELERY_BROKER_URL", "a Redis or RabbitMQ URL for the task queue")
+CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL)
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_TASK_EAGER_PROPAGATES = False
+
+CACHES = {
+    "default": env.cache_url("CACHE_URL", default="locmemcache://"),
+}
+
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = env.bool("WHITENOISE_USE_FINDERS", default=False)
+
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])

@@ -1,0 +1,37 @@
+"""Test settings: fast hashing, in-memory cache, eager Celery.
+
+With ``KRM_TEST_SERVICES=1`` (CI run 2) the tests use PostgreSQL and Redis with a real Celery
+worker instead: ``DATABASE_URL``/``CELERY_BROKER_URL``/``CELERY_RESULT_BACKEND`` override the
+defaults below, and the test database keeps the configured name, so that a worker started with
+these same settings (``DJANGO_SETTINGS_MODULE=registry.settings.test KRM_TEST_SERVICES=1``) sees
+the rows the tests commit (such tests must use ``@pytest.mark.django_db(transaction=True)``).
+"""
+
+import os
+
+from registry.settings.base import *  # noqa: F403
+from registry.settings.base import env
+
+SECRET_KEY = "test-only-secret-key"
+DEBUG = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+REGISTRY_PUBLIC_URL = "http://testserver"
+WHITENOISE_AUTOREFRESH = True
+
+KRM_TEST_SERVICES = os.environ.get("KRM_TEST_SERVICES") == "1"
+
+if KRM_TEST_SERVICES:
+    DATABASES = {
+        "default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/test")
+    }
+    DATABASES["default"]["TEST"] = {"NAME": DATABASES["default"]["NAME"]}
+    CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
+    CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL)
+    CELERY_TASK_ALWAYS_EAGER = False
+    CELERY_TASK_EAGER_PROPAGATES = False
+else:
+    CELERY_BROKER_URL = "memory://"
+    CELERY_RESULT_BACKEND = None
+    CELERY_TASK_ALWAYS_EAGER = True
+    CELERY_TASK_EAGER_PROPAGATES = True

@@ -1,0 +1,112 @@
+"""bench/serve_catalog.py: its catalog is valid, it talks to the real docker-registry and wrk."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import importlib.util
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_bench():
+    spec = importlib.util.spec_from_file_location(
+        "bench_serve_catalog", ROOT / "bench" / "serve_catalog.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses look their module up in sys.modules while the class is being built.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_bench()
+needs = {
+    tool: pytest.mark.skipif(shutil.which(tool) is None, reason=f"{tool} is not installed")
+    for tool in ("docker-registry", "wrk")
+}
+
+
+def test_generated_catalog_is_a_valid_kep_2906_catalog():
+    from orchestrator.catalog import parse_catalog
+
+    data = bench.generate_catalog(200)
+    parsed = parse_catalog(data, strict=True)
+    assert len(parsed.functions) == 200
+    kinds = [set(f.versions[0].runtime) for f in parsed.functions]
+    assert kinds.count({"container"}) == 100 and kinds.count({"exec"}) == 100
+    raw = yaml.load(data, Loader=yaml.CSafeLoader)
+    for function in raw["spec"]["krmFunctions"]:
+        runtime = function["versions"][0]["runtime"]
+        digests = (
+            [runtime["container"]["sha256"]]
+            if "container" in runtime
+            else [p["sha256"] for p in runtime["exec"]["platforms"]]
+        )
+        assert all(len(d) == 64 and int(d, 16) >= 0 for d in digests)
+
+
+def test_parse_wrk_rejects_unexpected_output():
+    with pytest.raises(bench.BenchError, match="^could not parse wrk output:\nconnection refused$"):
+        bench.parse_wrk("connection refused")
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):  # noqa: N802 - the name http.server dispatches to
+        status = 200 if self.path == "/ok" else 404
+        body = b"hello"
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@needs["wrk"]
+def test_run_wrk_counts_requests_and_non_2xx(http_server):
+    ok = bench.run_wrk(f"{http_server}/ok", threads=1, connections=2, duration=1)
+    assert ok.requests > 0 and ok.requests_per_sec > 0
+    assert ok.errors == 0
+    assert 0 < ok.p50_ms <= ok.p99_ms
+    missing = bench.run_wrk(f"{http_server}/missing", threads=1, connections=2, duration=1)
+    assert missing.non_2xx == missing.requests > 0
+    assert missing.errors >= missing.requests
+
+
+@needs["docker-registry"]
+def test_docker_registry_serves_the_pushed_blob_and_is_stopped(tmp_path):
+    blob = bench.generate_catalog(3)
+    procs = bench.Processes()
+    try:
+        url = bench.start_docker_registry(procs, tmp_path, blob)
+        assert url.endswith("/blobs/sha256:" + hashlib.sha256(blob).hexdigest())
+        fetched = httpx.get(url)
+        assert fetched.status_code == 200 and fetched.content == blob
+        started = [proc for _, proc in procs.procs]
+    finally:
+        procs.stop()
+    assert all(proc.poll() is not None for proc in started)
+    with pytest.raises(httpx.TransportError):
+        httpx.get(url, timeout=2)

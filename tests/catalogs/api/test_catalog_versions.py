@@ -1,0 +1,103 @@
+"""Publishing through the API and reading versions back."""
+
+import hashlib
+
+import pytest
+
+from catalogs.models import CatalogVersion
+from tests.catalogs.factories import catalog_yaml
+
+pytestmark = pytest.mark.django_db
+
+VERSIONS = "/api/v1/catalogs/example-co/functions/versions/"
+
+
+def test_publish_answers_201_with_version_digest_and_absolute_url(as_user, catalog, client):
+    document = catalog_yaml(("example.co", "SetLabels", "v1"))
+    response = as_user("owner").post(VERSIONS, document, content_type="application/yaml")
+    assert response.status_code == 201
+    body = response.json()
+    version = CatalogVersion.objects.get()
+    assert body == {
+        "version": 1,
+        "digest": version.digest,
+        "catalog_url": "http://testserver/c/example-co/functions/versions/1/catalog.yaml",
+        "latest_url": "http://testserver/c/example-co/functions/catalog.yaml",
+        "digest_url": "http://testserver/c/example-co/functions/sha256/"
+        + version.digest.removeprefix("sha256:")
+        + "/catalog.yaml",
+    }
+    assert response["Location"] == "/api/v1/catalogs/example-co/functions/versions/1/"
+    # The URL it answers with serves exactly the bytes that hash to the digest it answered with.
+    served = client.get(body["catalog_url"].removeprefix("http://testserver"))
+    assert "sha256:" + hashlib.sha256(served.content).hexdigest() == body["digest"]
+
+
+def test_publishing_the_same_content_again_answers_200_with_the_existing_version(as_user, catalog):
+    document = catalog_yaml(("example.co", "SetLabels", "v1"))
+    first = as_user("owner").post(VERSIONS, document, content_type="application/yaml")
+    again = as_user("owner").post(VERSIONS, document, content_type="application/yaml")
+    assert again.status_code == 200
+    assert again.json() == first.json()
+    assert CatalogVersion.objects.count() == 1
+
+
+@pytest.mark.parametrize("content_type", ["application/x-yaml", "text/yaml"])
+def test_other_yaml_media_types_are_accepted(as_user, catalog, content_type):
+    document = catalog_yaml(("example.co", "SetLabels", "v1"))
+    response = as_user("owner").post(VERSIONS, document, content_type=content_type)
+    assert response.status_code == 201
+
+
+def test_json_body_with_content_is_accepted(as_user, catalog):
+    document = catalog_yaml(("example.co", "SetLabels", "v1"))
+    response = as_user("owner").post(VERSIONS, {"content": document}, format="json")
+    assert response.status_code == 201
+
+
+def test_json_body_without_content_is_400(as_user, catalog):
+    response = as_user("owner").post(VERSIONS, {"yaml": "x"}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"content": ["This field is required."]}
+    assert not CatalogVersion.objects.exists()
+
+
+def test_unsupported_media_type_is_415(as_user, catalog):
+    response = as_user("owner").post(VERSIONS, "x", content_type="text/plain")
+    assert response.status_code == 415
+    assert response.json() == {"detail": 'Unsupported media type "text/plain" in request.'}
+    assert not CatalogVersion.objects.exists()
+
+
+def test_publish_to_an_unknown_catalog_is_404(as_user, publisher):
+    response = as_user("staff").post(
+        "/api/v1/catalogs/example-co/nope/versions/",
+        catalog_yaml(("example.co", "A", "v1")),
+        content_type="application/yaml",
+    )
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Catalog 'example-co/nope' does not exist."}
+
+
+def test_list_and_detail(as_user, api_client, catalog):
+    for kind in ("A", "B"):
+        as_user("owner").post(
+            VERSIONS, catalog_yaml(("example.co", kind, "v1")), content_type="application/yaml"
+        )
+    listing = api_client.get(VERSIONS).json()
+    assert [v["version"] for v in listing["results"]] == [2, 1]
+    assert listing["results"][0]["created_by"] == "owner"
+    assert listing["results"][1]["catalog_url"].endswith("/versions/1/catalog.yaml")
+    detail = api_client.get(VERSIONS + "1/").json()
+    assert detail["version"] == 1
+    assert [(f["group"], f["kind"]) for f in detail["functions"]] == [("example.co", "A")]
+    fn_version = detail["functions"][0]["versions"][0]
+    assert fn_version["name"] == "v1"
+    assert fn_version["runtime"] == {"container": {"image": "registry.example.co/a:v1"}}
+    assert fn_version["runtime_kinds"] == ["container"]
+
+
+def test_unknown_version_is_404(api_client, catalog):
+    response = api_client.get(VERSIONS + "7/")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Catalog 'example-co/functions' has no version 7."}

@@ -1,0 +1,85 @@
+"""Publishing hostile or invalid YAML through the API: 400, problems listed, nothing changed."""
+
+import pytest
+
+from catalogs.models import CatalogVersion, FunctionVersion
+from tests.catalogs.bad_documents import BAD_DOCUMENTS, expected_problems
+from tests.catalogs.factories import catalog_yaml
+
+pytestmark = pytest.mark.django_db
+
+VERSIONS = "/api/v1/catalogs/example-co/functions/versions/"
+
+
+@pytest.fixture
+def owner_client(as_user, catalog):
+    client = as_user("owner")
+    good = client.post(
+        VERSIONS, catalog_yaml(("example.co", "Good", "v1")), content_type="application/yaml"
+    )
+    assert good.status_code == 201
+    return client
+
+
+def _snapshot() -> tuple:
+    return (
+        list(CatalogVersion.objects.values_list("number", "digest")),
+        FunctionVersion.objects.count(),
+    )
+
+
+@pytest.mark.parametrize("name", BAD_DOCUMENTS)
+def test_bad_yaml_is_400_with_the_problems(owner_client, name, client):
+    before = _snapshot()
+    latest_before = client.get("/c/example-co/functions/catalog.yaml").content
+    response = owner_client.post(VERSIONS, BAD_DOCUMENTS[name][0], content_type="application/yaml")
+    assert response.status_code == 400
+    count = len(BAD_DOCUMENTS[name][1])
+    assert response.json() == {
+        "detail": f"The catalog document is invalid ({count} problem{'s' if count != 1 else ''}).",
+        "problems": expected_problems(name),
+    }
+    assert _snapshot() == before
+    assert client.get("/c/example-co/functions/catalog.yaml").content == latest_before
+
+
+def test_bad_yaml_inside_json_is_400_with_the_same_problems(owner_client):
+    response = owner_client.post(
+        VERSIONS, {"content": BAD_DOCUMENTS["yaml-syntax"][0]}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["problems"] == expected_problems("yaml-syntax")
+
+
+def test_body_over_the_limit_is_400_with_its_size_and_not_kept(owner_client, settings):
+    settings.CATALOG_MAX_BYTES = 1000
+    before = _snapshot()
+    body = b"# padding\n" * 30000  # 300,000 bytes, read in chunks and counted, never stored
+    response = owner_client.post(VERSIONS, body, content_type="application/yaml")
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": "The catalog document is invalid (1 problem).",
+        "problems": [
+            {
+                "path": "",
+                "message": "catalog is 300000 bytes, over the limit of 1000 bytes",
+                "line": None,
+                "column": None,
+            }
+        ],
+    }
+    assert _snapshot() == before
+
+
+def test_empty_yaml_body_is_400(owner_client):
+    response = owner_client.post(VERSIONS, b"", content_type="application/yaml")
+    assert response.status_code == 400
+    assert response.json()["problems"] == expected_problems("empty")
+
+
+def test_non_owner_sending_a_bad_document_gets_403_not_the_problems(as_user, owner_client):
+    response = as_user("other").post(
+        VERSIONS, BAD_DOCUMENTS["alias-bomb"][0], content_type="application/yaml"
+    )
+    assert response.status_code == 403
+    assert "problems" not in response.json()

@@ -1,0 +1,143 @@
+"""Every write endpoint, as anonymous, another user, the owner and staff: 403 changes nothing."""
+
+import pytest
+from django.core.management import call_command
+
+from catalogs.models import Catalog, CatalogVersion, Publisher
+from tests.catalogs.factories import catalog_yaml
+
+pytestmark = pytest.mark.django_db
+
+DOCUMENT = catalog_yaml(("example.co", "SetLabels", "v1"))
+
+
+def _state() -> tuple:
+    """Everything a write could change."""
+    return (
+        list(Publisher.objects.values_list("slug", "display_name", "owners__username")),
+        list(Catalog.objects.values_list("publisher__slug", "name", "description")),
+        list(CatalogVersion.objects.values_list("catalog__name", "number", "digest")),
+    )
+
+
+WRITES = {
+    "publisher-update": ("patch", "/api/v1/publishers/example-co/", {"display_name": "X"}, None),
+    "catalog-create": (
+        "post",
+        "/api/v1/catalogs/",
+        {"publisher": "example-co", "name": "more"},
+        None,
+    ),
+    "catalog-update": (
+        "patch",
+        "/api/v1/catalogs/example-co/functions/",
+        {"description": "X"},
+        None,
+    ),
+    "version-publish": (
+        "post",
+        "/api/v1/catalogs/example-co/functions/versions/",
+        DOCUMENT,
+        "application/yaml",
+    ),
+}
+EXPECTED_SUCCESS = {
+    "publisher-update": 200,
+    "catalog-create": 201,
+    "catalog-update": 200,
+    "version-publish": 201,
+}
+
+
+@pytest.mark.parametrize("endpoint", WRITES)
+@pytest.mark.parametrize("who", ["anonymous", "other"])
+def test_forbidden_writes_are_403_and_change_nothing(as_user, catalog, endpoint, who):
+    method, url, data, content_type = WRITES[endpoint]
+    before = _state()
+    kwargs = {"content_type": content_type} if content_type else {"format": "json"}
+    response = getattr(as_user(who), method)(url, data, **kwargs)
+    assert response.status_code == 403, response.content
+    if who == "anonymous":
+        assert response.json() == {"detail": "Authentication credentials were not provided."}
+    else:
+        assert response.json() == {
+            "detail": "Only owners of publisher 'example-co' (or staff) may change it."
+        }
+    assert _state() == before
+
+
+@pytest.mark.parametrize("endpoint", WRITES)
+@pytest.mark.parametrize("who", ["owner", "staff"])
+def test_owner_and_staff_writes_succeed(as_user, catalog, endpoint, who):
+    method, url, data, content_type = WRITES[endpoint]
+    before = _state()
+    kwargs = {"content_type": content_type} if content_type else {"format": "json"}
+    response = getattr(as_user(who), method)(url, data, **kwargs)
+    assert response.status_code == EXPECTED_SUCCESS[endpoint], response.content
+    assert _state() != before
+
+
+def test_anonymous_cannot_create_a_publisher(as_user, db):
+    response = as_user("anonymous").post("/api/v1/publishers/", {"slug": "x"}, format="json")
+    assert response.status_code == 403
+    assert not Publisher.objects.exists()
+
+
+@pytest.mark.parametrize("who", ["other", "owner", "staff"])
+def test_any_logged_in_user_may_create_a_publisher_and_owns_it(as_user, who):
+    response = as_user(who).post(
+        "/api/v1/publishers/", {"slug": "new-co", "display_name": "New Co"}, format="json"
+    )
+    assert response.status_code == 201
+    assert response.json()["owners"] == [who]
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [
+        ("put", "/api/v1/publishers/example-co/"),
+        ("delete", "/api/v1/publishers/example-co/"),
+        ("delete", "/api/v1/catalogs/example-co/functions/"),
+        ("put", "/api/v1/catalogs/example-co/functions/versions/1/"),
+        ("delete", "/api/v1/catalogs/example-co/functions/versions/1/"),
+        ("post", "/api/v1/functions/"),
+    ],
+)
+def test_versions_and_records_cannot_be_deleted_or_replaced(as_user, catalog, method, url):
+    before = _state()
+    response = getattr(as_user("staff"), method)(url, {}, format="json")
+    assert response.status_code == 405
+    assert _state() == before
+
+
+def test_token_from_drf_create_token_authenticates_writes(api_client, catalog, capsys):
+    call_command("drf_create_token", "owner")
+    token = capsys.readouterr().out.split()[2]
+    api_client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    response = api_client.post(
+        "/api/v1/catalogs/example-co/functions/versions/", DOCUMENT, content_type="application/yaml"
+    )
+    assert response.status_code == 201
+    assert CatalogVersion.objects.get().created_by.username == "owner"
+
+
+def test_a_wrong_token_is_refused(api_client, catalog):
+    api_client.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    response = api_client.post(
+        "/api/v1/catalogs/example-co/functions/versions/", DOCUMENT, content_type="application/yaml"
+    )
+    assert response.status_code == 403
+    assert response.json() == {"detail": "Invalid token."}
+    assert not CatalogVersion.objects.exists()
+
+
+def test_session_login_authenticates_writes(client, owner, catalog):
+    client.force_login(owner)
+    response = client.patch(
+        "/api/v1/catalogs/example-co/functions/",
+        {"description": "Via session"},
+        content_type="application/json",
+    )
+    assert response.status_code == 200
+    catalog.refresh_from_db()
+    assert catalog.description == "Via session"

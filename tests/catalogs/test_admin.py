@@ -1,0 +1,53 @@
+"""The admin lists every record; published versions and functions are read-only there."""
+
+import pytest
+
+from catalogs.models import CatalogVersion
+from catalogs.services import catalog_version_publish
+from tests.catalogs.factories import catalog_yaml
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client_with_version(client, catalog, django_user_model):
+    admin = django_user_model.objects.create_superuser("admin", "admin@example.co", "pw")
+    client.force_login(admin)
+    version, _ = catalog_version_publish(
+        catalog=catalog, content=catalog_yaml(("example.co", "A", "v1")), actor=None
+    )
+    return client, version
+
+
+@pytest.mark.parametrize("model", ["publisher", "catalog", "catalogversion", "functionversion"])
+def test_changelists_render(admin_client_with_version, model):
+    client, _ = admin_client_with_version
+    assert client.get(f"/admin/catalogs/{model}/").status_code == 200
+
+
+def test_version_page_shows_the_content_without_a_save_button(admin_client_with_version):
+    client, version = admin_client_with_version
+    response = client.get(f"/admin/catalogs/catalogversion/{version.pk}/change/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert version.digest in page
+    assert "registry.example.co/a:v1" in page
+    assert 'name="_save"' not in page
+
+
+def test_versions_cannot_be_added_changed_or_deleted(admin_client_with_version):
+    client, version = admin_client_with_version
+    assert client.get("/admin/catalogs/catalogversion/add/").status_code == 403
+    url = f"/admin/catalogs/catalogversion/{version.pk}/change/"
+    assert client.post(url, {"number": 99}).status_code == 403
+    delete = f"/admin/catalogs/catalogversion/{version.pk}/delete/"
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+    version.refresh_from_db()
+    assert version.number == 1
+    assert CatalogVersion.objects.count() == 1
+
+
+def test_publisher_is_editable(admin_client_with_version, publisher):
+    client, _ = admin_client_with_version
+    response = client.get(f"/admin/catalogs/publisher/{publisher.pk}/change/")
+    assert 'name="_save"' in response.content.decode()

@@ -1,0 +1,64 @@
+"""Shared fixtures. Django is imported lazily so the engine's tests run with ``-p no:django``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_CATALOG = ROOT / "catalogs" / "fixtures" / "demo-catalog.yaml"
+
+
+@pytest.fixture
+def demo_catalog_bytes() -> bytes:
+    """The demo catalog document that ``load_demo`` publishes."""
+    return DEMO_CATALOG.read_bytes()
+
+
+@pytest.fixture
+def api_client():
+    """A DRF test client with nobody logged in."""
+    from rest_framework.test import APIClient
+
+    return APIClient()
+
+
+@pytest.fixture
+def owner(db):
+    """A user who owns the ``publisher`` fixture."""
+    from tests.catalogs.factories import UserFactory
+
+    return UserFactory(username="owner")
+
+
+@pytest.fixture
+def other_user(db):
+    """A logged-in user who owns nothing."""
+    from tests.catalogs.factories import UserFactory
+
+    return UserFactory(username="other")
+
+
+@pytest.fixture
+def staff_user(db):
+    """A staff user, who may write anywhere."""
+    from tests.catalogs.factories import UserFactory
+
+    return UserFactory(username="staff", is_staff=True)
+
+
+@pytest.fixture
+def publisher(owner):
+    """Publisher ``example-co`` owned by ``owner``."""
+    from tests.catalogs.factories import PublisherFactory
+
+    return PublisherFactory(slug="example-co", display_name="Example Co", owners=[owner])
+
+
+@pytest.fixture
+def catalog(publisher):
+    """An empty catalog ``example-co/functions``."""
+    from tests.catalogs.factories import CatalogFactory
+
+    return CatalogFactory(publisher=publisher, name="functions")

@@ -1,0 +1,104 @@
+"""deploy/compose.yaml parses and runs the five services with the production settings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "deploy" / "compose.yaml"
+# ${VAR}, ${VAR:-default}, ${VAR:?message} — the subset of compose interpolation the file uses.
+INTERPOLATION = re.compile(r"\$\{(\w+)(?:(:-|:\?)([^}]*))?\}")
+
+
+def interpolate(value: str, env: dict[str, str]) -> str:
+    """Expand compose-style variables the way `docker compose config` would."""
+
+    def expand(match: re.Match[str]) -> str:
+        name, op, arg = match.groups()
+        if env.get(name):
+            return env[name]
+        if op == ":-":
+            return arg
+        raise ValueError(f"required variable {name} is missing: {arg}")
+
+    return INTERPOLATION.sub(expand, value)
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.load(COMPOSE.read_text(), Loader=yaml.CSafeLoader)
+
+
+def command(service: dict) -> str:
+    cmd = service["command"]
+    return cmd if isinstance(cmd, str) else " ".join(cmd)
+
+
+def test_five_services(compose):
+    assert set(compose["services"]) == {"web", "worker", "beat", "postgres", "redis"}
+
+
+def test_commands(compose):
+    services = compose["services"]
+    assert "gunicorn registry.wsgi:application --bind 0.0.0.0:8000" in command(services["web"])
+    assert "manage.py migrate --noinput" in command(services["web"])
+    assert command(services["worker"]).startswith("celery -A registry worker")
+    assert command(services["beat"]).startswith("celery -A registry beat")
+    assert services["postgres"]["image"].startswith("postgres:")
+    assert services["redis"]["image"].startswith("redis:")
+    assert services["web"]["ports"] == ["${WEB_PORT:-8000}:8000"]
+
+
+def test_app_services_share_production_env(compose):
+    services = compose["services"]
+    envs = [services[name]["environment"] for name in ("web", "worker", "beat")]
+    assert envs[0] == envs[1] == envs[2]
+    env = {k: interpolate(v, {"SECRET_KEY": "s3cret"}) for k, v in envs[0].items()}
+    assert env["DJANGO_SETTINGS_MODULE"] == "registry.settings.production"
+    assert env["SECRET_KEY"] == "s3cret"
+    db = urlsplit(env["DATABASE_URL"])
+    assert (db.scheme, db.hostname, db.port, db.path) == ("postgres", "postgres", 5432, "/registry")
+    # The DB credentials in the URL are the ones the postgres container is created with.
+    pg_env = {k: interpolate(v, {}) for k, v in services["postgres"]["environment"].items()}
+    assert (db.username, db.password) == (pg_env["POSTGRES_USER"], pg_env["POSTGRES_PASSWORD"])
+    broker = urlsplit(env["CELERY_BROKER_URL"])
+    assert (broker.scheme, broker.hostname) == ("redis", "redis")
+
+
+def test_secret_key_is_required(compose):
+    env = compose["services"]["web"]["environment"]
+    with pytest.raises(ValueError, match="required variable SECRET_KEY is missing: set SECRET_KEY"):
+        interpolate(env["SECRET_KEY"], {})
+
+
+def test_dependencies_point_at_defined_services(compose):
+    services = compose["services"]
+    for name, service in services.items():
+        for dep, cond in service.get("depends_on", {}).items():
+            assert dep in services, (name, dep)
+            if cond["condition"] == "service_healthy":
+                assert "healthcheck" in services[dep], (name, dep)
+    assert set(services["web"]["depends_on"]) == {"postgres", "redis"}
+    assert {"postgres", "redis"} <= set(services["worker"]["depends_on"])
+
+
+def test_build_context_has_a_dockerfile(compose):
+    build = compose["services"]["web"]["build"]
+    assert (COMPOSE.parent / build["context"] / build["dockerfile"]).is_file()
+
+
+def test_env_starts_the_production_settings(compose, load_settings):
+    raw = compose["services"]["web"]["environment"]
+    env = {k: interpolate(v, {"SECRET_KEY": "s3cret"}) for k, v in raw.items()}
+    loaded = load_settings(env)
+    assert loaded["DEBUG"] is False
+    assert loaded["DATABASE_ENGINE"] == "django.db.backends.postgresql"
+    assert (loaded["DATABASE_HOST"], loaded["DATABASE_NAME"]) == ("postgres", "registry")
+    assert loaded["CELERY_BROKER_URL"] == "redis://redis:6379/0"
+    assert loaded["CELERY_TASK_ALWAYS_EAGER"] is False
+    assert "localhost" in loaded["ALLOWED_HOSTS"]

@@ -1,0 +1,38 @@
+"""base.py: safe development defaults, each overridable from the environment."""
+
+MODULE = "registry.settings.base"
+
+
+def test_defaults_need_no_services(load_settings):
+    values = load_settings(MODULE)
+    assert values["DEBUG"] is False
+    assert values["DB_ENGINE"] == "django.db.backends.sqlite3"
+    assert values["DB_NAME"].endswith("/var/db.sqlite3")
+    assert values["CELERY_TASK_ALWAYS_EAGER"] is True
+    assert values["CATALOG_MAX_BYTES"] == 5 * 1024 * 1024
+    assert values["MEDIA_ROOT"].endswith("/var/media")
+    assert "127.0.0.1" in values["ALLOWED_HOSTS"]
+
+
+def test_environment_overrides(load_settings):
+    values = load_settings(
+        MODULE,
+        DEBUG="1",
+        DATABASE_URL="postgres://u:p@db:5432/reg",
+        CELERY_BROKER_URL="redis://r:6379/1",
+        CATALOG_MAX_BYTES="1234",
+        ALLOWED_HOSTS="a.example,b.example",
+    )
+    assert values["DEBUG"] is True
+    assert (values["DB_ENGINE"], values["DB_NAME"]) == ("django.db.backends.postgresql", "reg")
+    assert values["CELERY_BROKER_URL"] == "redis://r:6379/1"
+    assert values["CELERY_TASK_ALWAYS_EAGER"] is False
+    assert values["CATALOG_MAX_BYTES"] == 1234
+    assert values["ALLOWED_HOSTS"] == ["a.example", "b.example"]
+
+
+def test_a_non_numeric_size_limit_is_a_clear_error(settings_error):
+    assert settings_error(MODULE, CATALOG_MAX_BYTES="5MB") == (
+        "django.core.exceptions.ImproperlyConfigured: "
+        "CATALOG_MAX_BYTES must be a whole number, got '5MB'."
+    )

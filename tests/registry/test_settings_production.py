@@ -1,0 +1,65 @@
+"""production.py refuses to start without its secrets and infrastructure."""
+
+import pytest
+
+MODULE = "registry.settings.production"
+COMPLETE = {
+    "SECRET_KEY": "s3cret-for-the-test",
+    "ALLOWED_HOSTS": "registry.example.co",
+    "DATABASE_URL": "postgres://registry:pw@db.example.co:5432/registry",
+    "CELERY_BROKER_URL": "redis://redis.example.co:6379/0",
+}
+PREFIX = "django.core.exceptions.ImproperlyConfigured: "
+
+
+def test_starts_with_everything_set(load_settings):
+    values = load_settings(MODULE, **COMPLETE)
+    assert values["DEBUG"] is False
+    assert values["SECRET_KEY"] == "s3cret-for-the-test"
+    assert values["ALLOWED_HOSTS"] == ["registry.example.co"]
+    assert values["DB_ENGINE"] == "django.db.backends.postgresql"
+    assert values["DB_NAME"] == "registry"
+    assert values["CELERY_BROKER_URL"] == "redis://redis.example.co:6379/0"
+    assert values["CELERY_RESULT_BACKEND"] == "redis://redis.example.co:6379/0"
+    assert values["CELERY_TASK_ALWAYS_EAGER"] is False
+    assert values["STATICFILES"] == "whitenoise.storage.CompressedManifestStaticFilesStorage"
+
+
+@pytest.mark.parametrize(
+    ("missing", "message"),
+    [
+        ("SECRET_KEY", "SECRET_KEY must be set in production: it signs sessions and tokens."),
+        (
+            "ALLOWED_HOSTS",
+            "ALLOWED_HOSTS must be set in production: the host names this registry is served as.",
+        ),
+        (
+            "DATABASE_URL",
+            "DATABASE_URL must be set in production: a PostgreSQL URL such as "
+            "postgres://user:pw@host/db.",
+        ),
+        (
+            "CELERY_BROKER_URL",
+            "CELERY_BROKER_URL must be set in production: a Redis or RabbitMQ URL for the task "
+            "queue.",
+        ),
+    ],
+)
+def test_refuses_to_start_without(settings_error, missing, message):
+    env = {k: v for k, v in COMPLETE.items() if k != missing}
+    assert settings_error(MODULE, **env) == PREFIX + message
+
+
+def test_refuses_an_empty_secret_key(settings_error):
+    env = {**COMPLETE, "SECRET_KEY": ""}
+    assert settings_error(MODULE, **env) == (
+        PREFIX + "SECRET_KEY must be set in production: it signs sessions and tokens."
+    )
+
+
+def test_refuses_sqlite(settings_error):
+    env = {**COMPLETE, "DATABASE_URL": "sqlite:////tmp/registry.sqlite3"}
+    assert settings_error(MODULE, **env) == (
+        PREFIX + "DATABASE_URL must point to PostgreSQL in production "
+        "(got engine django.db.backends.sqlite3)."
+    )

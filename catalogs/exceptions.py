@@ -31,6 +31,9 @@ class RegistryError(Exception):
         super().__init__(message)
         self.message = message
 
+    def __str__(self) -> str:
+        return self.message
+
 
 class NotAllowedError(RegistryError):
     """The acting user may not do this (not an owner of the publisher, nor staff)."""
@@ -47,9 +50,13 @@ class AlreadyExistsError(RegistryError):
 class InvalidCatalogError(RegistryError):
     """A catalog document that cannot be published; ``problems`` lists every reason."""
 
-    def __init__(self, message: str, problems: list[ProblemDetail]):
+    def __init__(self, message: str, problems: list[ProblemDetail] | list[dict]):
         super().__init__(message)
-        self.problems = problems
+        self.problems = [
+            p if isinstance(p, ProblemDetail) else ProblemDetail(**p) for p in problems
+        ]
+        # Celery rebuilds a task's exception from its args, sent as JSON: keep them plain data.
+        self.args = (message, [p.as_dict() for p in self.problems])
 
 
 class InvalidInputError(RegistryError):

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
 
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+from django.db import connection
 from django.db.models import Prefetch, QuerySet
 
 from catalogs.exceptions import NotFoundError
 from catalogs.models import Catalog, CatalogVersion, FunctionVersion, Publisher
 
 
-def user_is_owner_or_staff(*, publisher: Publisher, user: Any) -> bool:
+def user_is_owner_or_staff(
+    *, publisher: Publisher, user: AbstractBaseUser | AnonymousUser | None
+) -> bool:
     """Whether ``user`` may write to ``publisher`` (an owner, or staff)."""
     if user is None or not getattr(user, "is_authenticated", False):
         return False
@@ -84,35 +88,45 @@ def function_version_list(*, all_versions: bool = False) -> QuerySet[FunctionVer
 
 
 # --- Serving fast path: one indexed query for the digest, bytes from an immutable cache. ---
+# Plain SQL, written once: compiling the equivalent ORM query costs more than running it.
+
+_P, _C, _V = (m._meta.db_table for m in (Publisher, Catalog, CatalogVersion))
+_SQL_LATEST = (
+    f"SELECT v.digest FROM {_C} c JOIN {_P} p ON p.id = c.publisher_id "
+    f"JOIN {_V} v ON v.id = c.latest_version_id WHERE p.slug = %s AND c.name = %s"
+)
+_SQL_BY_NUMBER = (
+    f"SELECT v.digest FROM {_V} v JOIN {_C} c ON c.id = v.catalog_id "
+    f"JOIN {_P} p ON p.id = c.publisher_id WHERE p.slug = %s AND c.name = %s AND v.number = %s"
+)
+_SQL_BY_DIGEST = (
+    f"SELECT v.digest FROM {_V} v JOIN {_C} c ON c.id = v.catalog_id "
+    f"JOIN {_P} p ON p.id = c.publisher_id WHERE p.slug = %s AND c.name = %s AND v.digest = %s"
+)
+
+
+def _one_digest(sql: str, params: tuple) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def catalog_serving_latest_digest(*, publisher_slug: str, catalog_name: str) -> str | None:
     """Digest of the latest version of a catalog, or None."""
-    return (
-        Catalog.objects.filter(publisher__slug=publisher_slug, name=catalog_name)
-        .values_list("latest_version__digest", flat=True)
-        .first()
-    )
+    return _one_digest(_SQL_LATEST, (publisher_slug, catalog_name))
 
 
 def catalog_serving_digest_by_number(
     *, publisher_slug: str, catalog_name: str, number: int
 ) -> str | None:
     """Digest of version ``number`` of a catalog, or None."""
-    return (
-        CatalogVersion.objects.filter(
-            catalog__publisher__slug=publisher_slug, catalog__name=catalog_name, number=number
-        )
-        .values_list("digest", flat=True)
-        .first()
-    )
+    return _one_digest(_SQL_BY_NUMBER, (publisher_slug, catalog_name, number))
 
 
 def catalog_serving_has_digest(*, publisher_slug: str, catalog_name: str, digest: str) -> bool:
     """Whether a catalog has a version with this digest."""
-    return CatalogVersion.objects.filter(
-        catalog__publisher__slug=publisher_slug, catalog__name=catalog_name, digest=digest
-    ).exists()
+    return _one_digest(_SQL_BY_DIGEST, (publisher_slug, catalog_name, digest)) is not None
 
 
 class _ContentCache:
@@ -151,8 +165,10 @@ def catalog_version_content(*, digest: str) -> bytes | None:
     """The canonical bytes stored under ``digest``, from memory when already served once."""
     content = _content_cache.get(digest)
     if content is None:
-        row = CatalogVersion.objects.filter(digest=digest).values_list("content", flat=True)[:1]
-        if not row:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT content FROM {_V} WHERE digest = %s LIMIT 1", (digest,))
+            row = cursor.fetchone()
+        if row is None:
             return None
         content = bytes(row[0])
         _content_cache.put(digest, content)

@@ -12,6 +12,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
@@ -29,6 +31,9 @@ from catalogs.selectors import user_is_owner_or_staff
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import CatalogError, parse_catalog
 
+# Who acts: a user (possibly anonymous) from a request, or None for a trusted system caller.
+Actor = AbstractBaseUser | AnonymousUser | None
+
 
 def _slug_checked(value: str, *, what: str) -> str:
     """Return ``value`` if it is a valid slug, else InvalidInputError naming ``what``."""
@@ -43,7 +48,7 @@ def _slug_checked(value: str, *, what: str) -> str:
     return value
 
 
-def _check_can_write(*, publisher: Publisher, actor: Any) -> None:
+def _check_can_write(*, publisher: Publisher, actor: Actor) -> None:
     """Raise NotAllowedError unless ``actor`` is a system caller, staff or an owner."""
     if actor is None:
         return
@@ -53,7 +58,7 @@ def _check_can_write(*, publisher: Publisher, actor: Any) -> None:
         )
 
 
-def _users_by_name(usernames: list[str]) -> list[Any]:
+def _users_by_name(usernames: list[str]) -> list[AbstractBaseUser]:
     """Users named in ``usernames``, or InvalidInputError listing the unknown names."""
     user_model = get_user_model()
     users = list(user_model.objects.filter(username__in=usernames))
@@ -64,7 +69,7 @@ def _users_by_name(usernames: list[str]) -> list[Any]:
 
 
 @transaction.atomic
-def publisher_create(*, slug: str, display_name: str = "", actor: Any) -> Publisher:
+def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publisher:
     """Create a publisher; an authenticated actor becomes its first owner."""
     if actor is not None and not getattr(actor, "is_authenticated", False):
         raise NotAllowedError("Log in to create a publisher.")
@@ -81,7 +86,7 @@ def publisher_create(*, slug: str, display_name: str = "", actor: Any) -> Publis
 def publisher_update(
     *,
     publisher: Publisher,
-    actor: Any,
+    actor: Actor,
     display_name: str | None = None,
     owners: list[str] | None = None,
 ) -> Publisher:
@@ -99,7 +104,7 @@ def publisher_update(
 
 @transaction.atomic
 def catalog_create(
-    *, publisher: Publisher, name: str, description: str = "", actor: Any
+    *, publisher: Publisher, name: str, description: str = "", actor: Actor
 ) -> Catalog:
     """Create an empty catalog under ``publisher``."""
     _check_can_write(publisher=publisher, actor=actor)
@@ -110,7 +115,7 @@ def catalog_create(
 
 
 @transaction.atomic
-def catalog_update(*, catalog: Catalog, actor: Any, description: str | None = None) -> Catalog:
+def catalog_update(*, catalog: Catalog, actor: Actor, description: str | None = None) -> Catalog:
     """Change a catalog's description (its versions never change)."""
     _check_can_write(publisher=catalog.publisher, actor=actor)
     if description is not None:
@@ -214,7 +219,7 @@ def _functions_create(*, version: CatalogVersion, parsed: ParsedCatalog) -> None
 
 @transaction.atomic
 def catalog_version_publish(
-    *, catalog: Catalog, content: bytes | str | OversizedDocument, actor: Any
+    *, catalog: Catalog, content: bytes | str | OversizedDocument, actor: Actor
 ) -> tuple[CatalogVersion, bool]:
     """Publish ``content`` as the next immutable version; the same content returns the existing one.
 

@@ -15,7 +15,12 @@ export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export CELERY_BROKER_URL="${CELERY_BROKER_URL:-redis://127.0.0.1:6379/0}"
 export CELERY_RESULT_BACKEND="${CELERY_RESULT_BACKEND:-$CELERY_BROKER_URL}"
 WORKER_NAME="ci-services-$$@$(hostname)"
-WORKER_LOG="${WORKER_LOG:-$(mktemp -t krm-ci-worker.XXXXXX.log)}"
+# The services tests address this worker by name (KRM_TEST_WORKER).
+export KRM_TEST_WORKER="$WORKER_NAME"
+if [ -z "${WORKER_LOG:-}" ]; then
+    WORKER_LOG="$(mktemp -t krm-ci-worker.XXXXXX.log)"
+    REMOVE_LOG_ON_SUCCESS=1
+fi
 READY_TIMEOUT="${READY_TIMEOUT:-60}"
 
 echo "::: services: checking PostgreSQL and Redis"
@@ -103,3 +108,7 @@ if [ "$services_status" -ne 0 ] || [ "$suite_status" -ne 0 ]; then
     exit 1
 fi
 echo "::: services: passed"
+if [ "${REMOVE_LOG_ON_SUCCESS:-0}" = 1 ]; then
+    stop_worker
+    rm -f "$WORKER_LOG"
+fi

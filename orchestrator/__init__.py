@@ -17,14 +17,15 @@ __all__ = ["BuildOptions", "BuildResult", "build"]
 
 def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     """Build the kustomization in ``path``; see :func:`orchestrator.build.build`."""
-    from orchestrator import build as _build
+    import importlib
 
-    return _build.build(path, options)
+    # Importing the submodule rebinds ``orchestrator.build`` to it (it is callable too).
+    return importlib.import_module("orchestrator.build").build(path, options)
 
 
 def __getattr__(name: str) -> Any:
     if name in ("BuildOptions", "BuildResult"):
-        from orchestrator import build as _build
+        import importlib
 
-        return getattr(_build, name)
+        return getattr(importlib.import_module("orchestrator.build"), name)
     raise AttributeError(name)

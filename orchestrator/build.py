@@ -12,9 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import types
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -226,9 +223,7 @@ class Target:
         except LoadError as exc:
             if "unable to find" in exc.message:
                 what = "component" if component else "resource"
-                raise LoadError(
-                    f"{what} '{path}': {exc.message}", file=self.kfile
-                ) from None
+                raise LoadError(f"{what} '{path}': {exc.message}", file=self.kfile) from None
             raise
         if component and sub.kind != "Component":
             raise ValidationError(
@@ -288,11 +283,13 @@ class Target:
 
     def helm(self, acc: _Accumulator) -> list[Resource]:
         """helmCharts: inflate each chart with ``helm template`` (needs --enable-helm)."""
+        import shutil
+        import subprocess
+        import tempfile
+
         opts = self.build.options
         if not opts.enable_helm:
-            raise NotSupportedError(
-                "must specify --enable-helm to use helmCharts", file=self.kfile
-            )
+            raise NotSupportedError("must specify --enable-helm to use helmCharts", file=self.kfile)
         helm = shutil.which(opts.helm_command)
         if helm is None:
             raise NotSupportedError(
@@ -358,11 +355,17 @@ class Target:
             )
         if k.get("namePrefix"):
             out.append(
-                ("PrefixTransformer", {"prefix": k["namePrefix"], "fieldSpecs": tc.get("namePrefix")})
+                (
+                    "PrefixTransformer",
+                    {"prefix": k["namePrefix"], "fieldSpecs": tc.get("namePrefix")},
+                )
             )
         if k.get("nameSuffix"):
             out.append(
-                ("SuffixTransformer", {"suffix": k["nameSuffix"], "fieldSpecs": tc.get("nameSuffix")})
+                (
+                    "SuffixTransformer",
+                    {"suffix": k["nameSuffix"], "fieldSpecs": tc.get("nameSuffix")},
+                )
             )
         labels = k.get("labels") or []
         if labels or k.get("commonLabels"):
@@ -377,9 +380,7 @@ class Target:
                 else:
                     if label.get("includeTemplates"):
                         specs = fieldspec.merge(specs, tc.get("templateLabels"))
-                    specs = fieldspec.merge(
-                        specs, [fieldspec.make("metadata/labels", create=True)]
-                    )
+                    specs = fieldspec.merge(specs, [fieldspec.make("metadata/labels", create=True)])
                 out.append(
                     ("LabelTransformer", {"labels": label.get("pairs") or {}, "fieldSpecs": specs})
                 )
@@ -409,7 +410,9 @@ class Target:
                 )
             )
         for r in k.get("replicas") or []:
-            out.append(("ReplicaCountTransformer", {"replica": r, "fieldSpecs": tc.get("replicas")}))
+            out.append(
+                ("ReplicaCountTransformer", {"replica": r, "fieldSpecs": tc.get("replicas")})
+            )
         for img in k.get("images") or []:
             out.append(("ImageTagTransformer", {"imageTag": img, "fieldSpecs": tc.get("images")}))
         if k.get("replacements"):
@@ -499,7 +502,9 @@ def resources_from_bytes(data: bytes, *, source: str) -> list[Resource]:
 
 def _add_doc(doc: Any, source: str, out: list[Resource]) -> None:
     if not isinstance(doc, dict):
-        raise ValidationError(f"a resource must be a YAML map, got {type(doc).__name__}", file=source)
+        raise ValidationError(
+            f"a resource must be a YAML map, got {type(doc).__name__}", file=source
+        )
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
         for item in doc["items"]:
@@ -510,11 +515,8 @@ def _add_doc(doc: Any, source: str, out: list[Resource]) -> None:
             f"missing Resource metadata: kind is empty in {_short(doc)}", file=source
         )
     md = doc.get("metadata")
-    if not isinstance(md, dict) or not md.get("name"):
-        if not (isinstance(md, dict) and md.get("generateName")):
-            raise ValidationError(
-                f"missing metadata.name in object {_short(doc)}", file=source
-            )
+    if not (isinstance(md, dict) and (md.get("name") or md.get("generateName"))):
+        raise ValidationError(f"missing metadata.name in object {_short(doc)}", file=source)
     out.append(Resource(obj=doc, source=source))
 
 
@@ -553,8 +555,7 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     options = options or BuildOptions()
     if options.load_restrictor not in RESTRICTORS:
         raise ValidationError(
-            f"invalid load restrictor {options.load_restrictor!r}: "
-            f"use {ROOT_ONLY} or {NONE}"
+            f"invalid load restrictor {options.load_restrictor!r}: use {ROOT_ONLY} or {NONE}"
         )
     if options.reorder not in (None, "legacy", "none"):
         raise ValidationError(f"invalid --reorder {options.reorder!r}: use legacy or none")
@@ -577,8 +578,7 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     resources = [
         r
         for r in resmap
-        if str(((r.obj.get("metadata") or {}).get("annotations") or {}).get(LOCAL_CONFIG))
-        != "true"
+        if str(((r.obj.get("metadata") or {}).get("annotations") or {}).get(LOCAL_CONFIG)) != "true"
     ]
     sort_options = target.k.get("sortOptions")
     if sort_options is not None:

@@ -88,13 +88,16 @@ __all__ = [
     "FunctionDefinition",
     "FunctionVersion",
     "Problem",
+    "dump_canonical",
     "parse_catalog",
+    "schema_problems",
 ]
 
 API_VERSION = "config.kubernetes.io/v1alpha1"
 KINDS = ("Catalog", "KRMFunctionCatalog")
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 MAX_DEPTH = 100
+MAX_PROBLEMS = 1000  # schema errors listed at most, for one document
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "data", "catalog.schema.json")
 
 
@@ -245,50 +248,81 @@ def _read_events(loader: _CatalogLoader) -> Any:
     event = get()
     if type(event) is StreamEndEvent:
         return None
-    root: Any = None
-    # Each frame is [container, pending key]; the pending key of a list frame is unused.
-    stack: list[list[Any]] = []
     no_key = _NOT_STRING
+    root: Any = None
+    # The container being filled, whether it is a list, and a mapping's pending key; the
+    # enclosing ones wait on the stack. Locals, not frames: this loop runs once per YAML node.
+    container: Any = None
+    is_list = False
+    key: Any = no_key
+    stack: list[tuple[Any, bool, Any]] = []
+    special = _SPECIAL_FIRST
     while True:
         event = get()
         kind = type(event)
         if kind is ScalarEvent:
+            value = event.value
             tag = event.tag
             if tag is None:
-                if event.implicit[0]:
+                if event.implicit[0] and (not value or value[0] in special):
                     try:
-                        value = _resolve_plain(event.value)
+                        value = _resolve_plain(value)
                     except ValueError:  # int() refuses more than sys.get_int_max_str_digits()
                         raise _YamlProblem("number too long to read", event.start_mark) from None
-                else:
-                    value = event.value
-            elif tag == "!":
-                value = event.value
             elif tag in _SCALAR_TAGS:
                 try:
-                    value = _tagged_scalar(tag, event.value)
+                    value = _tagged_scalar(tag, value)
                 except ValueError:
                     raise _YamlProblem("number too long to read", event.start_mark) from None
                 if value is _NOT_STRING:
                     raise _YamlProblem(
                         f"{event.value!r} is not a valid !!{tag[len(_TAG) :]}", event.start_mark
                     )
-            else:
+            elif tag != "!":
                 raise _YamlProblem(f"unsupported YAML tag {tag}", event.start_mark)
+            if is_list:
+                container.append(value)
+            elif container is None:
+                root = value
+            elif key is no_key:
+                if type(value) is not str:
+                    raise _YamlProblem(
+                        f"mapping keys must be strings, found {event.value!r} (quote it)",
+                        event.start_mark,
+                    )
+                if value in container:
+                    raise _YamlProblem(f"duplicate key {value!r}", event.start_mark)
+                key = value
+            else:
+                container[key] = value
+                key = no_key
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             tag = event.tag
+            mapping = kind is MappingStartEvent
             if (
                 tag is not None
                 and tag != "!"
-                and tag != _TAG + ("map" if kind is MappingStartEvent else "seq")
+                and tag != (_TAG + "map" if mapping else _TAG + "seq")
             ):
                 raise _YamlProblem(f"unsupported YAML tag {tag}", event.start_mark)
             if len(stack) >= MAX_DEPTH:
                 raise _YamlProblem(f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
-            value = {} if kind is MappingStartEvent else []
+            new: Any = {} if mapping else []
+            if is_list:
+                container.append(new)
+            elif container is None:
+                root = new
+            elif key is no_key:
+                raise _YamlProblem(
+                    "mapping keys must be strings, found a mapping or list (quote it)",
+                    event.start_mark,
+                )
+            else:
+                container[key] = new
+            stack.append((container, is_list, no_key))
+            container, is_list, key = new, not mapping, no_key
         elif kind is MappingEndEvent or kind is SequenceEndEvent:
-            stack.pop()
-            continue
+            container, is_list, key = stack.pop()
         elif kind is AliasEvent:
             raise _YamlProblem(
                 f"YAML aliases are not allowed in a catalog (*{event.anchor})", event.start_mark
@@ -297,29 +331,6 @@ def _read_events(loader: _CatalogLoader) -> Any:
             break
         else:  # pragma: no cover - libyaml emits nothing else inside a document
             raise _YamlProblem(f"unexpected YAML event {kind.__name__}", event.start_mark)
-
-        if not stack:
-            root = value
-        else:
-            frame = stack[-1]
-            container = frame[0]
-            if type(container) is list:
-                container.append(value)
-            elif frame[1] is no_key:
-                if type(value) is not str:
-                    what = "a mapping or list" if kind is not ScalarEvent else repr(event.value)
-                    raise _YamlProblem(
-                        f"mapping keys must be strings, found {what} (quote it)", event.start_mark
-                    )
-                if value in container:
-                    raise _YamlProblem(f"duplicate key {value!r}", event.start_mark)
-                frame[1] = value
-                continue
-            else:
-                container[frame[1]] = value
-                frame[1] = no_key
-        if kind is not ScalarEvent:
-            stack.append([value, no_key])
 
     event = get()
     if type(event) is not StreamEndEvent:
@@ -578,7 +589,13 @@ def schema_problems(doc: Any) -> list[Problem]:
             path = _join_path(path, s)
         problems.append((segments, Problem(path, message)))
 
+    shown = 0
     for error in validator.iter_errors(doc):
+        shown += 1
+        if shown > MAX_PROBLEMS:
+            # A hostile 5 MiB document can hold millions of errors; nobody reads past the first.
+            problems.append(((), Problem("", f"more problems not shown (first {MAX_PROBLEMS})")))
+            break
         segments = tuple(error.absolute_path)
         custom = error.schema.get("x-errors", {}) if isinstance(error.schema, dict) else {}
         kind = error.validator
@@ -614,12 +631,9 @@ def schema_problems(doc: Any) -> list[Problem]:
             add(segments, custom[kind])
         else:
             add(segments, error.message)
-    problems.sort(key=lambda item: tuple((isinstance(s, str), s) for s in item[0]))
-    unique: list[Problem] = []
-    for _, problem in problems:
-        if problem not in unique:
-            unique.append(problem)
-    return unique
+    # Sorted by path (documents order lists by index), the "more problems" note last.
+    problems.sort(key=lambda item: (not item[0], tuple((isinstance(s, str), s) for s in item[0])))
+    return list(dict.fromkeys(problem for _, problem in problems))
 
 
 def _unknown_field(name: str, allowed: list[str]) -> str:
@@ -807,10 +821,32 @@ class Catalog:
     @classmethod
     def from_dict(cls, data: Any, *, strict: bool = True, source: str | None = None) -> Catalog:
         """Validate plain data in either KEP shape and build a Catalog (raises CatalogError)."""
+        problem = _not_plain_data(data, "")
+        if problem is not None:
+            raise CatalogError([problem], source=source)
         return _build(data, strict=strict, source=source)
 
 
 # ----------------------------------------------------------------------------- validation
+
+
+def _not_plain_data(value: Any, path: str) -> Problem | None:
+    """The first place where ``value`` is not YAML/JSON data (string keys, plain scalars)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return Problem(path, f"mapping keys must be strings, found {_show(key)}")
+            problem = _not_plain_data(item, _join_path(path, key))
+            if problem is not None:
+                return problem
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            problem = _not_plain_data(item, _join_path(path, i))
+            if problem is not None:
+                return problem
+    elif value is not None and not isinstance(value, (str, int, float)):
+        return Problem(path, f"must be YAML data, got {_show(value)}")
+    return None
 
 
 _SEMVER_TAG = re.compile(

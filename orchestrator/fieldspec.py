@@ -188,6 +188,31 @@ class FieldPathError(Exception):
     """A field-spec path runs into a scalar (raised to the transformer, which adds context)."""
 
 
+def select(
+    specs: list[FieldSpec], gvk: Gvk, cache: dict[Gvk, list[FieldSpec]] | None = None
+) -> list[FieldSpec]:
+    """The specs whose selector matches ``gvk`` (memoised in ``cache`` per GVK)."""
+    if cache is not None:
+        hit = cache.get(gvk)
+        if hit is not None:
+            return hit
+    out = [fs for fs in specs if fs.selects(gvk)]
+    if cache is not None:
+        cache[gvk] = out
+    return out
+
+
+def apply_selected(
+    obj: dict[str, Any],
+    spec: FieldSpec,
+    setter: Callable[[Any], Any],
+    *,
+    create_kind: str | None = None,
+) -> None:
+    """Like :func:`apply` for a spec already known to select ``obj``'s GVK."""
+    _visit(obj, spec.parts, 0, setter, spec.create and create_kind is not None, create_kind)
+
+
 def apply(
     obj: dict[str, Any],
     spec: FieldSpec,

@@ -37,9 +37,7 @@ class Loader:
         if self.restrictor == NONE:
             return
         if real != self.root and not real.startswith(self.root.rstrip(os.sep) + os.sep):
-            raise LoadError(
-                f"security; file '{real}' is not in or below '{self.root}'", file=path
-            )
+            raise LoadError(f"security; file '{real}' is not in or below '{self.root}'", file=path)
 
     def read(self, path: str) -> bytes:
         """Bytes of ``path`` (relative to the root), honouring the load restrictor."""
@@ -75,8 +73,7 @@ class Loader:
         for visited in chain:
             if visited == full or visited.startswith(full.rstrip(os.sep) + os.sep):
                 raise LoadError(
-                    f"cycle detected: candidate root '{full}' contains visited root "
-                    f"'{visited}'",
+                    f"cycle detected: candidate root '{full}' contains visited root '{visited}'",
                     file=path,
                 )
         return Loader(full, restrictor=self.restrictor, parents=chain)

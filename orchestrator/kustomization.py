@@ -74,9 +74,7 @@ def load(path: str, *, warnings: list[str] | None = None) -> dict[str, Any]:
     return parse(data, source=path, warnings=warnings)
 
 
-def parse(
-    data: bytes | str, *, source: str, warnings: list[str] | None = None
-) -> dict[str, Any]:
+def parse(data: bytes | str, *, source: str, warnings: list[str] | None = None) -> dict[str, Any]:
     """Check and normalise a kustomization document (legacy fields folded in)."""
     docs = yamlio.load_all(data, source=source)
     if len(docs) > 1:
@@ -92,8 +90,10 @@ def parse(
             continue
         typ = _TYPES.get(want)
         if typ is str and isinstance(value, (int, float, bool)):
-            k[key] = yamlio.format_float(value) if isinstance(value, float) else (
-                str(value).lower() if isinstance(value, bool) else str(value)
+            k[key] = (
+                yamlio.format_float(value)
+                if isinstance(value, float)
+                else (str(value).lower() if isinstance(value, bool) else str(value))
             )
             continue
         if typ is not None and not isinstance(value, typ):

@@ -307,9 +307,7 @@ def compile_definitions(
         return 0
 
     gvks = {key: emit(spec) for key, spec in sorted(gvk_roots.items())}
-    defs = {
-        name: index[i] for name, i in sorted(by_name.items()) if interesting[i] and i in index
-    }
+    defs = {name: index[i] for name, i in sorted(by_name.items()) if interesting[i] and i in index}
     return {"types": out_types, "gvks": gvks, "defs": defs}
 
 

@@ -228,7 +228,9 @@ def effective_namespace(api_version: str, kind: str, namespace: str) -> str:
     return namespace or "default"
 
 
-def id_key(api_version: str, kind: str, name: str, namespace: str) -> tuple[str, str, str, str, str]:
+def id_key(
+    api_version: str, kind: str, name: str, namespace: str
+) -> tuple[str, str, str, str, str]:
     """Hashable resource id with kustomize's id equality."""
     group, _, version = api_version.rpartition("/")
     return (group, version, kind, name, effective_namespace(api_version, kind, namespace))

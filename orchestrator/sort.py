@@ -9,10 +9,28 @@ from orchestrator.errors import ValidationError
 from orchestrator.resource import Resource
 
 ORDER_FIRST = (
-    "Namespace", "ResourceQuota", "StorageClass", "CustomResourceDefinition", "ServiceAccount",
-    "PodSecurityPolicy", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ConfigMap",
-    "Secret", "Endpoints", "Service", "LimitRange", "PriorityClass", "PersistentVolume",
-    "PersistentVolumeClaim", "Deployment", "StatefulSet", "CronJob", "PodDisruptionBudget",
+    "Namespace",
+    "ResourceQuota",
+    "StorageClass",
+    "CustomResourceDefinition",
+    "ServiceAccount",
+    "PodSecurityPolicy",
+    "Role",
+    "ClusterRole",
+    "RoleBinding",
+    "ClusterRoleBinding",
+    "ConfigMap",
+    "Secret",
+    "Endpoints",
+    "Service",
+    "LimitRange",
+    "PriorityClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "Deployment",
+    "StatefulSet",
+    "CronJob",
+    "PodDisruptionBudget",
 )
 ORDER_LAST = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
@@ -37,8 +55,13 @@ def legacy_sort(
         gvk = r.gvk
         ns, name = r.namespace, r.name
         id_string = "|".join(
-            [".".join([gvk.kind or "[noKind]", gvk.version or "[noVer]", gvk.group or "[noGrp]"]),
-             ns or "~X", name or "~N"]
+            [
+                ".".join(
+                    [gvk.kind or "[noKind]", gvk.version or "[noVer]", gvk.group or "[noGrp]"]
+                ),
+                ns or "~X",
+                name or "~N",
+            ]
         )
         keyed.append((ranks.get(gvk.kind, 0), gvk, _gvk_string(*gvk), id_string, r))
 
@@ -70,9 +93,9 @@ def apply_sort_options(resources: list[Resource], options: Any) -> list[Resource
             )
         return resources
     if order not in ("legacy", None, ""):
-        raise ValidationError(f"the field 'sortOptions.order' must be 'legacy' or 'fifo', got {order!r}")
-    if legacy:
-        return legacy_sort(
-            resources, legacy.get("orderFirst") or [], legacy.get("orderLast") or []
+        raise ValidationError(
+            f"the field 'sortOptions.order' must be 'legacy' or 'fifo', got {order!r}"
         )
+    if legacy:
+        return legacy_sort(resources, legacy.get("orderFirst") or [], legacy.get("orderLast") or [])
     return legacy_sort(resources)

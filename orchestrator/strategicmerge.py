@@ -92,6 +92,45 @@ def _copy(o: Any) -> Any:
     return o
 
 
+def _has_typed_map(o: dict) -> bool:
+    """True if ``o`` or a map nested in it (through maps only: kyaml never walks into lists
+    without a schema) has apiVersion and kind, which kyaml would give a schema."""
+    if "apiVersion" in o and "kind" in o:
+        return True
+    return any(_has_typed_map(v) for v in o.values() if v.__class__ is dict)
+
+
+def _is_normal(lst: list[Any], keys: list[str]) -> bool:
+    """True if kyaml's merge of ``lst`` with nothing keeps every element in place."""
+    seen: set[Any] = set()
+    if not keys:
+        for item in lst:
+            if item is None or isinstance(item, dict | list):
+                return False
+            t = _text(item)
+            if t == "" or t in seen:
+                return False
+            seen.add(t)
+        return True
+    for elem in lst:
+        if elem.__class__ is not dict:
+            return False
+        vals = []
+        for key in keys:
+            v = elem.get(key)
+            if v is None or isinstance(v, dict | list):
+                return False
+            t = _text(v)
+            if t == "":
+                return False
+            vals.append(t)
+        tv = tuple(vals)
+        if tv in seen:
+            return False
+        seen.add(tv)
+    return True
+
+
 def _null(n: Any) -> bool:
     """kyaml IsMissingOrNull."""
     return n is MISSING or n is None or n is KEEP_NULL
@@ -144,6 +183,18 @@ class _Walker:
     # -- Walker.Walk ---------------------------------------------------------------------
 
     def walk(self, sources: list[Any], node: SchemaNode) -> Any:
+        if sources[1] is MISSING:
+            # Fast path: the patch does not touch this subtree. Where nothing below can be a
+            # merge list, kyaml's walk hands the target's subtree back unchanged.
+            dest = sources[0]
+            if dest is None:
+                return KEEP_NULL
+            if (
+                dest.__class__ is not dict
+                or node == 0
+                or (node is None and not _has_typed_map(dest))
+            ) and (dest.__class__ is not list or node.__class__ is not list):
+                return dest
         if node is None:
             node = self._schema_from_meta(sources)
         kind = None
@@ -227,6 +278,8 @@ class _Walker:
             elif val is KEEP_NULL:
                 dest[name] = None
             else:
+                if val.__class__ is not str and name in dest:
+                    val = _restyle(dest[name], val)
                 dest[name] = val
         return dest
 
@@ -251,6 +304,13 @@ class _Walker:
         if dest is MISSING:
             return MISSING
         _, keys = PatchSchema.merge_keys(node)
+        if sources[1] is MISSING and _is_normal(dest, keys):
+            # Fast path: with no patch and distinct, complete keys, kyaml's element-wise
+            # walk rebuilds the same list; only the elements need walking.
+            elem_node = PatchSchema.elements(node)
+            for elem in dest:
+                self.walk([elem, MISSING], elem_node)
+            return dest
         values = self.element_values(sources, keys)
         if values or keys:
             return self.set_elements(sources, node, values, keys, dest)
@@ -338,6 +398,23 @@ class _Walker:
         return val
 
 
+def _restyle(old: Any, new: Any) -> Any:
+    """kyaml's FieldSetter gives the new value the old value's style: quoted stays a string."""
+    if old.__class__ is not str or isinstance(new, dict | list) or new is None:
+        return new
+    if "\n" in old or _plain_type(old) != "str":
+        # Only a quoted (or block) scalar can hold this text as a string.
+        return _text(new)
+    return new
+
+
+def _plain_type(text: str) -> str:
+    from yaml import ScalarNode  # rare path: a typed value replaces a string
+    from yaml.resolver import Resolver
+
+    return Resolver().resolve(ScalarNode, text, (True, False)).rsplit(":", 1)[-1]
+
+
 def _sort_key(name: Any) -> str:
     return name if name.__class__ is str else _text(name)
 
@@ -390,8 +467,10 @@ def _validate_keys(
 
 def _merge_values(values_list: list[list[str]]) -> list[list[str]]:
     for i in range(len(values_list)):
+        # Go's range copies values_list[i] once per outer iteration.
+        first = values_list[i]
         for j in range(len(values_list)):
-            matched, vals = _match(values_list[i], values_list[j])
+            matched, vals = _match(first, values_list[j])
             if matched:
                 values_list[i] = vals
                 values_list[j] = vals
@@ -418,9 +497,7 @@ def _element_value_list(sources: list[Any], keys: list[str], values: list[str]) 
     keys, values = _validate_keys([values], values, keys)
     out = []
     for src in sources:
-        if src is MISSING:
-            out.append(MISSING)
-        elif not isinstance(src, list):
+        if src is MISSING or not isinstance(src, list):
             out.append(MISSING)
         else:
             out.append(_element_matcher(src, keys, values))

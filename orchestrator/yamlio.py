@@ -11,6 +11,7 @@ PyYAML's libyaml bindings (the C loader and emitter), the same emitter go-yaml p
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from collections.abc import Iterable
@@ -19,7 +20,6 @@ from typing import Any
 
 import yaml
 from yaml.cyaml import CEmitter
-from yaml.nodes import MappingNode
 
 from orchestrator.errors import YamlError
 
@@ -34,17 +34,6 @@ _FLOAT_RE = re.compile(
 
 class Loader(yaml.CSafeLoader):
     """C-accelerated safe loader with go-yaml v3 (YAML 1.2 core) scalar resolution."""
-
-
-Loader.yaml_implicit_resolvers = {}
-for _tag, _regex, _first in [
-    ("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]),
-    ("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")),
-    ("tag:yaml.org,2002:int", _INT_RE, list("-+0123456789")),
-    ("tag:yaml.org,2002:float", _FLOAT_RE, list("-+.0123456789")),
-    ("tag:yaml.org,2002:merge", re.compile(r"^<<$"), ["<"]),
-]:
-    Loader.add_implicit_resolver(_tag, _regex, _first)
 
 
 def _parse_go_int(text: str) -> int | None:
@@ -73,29 +62,6 @@ def _parse_go_int(text: str) -> int | None:
         return None
 
 
-def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-    value = loader.construct_scalar(node)
-    parsed = _parse_go_int(value)
-    if parsed is not None:
-        return parsed
-    if _FLOAT_RE.match(value.replace("_", "")):
-        return _construct_float(loader, node)
-    return value
-
-
-def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-    value = loader.construct_scalar(node).replace("_", "")
-    low = value.lower()
-    if low.endswith(".inf"):
-        return -math.inf if low.startswith("-") else math.inf
-    if low == ".nan":
-        return math.nan
-    try:
-        return float(value)
-    except ValueError:
-        return value
-
-
 def _key_str(key: Any) -> str:
     if isinstance(key, str):
         return key
@@ -110,41 +76,6 @@ def _key_str(key: Any) -> str:
     return str(key)
 
 
-def _construct_mapping(loader: yaml.SafeLoader, node: MappingNode) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key_node, _ in node.value:
-        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-            if key_node.value in seen:
-                first = seen[key_node.value]
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f'mapping key "{key_node.value}" already defined at line {first.line + 1}',
-                    key_node.start_mark,
-                )
-            seen[key_node.value] = key_node.start_mark
-    loader.flatten_mapping(node)
-    result: dict[str, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if isinstance(key, (list, dict)):
-            raise yaml.constructor.ConstructorError(
-                None, None, "mapping keys must be scalars", key_node.start_mark
-            )
-        result[_key_str(key)] = loader.construct_object(value_node, deep=True)
-    return result
-
-
-def _construct_timestamp_as_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
-    return loader.construct_scalar(node)
-
-
-Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
-Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
-Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp_as_str)
-
-
 def _mark(exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
@@ -153,24 +84,144 @@ def _mark(exc: yaml.YAMLError) -> str:
     return " ".join(str(exc).split())
 
 
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_MERGE = "tag:yaml.org,2002:merge"
+_NUM_START = frozenset("-+0123456789.")
+_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+
+
+def _fast_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
+    """go-yaml v3 implicit typing of plain scalars (the C composer calls this per scalar)."""
+    if kind is yaml.ScalarNode:
+        if not implicit[0]:
+            return _STR
+        if value in _NULLS:
+            return _NULL
+        if value in _BOOLS:
+            return _BOOL
+        if value == "<<":
+            return _MERGE
+        if value[0] in _NUM_START:
+            if _INT_RE.match(value):
+                return _INT
+            if _FLOAT_RE.match(value):
+                return _FLOAT
+        return _STR
+    if kind is yaml.SequenceNode:
+        return _SEQ
+    return _MAP
+
+
+Loader.resolve = _fast_resolve  # type: ignore[method-assign]
+
+
+def _scalar(node: yaml.ScalarNode) -> Any:
+    tag = node.tag
+    value = node.value
+    if tag == _STR:
+        return value
+    if tag == _INT:
+        parsed = _parse_go_int(value)
+        if parsed is not None:
+            return parsed
+        tag = _FLOAT if _FLOAT_RE.match(value.replace("_", "")) else _STR
+    if tag == _FLOAT:
+        v = value.replace("_", "")
+        low = v.lower()
+        if low.endswith(".inf"):
+            return -math.inf if low.startswith("-") else math.inf
+        if low == ".nan":
+            return math.nan
+        try:
+            return float(v)
+        except ValueError:
+            return value
+    if tag == _BOOL:
+        b = _BOOLS.get(value)
+        return value if b is None else b
+    if tag == _NULL:
+        return None if value in _NULLS else value
+    # Timestamps, binary and custom tags keep their text, as kyaml does.
+    return value
+
+
+def _construct(node: Any) -> Any:
+    """Plain Python data from a composed node (faster than PyYAML's constructor)."""
+    cls = node.__class__
+    if cls is yaml.ScalarNode:
+        return _scalar(node)
+    if cls is yaml.SequenceNode:
+        return [_construct(c) for c in node.value]
+    result: dict[str, Any] = {}
+    merged: list[Any] = []
+    seen: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        if key_node.tag == _MERGE:
+            merged.append(value_node)
+            continue
+        if key_node.__class__ is not yaml.ScalarNode:
+            raise yaml.constructor.ConstructorError(
+                None, None, "mapping keys must be scalars", key_node.start_mark
+            )
+        key = _key_str(_scalar(key_node))
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f'mapping key "{key_node.value}" already defined at line {seen[key].line + 1}',
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark
+        result[key] = _construct(value_node)
+    if merged:
+        base: dict[str, Any] = {}
+        for m in merged:
+            sources = m.value if m.__class__ is yaml.SequenceNode else [m]
+            for src in reversed(sources):
+                if src.__class__ is not yaml.MappingNode:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, "merge value must be a mapping", src.start_mark
+                    )
+                for k, v in _construct(src).items():
+                    base[k] = v
+        base.update(result)
+        result = base
+    return result
+
+
 def load_all(text: str | bytes, *, source: str | None = None) -> list[Any]:
     """Parse every document of a YAML stream; empty documents are dropped."""
     if isinstance(text, bytes):
         text = decode(text)
+    loader = Loader(text)
+    docs = []
     try:
-        return [d for d in yaml.load_all(text, Loader=Loader) if d is not None]
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                doc = _construct(node)
+                if doc is not None:
+                    docs.append(doc)
     except yaml.YAMLError as exc:
         raise YamlError(f"invalid YAML: {_mark(exc)}", file=source) from None
+    finally:
+        loader.dispose()
+    return docs
 
 
 def load(text: str | bytes, *, source: str | None = None) -> Any:
     """Parse a single-document YAML text (None when empty)."""
-    if isinstance(text, bytes):
-        text = decode(text)
-    try:
-        return yaml.load(text, Loader=Loader)
-    except yaml.YAMLError as exc:
-        raise YamlError(f"invalid YAML: {_mark(exc)}", file=source) from None
+    docs = load_all(text, source=source)
+    if len(docs) > 1:
+        raise YamlError("expected a single YAML document", file=source)
+    return docs[0] if docs else None
 
 
 def decode(data: bytes) -> str:
@@ -255,8 +306,47 @@ def go_sorted_keys(keys: Iterable[str]) -> tuple[str, ...]:
 
 # Strings go-yaml v2 would read back as another type when written plain.
 _V2_SPECIAL = frozenset(
-    "y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF "
-    "null Null NULL ~ .nan .NaN .NAN .inf .Inf .INF +.inf +.Inf +.INF -.inf -.Inf -.INF <<".split()
+    [
+        "y",
+        "Y",
+        "yes",
+        "Yes",
+        "YES",
+        "n",
+        "N",
+        "no",
+        "No",
+        "NO",
+        "true",
+        "True",
+        "TRUE",
+        "false",
+        "False",
+        "FALSE",
+        "on",
+        "On",
+        "ON",
+        "off",
+        "Off",
+        "OFF",
+        "null",
+        "Null",
+        "NULL",
+        "~",
+        ".nan",
+        ".NaN",
+        ".NAN",
+        ".inf",
+        ".Inf",
+        ".INF",
+        "+.inf",
+        "+.Inf",
+        "+.INF",
+        "-.inf",
+        "-.Inf",
+        "-.INF",
+        "<<",
+    ]
 )
 _V2_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _V2_TIMESTAMP = re.compile(
@@ -307,74 +397,102 @@ def format_float(f: float) -> str:
     return r
 
 
-class _Representer(yaml.representer.SafeRepresenter):
-    def represent_str_go(self, data: str) -> yaml.ScalarNode:
+_STYLE_CACHE: dict[str, str | None] = {}
+
+
+def _str_style(data: str) -> str | None:
+    style = _STYLE_CACHE.get(data, 0)
+    if style == 0:
         if "\n" in data:
             style = "|"
         elif _v2_needs_quotes(data):
             style = '"'
         else:
             style = None
-        return yaml.ScalarNode("tag:yaml.org,2002:str", data, style=style)
+        if len(_STYLE_CACHE) < 100000:
+            _STYLE_CACHE[data] = style
+    return style  # type: ignore[return-value]
 
-    def represent_dict_go(self, data: dict) -> yaml.MappingNode:
-        value = []
-        node = yaml.MappingNode("tag:yaml.org,2002:map", value, flow_style=False)
-        for k in go_sorted_keys(str(k) for k in data):
-            v = data[k]
-            value.append((self.represent_str_go(k), self.represent_data(v)))
-        return node
 
-    def represent_list_go(self, data: list) -> yaml.SequenceNode:
-        return yaml.SequenceNode(
-            "tag:yaml.org,2002:seq", [self.represent_data(v) for v in data], flow_style=False
+def _node(v: Any) -> Any:
+    """A YAML node for ``v`` styled like go-yaml v2 output."""
+    t = v.__class__
+    if t is str:
+        return yaml.ScalarNode(_STR, v, style=_str_style(v))
+    if t is dict:
+        keys = v.keys()
+        if not all(k.__class__ is str for k in keys):
+            v = {_key_str(k): x for k, x in v.items()}
+            keys = v.keys()
+        return yaml.MappingNode(
+            _MAP,
+            [
+                (yaml.ScalarNode(_STR, k, style=_str_style(k)), _node(v[k]))
+                for k in go_sorted_keys(keys)
+            ],
+            flow_style=False,
         )
-
-    def represent_float_go(self, data: float) -> yaml.ScalarNode:
-        text = format_float(data)
-        tag = "tag:yaml.org,2002:int" if _GO_INT.match(text) else "tag:yaml.org,2002:float"
-        return yaml.ScalarNode(tag, text)
-
-    def represent_bool_go(self, data: bool) -> yaml.ScalarNode:
-        return yaml.ScalarNode("tag:yaml.org,2002:bool", "true" if data else "false")
-
-    def represent_none_go(self, data: None) -> yaml.ScalarNode:
-        return yaml.ScalarNode("tag:yaml.org,2002:null", "null")
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-_Representer.add_representer(str, _Representer.represent_str_go)
-_Representer.add_representer(dict, _Representer.represent_dict_go)
-_Representer.add_representer(list, _Representer.represent_list_go)
-_Representer.add_representer(tuple, _Representer.represent_list_go)
-_Representer.add_representer(float, _Representer.represent_float_go)
-_Representer.add_representer(bool, _Representer.represent_bool_go)
-_Representer.add_representer(type(None), _Representer.represent_none_go)
-
-
-class _Resolver(yaml.resolver.BaseResolver):
-    """go-yaml v2 plain-scalar resolution, so ints/bools/nulls are written untagged."""
+    if t is list or t is tuple:
+        return yaml.SequenceNode(_SEQ, [_node(x) for x in v], flow_style=False)
+    if t is bool:
+        return yaml.ScalarNode(_BOOL, "true" if v else "false")
+    if t is int:
+        return yaml.ScalarNode(_INT, str(v))
+    if t is float:
+        text = format_float(v)
+        return yaml.ScalarNode(_INT if _GO_INT.match(text) else _FLOAT, text)
+    if v is None:
+        return yaml.ScalarNode(_NULL, "null")
+    if isinstance(v, dict):
+        return _node(dict(v))
+    if isinstance(v, (list, tuple)):
+        return _node(list(v))
+    if isinstance(v, bool):
+        return _node(bool(v))
+    if isinstance(v, int):
+        return _node(int(v))
+    if isinstance(v, float):
+        return _node(float(v))
+    return _node(str(v))
 
 
-for _tag, _regex, _first in [
-    ("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL)$"), ["~", "n", "N"]),
-    ("tag:yaml.org,2002:bool", re.compile(r"^(?:true|false)$"), ["t", "f"]),
-    ("tag:yaml.org,2002:int", _GO_INT, list("-+0123456789")),
-    (
-        "tag:yaml.org,2002:float",
-        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|-?\.inf|\.nan)$"),
-        list("-+.0123456789"),
-    ),
-]:
-    _Resolver.add_implicit_resolver(_tag, _regex, _first)
+def _dump_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
+    """go-yaml v2 plain-scalar typing, so ints/bools/nulls are written without tags."""
+    if kind is yaml.ScalarNode:
+        if not implicit[0]:
+            return _STR
+        if value in ("null", "~", "Null", "NULL"):
+            return _NULL
+        if value == "true" or value == "false":
+            return _BOOL
+        if value and value[0] in _NUM_START:
+            if _GO_INT.match(value):
+                return _INT
+            if _DUMP_FLOAT.match(value):
+                return _FLOAT
+        return _STR
+    if kind is yaml.SequenceNode:
+        return _SEQ
+    return _MAP
 
 
-class Dumper(CEmitter, _Representer, _Resolver):
-    """libyaml emitter + go-yaml v2 style representation."""
+_DUMP_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|-?\.inf|\.nan)$"
+)
 
-    def __init__(self, stream: Any, **kwds: Any) -> None:
+
+class Dumper(CEmitter):
+    """libyaml's emitter configured like go-yaml v2's (2-space indent, width 80, unicode)."""
+
+    resolve = _dump_resolve
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        """No path-dependent resolvers."""
+
+    def ascend_resolver(self) -> None:
+        """No path-dependent resolvers."""
+
+    def __init__(self, stream: Any) -> None:
         CEmitter.__init__(
             self,
             stream,
@@ -389,13 +507,16 @@ class Dumper(CEmitter, _Representer, _Resolver):
             version=None,
             tags=None,
         )
-        _Representer.__init__(self, default_style=None, default_flow_style=False, sort_keys=False)
-        _Resolver.__init__(self)
 
 
 def dump(obj: Any) -> str:
     """One object as kustomize prints it (no document separator)."""
-    out = yaml.dump(obj, Dumper=Dumper)
+    stream = io.StringIO()
+    emitter = Dumper(stream)
+    emitter.open()
+    emitter.serialize(_node(obj))
+    emitter.close()
+    out = stream.getvalue()
     if out.endswith("\n...\n"):
         out = out[:-4]
     return out

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import io
 from typing import IO, Any
 
 from django.conf import settings
-from rest_framework.parsers import BaseParser
+from rest_framework.parsers import BaseParser, JSONParser
 
 from catalogs.services import OversizedDocument
 
 _CHUNK = 64 * 1024
+
+
+def read_limited(stream: IO[bytes], limit: int) -> bytes | OversizedDocument:
+    """All of ``stream`` if it has at most ``limit`` bytes, else only its size."""
+    content = stream.read(limit + 1)
+    if len(content) <= limit:
+        return content
+    size = len(content)
+    while chunk := stream.read(_CHUNK):
+        size += len(chunk)
+    return OversizedDocument(size)
 
 
 class CatalogYAMLParser(BaseParser):
@@ -31,14 +43,7 @@ class CatalogYAMLParser(BaseParser):
         """Return the body bytes, or its size when it is over the limit."""
         if stream is None:
             return b""
-        limit = settings.CATALOG_MAX_BYTES
-        content = stream.read(limit + 1)
-        if len(content) <= limit:
-            return content
-        size = len(content)
-        while chunk := stream.read(_CHUNK):
-            size += len(chunk)
-        return OversizedDocument(size)
+        return read_limited(stream, settings.CATALOG_MAX_BYTES)
 
 
 class CatalogXYAMLParser(CatalogYAMLParser):
@@ -51,3 +56,25 @@ class CatalogTextYAMLParser(CatalogYAMLParser):
     """The same, for ``text/yaml``."""
 
     media_type = "text/yaml"
+
+
+class CatalogJSONParser(JSONParser):
+    """``{"content": "<yaml>"}`` with the same memory bound as YAML bodies.
+
+    JSON escaping can make a document longer, so the body may be up to twice the size limit;
+    the document inside is then checked against the limit itself.
+    """
+
+    def parse(
+        self,
+        stream: IO[bytes] | None,
+        media_type: str | None = None,
+        parser_context: dict[str, Any] | None = None,
+    ) -> Any:
+        """The decoded JSON, or the body's size when it is over twice the limit."""
+        if stream is None:
+            return {}
+        body = read_limited(stream, 2 * settings.CATALOG_MAX_BYTES)
+        if isinstance(body, OversizedDocument):
+            return body
+        return super().parse(io.BytesIO(body), media_type, parser_context)

@@ -6,14 +6,18 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogs import selectors, services
 from catalogs.api import serializers
 from catalogs.api.filters import CatalogFilter, FunctionVersionFilter
-from catalogs.api.parsers import CatalogTextYAMLParser, CatalogXYAMLParser, CatalogYAMLParser
+from catalogs.api.parsers import (
+    CatalogJSONParser,
+    CatalogTextYAMLParser,
+    CatalogXYAMLParser,
+    CatalogYAMLParser,
+)
 from catalogs.models import CatalogVersion
 
 
@@ -86,7 +90,12 @@ class CatalogVersionViewSet(viewsets.GenericViewSet):
     """Versions of one catalog: anyone reads; owners publish new ones as YAML."""
 
     serializer_class = serializers.CatalogVersionSerializer
-    parser_classes = [CatalogYAMLParser, CatalogXYAMLParser, CatalogTextYAMLParser, JSONParser]
+    parser_classes = [
+        CatalogYAMLParser,
+        CatalogXYAMLParser,
+        CatalogTextYAMLParser,
+        CatalogJSONParser,
+    ]
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation has no URL kwargs

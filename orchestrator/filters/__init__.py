@@ -32,9 +32,7 @@ BUILTINS: dict[str, str] = {
     "HelmChartInflationGenerator": "plugins:HelmChartInflationGenerator",
 }
 
-GENERATORS = frozenset(
-    {"ConfigMapGenerator", "SecretGenerator", "HelmChartInflationGenerator"}
-)
+GENERATORS = frozenset({"ConfigMapGenerator", "SecretGenerator", "HelmChartInflationGenerator"})
 
 
 def lookup(kind: str) -> Any:

@@ -60,11 +60,22 @@ def scalar_text(v: Any) -> str:
 
 
 def apply_spec(
-    res: Resource, spec: FieldSpec, setter: Callable[[Any], Any], create_kind: str | None
+    res: Resource,
+    spec: FieldSpec,
+    setter: Callable[[Any], Any],
+    create_kind: str | None,
+    *,
+    selected: bool = False,
 ) -> None:
-    """Run fieldspec.apply on a resource, turning path errors into KrmErrors."""
+    """Run fieldspec.apply on a resource, turning path errors into KrmErrors.
+
+    ``selected`` says the caller already matched the spec's GVK selector.
+    """
     try:
-        fieldspec.apply(res.obj, spec, setter, create_kind=create_kind)
+        if selected:
+            fieldspec.apply_selected(res.obj, spec, setter, create_kind=create_kind)
+        else:
+            fieldspec.apply(res.obj, spec, setter, create_kind=create_kind)
     except fieldspec.FieldPathError as exc:
         raise KrmError(
             f"considering field '{spec.path}': {exc}", file=res.source, resource=res.describe()

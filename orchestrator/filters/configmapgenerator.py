@@ -22,7 +22,10 @@ def generate(
     namespace: str | None = None,
 ) -> Resource:
     """Make the ConfigMap of one ``configMapGenerator`` entry (hash suffix not yet applied)."""
+    # kustomize hands the arguments to its plugin through a JSON/YAML round trip.
+    args = generatorutil.fold_nel(args)
     name, behavior = generatorutil.check_args(args, WHAT)
+    options = generatorutil.fold_nel(options)
     opts = generatorutil.merge_options(args.get("options"), options, f"{WHAT} {name!r}")
     generatorutil.check_marshallable(args, opts, WHAT)
     pairs = generatorutil.load_pairs(args, read_file, WHAT)
@@ -35,6 +38,8 @@ def generate(
         if isinstance(value, bytes):
             binary[key] = generatorutil.base64_lines(value)
         else:
+            generatorutil.check_readable(value, f"{WHAT} {name!r}: data key {key!r}")
+            # Kept raw: kustomize hashes it raw; only its final output folds NEL (fold_nel).
             data[key] = value
     if data:
         obj["data"] = data

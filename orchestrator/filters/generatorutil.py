@@ -60,6 +60,7 @@ _KNOWN_ARGS = frozenset(
 _KNOWN_OPTIONS = frozenset({"labels", "annotations", "disableNameSuffixHash", "immutable"})
 # kustomize round-trips a generator's arguments through JSON and a YAML 1.1 reader, which
 # rejects these characters (JSON leaves them unescaped); such a kustomization fails to build.
+_NEL_RUN = re.compile("[ ]*\x85[ \x85]*")
 _YAML_UNREADABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
 
 
@@ -104,6 +105,32 @@ def check_marshallable(args: dict[str, Any], options: dict[str, Any], what: str)
         raise ValidationError(f"builtin {plugin} marshal: yaml: control characters are not allowed")
 
 
+def _fold_run(match: re.Match[str]) -> str:
+    breaks = match.group().count("\x85")
+    return " " if breaks == 1 else "\n" * (breaks - 1)
+
+
+def fold_nel(value: Any) -> Any:
+    """Fold NEL line breaks as kustomize's JSON-to-YAML round trips do.
+
+    Go's JSON leaves U+0085 raw, and the YAML reader then folds it like a line break inside a
+    quoted scalar: spaces around it vanish, one break becomes a space, n breaks n-1 newlines.
+    """
+    if isinstance(value, str):
+        return _NEL_RUN.sub(_fold_run, value) if "\x85" in value else value
+    if isinstance(value, dict):
+        return {fold_nel(k): fold_nel(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fold_nel(v) for v in value]
+    return value
+
+
+def check_readable(value: str, where: str) -> None:
+    """Fail like kustomize on a ConfigMap value its later YAML round trips cannot carry."""
+    if _YAML_UNREADABLE.search(value):
+        raise ValidationError(f"{where}: yaml: control characters are not allowed")
+
+
 def check_args(args: Any, what: str) -> tuple[str, str]:
     """Validate a generator entry's shape; return its (name, behavior)."""
     if not isinstance(args, dict):
@@ -119,11 +146,10 @@ def check_args(args: Any, what: str) -> tuple[str, str]:
     if not isinstance(name, str):
         raise ValidationError(f"{what} name must be a string, got {name!r}")
     behavior = args.get("behavior") or "create"
-    if behavior not in BEHAVIORS:
-        raise ValidationError(
-            f"{what} {name!r}: behavior must be one of create, merge, replace, got {behavior!r}"
-        )
-    return name, behavior
+    if not isinstance(behavior, str):
+        raise ValidationError(f"{what} {name!r}: behavior must be a string, got {behavior!r}")
+    # kustomize treats any other value as "unspecified", which acts exactly like create.
+    return name, behavior if behavior in BEHAVIORS else "create"
 
 
 def merge_options(

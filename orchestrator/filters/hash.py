@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -20,15 +21,14 @@ __all__ = ["content_hash", "encode_hex", "go_json"]
 # kustomize's (and kubectl's) substitution of ambiguous hex digits.
 _SUFFIX_TABLE = str.maketrans({"0": "g", "1": "h", "3": "k", "a": "m", "e": "t"})
 # Go's json escapes these even inside strings (HTMLEscape + JS line separators); Python does not.
-_GO_EXTRA_ESCAPES = str.maketrans(
-    {
-        "<": "\\u003c",
-        ">": "\\u003e",
-        "&": "\\u0026",
-        "\u2028": "\\u2028",
-        "\u2029": "\\u2029",
-    }
-)
+_GO_EXTRA_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_GO_EXTRA_RE = re.compile("[<>&\u2028\u2029]")
 # kustomize looks the name up as ONE top-level key "metadata/name", which never exists, so in
 # practice every hash is computed with an empty name; we reproduce that faithfully.
 _NAME_KEY = "metadata/name"
@@ -94,11 +94,34 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append(_encode_str(str(value)))
 
 
+def _plain(value: Any) -> bool:
+    """True if the stdlib encoder already writes ``value`` as Go does (no floats, dates...)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key, sub in item.items():
+                if type(key) is not str:
+                    return False
+                stack.append(sub)
+        elif kind is list:
+            stack.extend(item)
+        elif kind is not str and kind is not int and kind is not bool and item is not None:
+            return False
+    return True
+
+
 def go_json(value: Any) -> str:
     """Encode ``value`` exactly as Go's ``json.Marshal`` does for YAML-decoded data."""
-    out: list[str] = []
-    _encode(value, out)
-    return "".join(out).translate(_GO_EXTRA_ESCAPES)
+    if _plain(value):
+        # Fast path (the usual ConfigMap/Secret): the C encoder, sorted keys, no spaces.
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    else:
+        out: list[str] = []
+        _encode(value, out)
+        text = "".join(out)
+    return _GO_EXTRA_RE.sub(lambda m: _GO_EXTRA_ESCAPES[m.group()], text)
 
 
 def encode_hex(hex_digest: str) -> str:

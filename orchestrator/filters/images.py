@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from orchestrator import fieldspec
 from orchestrator.errors import ValidationError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, scalar_text
 from orchestrator.resource import ResMap
@@ -88,9 +89,10 @@ class ImageTagTransformer:
                 self._legacy_walk(el)
 
     def transform(self, resmap: ResMap) -> None:
+        cache: dict = {}
         for res in resmap:
             if res.kind == "CustomResourceDefinition":
                 continue
             self._legacy_walk(res.obj)
-            for fs in self.specs:
-                apply_spec(res, fs, self._update, None)
+            for fs in fieldspec.select(self.specs, res.gvk, cache):
+                apply_spec(res, fs, self._update, None, selected=True)

@@ -22,17 +22,18 @@ def parse_ops(text: str, source: str | None = None) -> list[dict[str, Any]]:
     stripped = text.strip()
     if not stripped:
         raise PatchError("empty json patch operations", file=source)
-    try:
-        if stripped.startswith("["):
+    if stripped.startswith("["):
+        try:
             ops = json.loads(stripped)
-        else:
-            import yaml  # lazy: only YAML patches need it
+        except ValueError as e:
+            raise PatchError(f"invalid JSON patch: {e}", file=source) from None
+    else:
+        import yaml  # lazy: only YAML patches need it
 
-            ops = yaml.load(stripped, Loader=yaml.CSafeLoader)  # noqa: S506 (safe C loader)
-    except ValueError as e:
-        raise PatchError(f"invalid JSON patch: {e}", file=source) from None
-    except Exception as e:  # yaml.YAMLError, kept lazy
-        raise PatchError(f"invalid JSON patch: {e}", file=source) from None
+        try:
+            ops = yaml.load(stripped, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError as e:
+            raise PatchError(f"invalid JSON patch: {e}", file=source) from None
     if not isinstance(ops, list):
         raise PatchError(
             f"a JSON patch must be a list of operations, got {type(ops).__name__}", file=source

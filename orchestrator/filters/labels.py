@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator import fieldspec
 from orchestrator.errors import KrmError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, string_map
 from orchestrator.resource import ResMap
@@ -37,9 +38,10 @@ class LabelTransformer:
         if not self.pairs:
             return
         setter = _map_setter(self.pairs, self.key)
+        cache: dict = {}
         for res in resmap:
-            for fs in self.specs:
-                apply_spec(res, fs, setter, "map")
+            for fs in fieldspec.select(self.specs, res.gvk, cache):
+                apply_spec(res, fs, setter, "map", selected=True)
 
 
 class AnnotationsTransformer(LabelTransformer):

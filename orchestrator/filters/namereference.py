@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.errors import KrmError
-from orchestrator.fieldspec import FieldSpec, NameBackRef
+from orchestrator.fieldspec import KEEP, FieldSpec, NameBackRef
 from orchestrator.filters.base import apply_spec
-from orchestrator.fieldspec import KEEP
 from orchestrator.resource import (
     NOT_A_NAMESPACE,
     Gvk,
@@ -151,8 +150,10 @@ class NameReferenceTransformer:
                 return KEEP
             return KEEP
 
+        if not fs.selects(ref.res.gvk):
+            return
         try:
-            apply_spec(ref.res, fs, setter, None)
+            apply_spec(ref.res, fs, setter, None, selected=True)
         except KrmError as exc:
             raise KrmError(
                 f"updating name reference in '{fs.path}' field: {exc.message}",
@@ -212,9 +213,7 @@ class NameReferenceTransformer:
         ids = ", ".join(key_str(c.key()) for c in cands)
         raise KrmError(f"found multiple possible referrals: {ids}")
 
-    def _scalar(
-        self, ref: _Referrer, fs: FieldSpec, target: Gvk, index: _Index, name: str
-    ) -> Any:
+    def _scalar(self, ref: _Referrer, fs: FieldSpec, target: Gvk, index: _Index, name: str) -> Any:
         cands = self._candidates(ref, fs, target, index, name)
         if not cands:
             return KEEP

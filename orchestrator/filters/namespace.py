@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator import fieldspec
 from orchestrator.errors import ResourceConflictError, ValidationError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, scalar_text
 from orchestrator.resource import ResMap, is_cluster_scoped, key_str
@@ -36,6 +37,7 @@ class NamespaceTransformer:
     def transform(self, resmap: ResMap) -> None:
         if not self.namespace:
             return
+        cache: dict = {}
         for res in resmap:
             if not res.obj:
                 continue
@@ -45,14 +47,14 @@ class NamespaceTransformer:
                 md = res.metadata
                 md["namespace"] = self._set(md.get("namespace"))
             is_rb = kind in ("RoleBinding", "ClusterRoleBinding")
-            for fs in self.specs:
+            for fs in fieldspec.select(self.specs, res.gvk, cache):
                 if fs.path == "metadata/namespace":
                     continue
                 if fs.path == "metadata/name" and av != "v1":
                     continue
                 if is_rb and fs.path == "subjects/namespace":
                     continue
-                apply_spec(res, fs, self._set, "scalar")
+                apply_spec(res, fs, self._set, "scalar", selected=True)
             if is_rb and self.mode != "none":
                 for subject in res.obj.get("subjects") or []:
                     if not isinstance(subject, dict):

@@ -59,9 +59,7 @@ class Selector:
                 "namespace"
             ].match(res.effective_namespace()):
                 return False
-        if "name" in rx and not rx["name"].match(res.orig_name) and not rx["name"].match(
-            res.name
-        ):
+        if "name" in rx and not rx["name"].match(res.orig_name) and not rx["name"].match(res.name):
             return False
         if rx.keys() & {"group", "version", "kind"}:
             gvk = res.gvk
@@ -74,17 +72,15 @@ class Selector:
         md = res.obj.get("metadata") or {}
         if self.labels is not None and not _match_selector(self.labels, md.get("labels")):
             return False
-        if self.annotations is not None and not _match_selector(
-            self.annotations, md.get("annotations")
-        ):
-            return False
-        return True
+        return self.annotations is None or _match_selector(self.annotations, md.get("annotations"))
 
     def select(self, resmap: ResMap) -> list[Resource]:
         return [r for r in resmap if self.matches(r)]
 
 
-_REQ = re.compile(r"\s*(!?)\s*([^\s!=,()]+)\s*(?:(==|=|!=|\s+in\s+|\s+notin\s+)\s*(\([^)]*\)|[^,\s]*))?\s*")
+_REQ = re.compile(
+    r"\s*(!?)\s*([^\s!=,()]+)\s*(?:(==|=|!=|\s+in\s+|\s+notin\s+)\s*(\([^)]*\)|[^,\s]*))?\s*"
+)
 
 
 def parse_label_selector(text: Any, source: str | None = None) -> list[tuple] | None:
@@ -240,15 +236,16 @@ def _remove_deleted(resmap: ResMap, deleted: list[Resource]) -> None:
 def _apply_by_id(resmap: ResMap, patch: Resource, ctx: PluginContext, options: dict) -> None:
     md = patch.obj.get("metadata") or {}
     key = id_key(
-        patch.api_version, patch.kind, scalar_text(md.get("name") or ""),
+        patch.api_version,
+        patch.kind,
+        scalar_text(md.get("name") or ""),
         scalar_text(md.get("namespace") or ""),
     )
     matches = resmap.by_any_key(key)
     if len(matches) != 1:
         what = "no matches" if not matches else f"multiple matches ({len(matches)})"
         raise PatchError(
-            f"{what} for Id {key_str(key)}; failed to find unique target for patch "
-            f"{key_str(key)}",
+            f"{what} for Id {key_str(key)}; failed to find unique target for patch {key_str(key)}",
             file=patch.source,
         )
     res = matches[0]
@@ -352,8 +349,9 @@ class PatchStrategicMergeTransformer:
             elif isinstance(entry, dict):
                 self.patches.extend(_patch_resources([entry], ctx.source))
             else:
-                raise ValidationError(f"invalid patchesStrategicMerge entry {entry!r}",
-                                      file=ctx.source)
+                raise ValidationError(
+                    f"invalid patchesStrategicMerge entry {entry!r}", file=ctx.source
+                )
         inline = config.get("patches")
         if inline:
             self.patches.extend(_patch_resources(yamlio.load_all(inline), ctx.source))

@@ -1,35 +1,46 @@
-"""PrefixTransformer, SuffixTransformer (namePrefix/nameSuffix) and the legacy PrefixSuffixTransformer."""
+"""PrefixTransformer, SuffixTransformer (namePrefix, nameSuffix), PrefixSuffixTransformer."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from orchestrator import fieldspec
 from orchestrator.errors import KrmError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, scalar_text
 from orchestrator.resource import Gvk, ResMap, Resource
 
 # Kinds whose names kustomize never prefixes or suffixes (the selector is matched on the
 # original id).
-_SKIP = (Gvk("", "", "CustomResourceDefinition"), Gvk("apiregistration.k8s.io", "", "APIService"),
-         Gvk("", "", "Namespace"))
+_SKIP = (
+    Gvk("", "", "CustomResourceDefinition"),
+    Gvk("apiregistration.k8s.io", "", "APIService"),
+    Gvk("", "", "Namespace"),
+)
 
 
 def _skipped(res: Resource) -> bool:
     gvk = res.gvk
-    for sel in _SKIP:
-        if sel.kind == gvk.kind and (not sel.group or sel.group == gvk.group):
-            return True
-    return False
+    return any(sel.kind == gvk.kind and (not sel.group or sel.group == gvk.group) for sel in _SKIP)
 
 
-def _add(resmap: ResMap, ctx: PluginContext, config: dict[str, Any], prefix: str, suffix: str) -> None:
+def _affix_setter(res: Resource, path: str, prefix: str, suffix: str) -> Any:
+    def setter(value: Any) -> Any:
+        if isinstance(value, (dict, list)):
+            raise KrmError(f"field '{path}' is not a scalar", resource=res.describe())
+        return f"{prefix}{scalar_text(value)}{suffix}"
+
+    return setter
+
+
+def _add(
+    resmap: ResMap, ctx: PluginContext, config: dict[str, Any], prefix: str, suffix: str
+) -> None:
     specs = field_specs(config, ctx)
+    cache: dict = {}
     for res in resmap:
         if _skipped(res):
             continue
-        for fs in specs:
-            if not fs.selects(res.gvk):
-                continue
+        for fs in fieldspec.select(specs, res.gvk, cache):
             if fs.path == "metadata/name":
                 if prefix:
                     res.prefixes.append(prefix)
@@ -38,14 +49,9 @@ def _add(resmap: ResMap, ctx: PluginContext, config: dict[str, Any], prefix: str
                     res.suffixes.append(suffix)
                     res.store_previous()
 
-            def setter(value: Any) -> Any:
-                if isinstance(value, (dict, list)):
-                    raise KrmError(
-                        f"field '{fs.path}' is not a scalar", resource=res.describe()
-                    )
-                return f"{prefix}{scalar_text(value)}{suffix}"
-
-            apply_spec(res, fs, setter, "scalar")
+            apply_spec(
+                res, fs, _affix_setter(res, fs.path, prefix, suffix), "scalar", selected=True
+            )
     resmap.invalidate()
 
 

@@ -37,8 +37,10 @@ class ReplicaCountTransformer:
                 found = True
                 apply_spec(res, fs, lambda _v: self.count, "scalar")
         if not found:
-            gvks = " ".join(".".join([fs.kind or "[noKind]", fs.version or "[noVer]",
-                                      fs.group or "[noGrp]"]) for fs in self.specs)
+            gvks = " ".join(
+                ".".join([fs.kind or "[noKind]", fs.version or "[noVer]", fs.group or "[noGrp]"])
+                for fs in self.specs
+            )
             raise KrmError(
                 f"resource with name {self.name} does not match a config with the following "
                 f"GVK [{gvks}]",

@@ -23,7 +23,10 @@ def generate(
     namespace: str | None = None,
 ) -> Resource:
     """Make the Secret of one ``secretGenerator`` entry (hash suffix not yet applied)."""
+    # kustomize hands the arguments to its plugin through a JSON/YAML round trip.
+    args = generatorutil.fold_nel(args)
     name, behavior = generatorutil.check_args(args, WHAT)
+    options = generatorutil.fold_nel(options)
     secret_type = args.get("type") or "Opaque"
     if not isinstance(secret_type, str):
         raise ValidationError(f"{WHAT} {name!r}: type must be a string")

@@ -18,7 +18,7 @@ from orchestrator.errors import KrmError, ValidationError
 from orchestrator.filters.replacements import MISSING, lookup, split_path
 from orchestrator.resource import Resource
 
-__all__ = ["DEFAULT_VAR_REFERENCE", "VarError", "apply", "expand"]
+__all__ = ["DEFAULT_VAR_REFERENCE", "REFVARS", "VarError", "apply", "bind", "expand"]
 
 
 class VarError(KrmError):
@@ -297,37 +297,75 @@ def _describe_id(res: Resource) -> str:
     return f"{gvk}/{res.name or '[noName]'}.{res.namespace or '[noNs]'}"
 
 
+REFVARS = "refvars"
+
+
+def _parse(var_defs: list[dict[str, Any]]) -> list[_Var]:
+    if not isinstance(var_defs, list):
+        raise ValidationError("vars must be a list")
+    return [_Var(spec, f"vars[{i}]") for i, spec in enumerate(var_defs)]
+
+
+def _bind(resources: list[Resource], var: _Var) -> Resource | None:
+    """The one resource ``var``'s objref names (kustomize's MergeVars match), or None."""
+    matched = [res for res in resources if var.matches(res)]
+    if len(matched) > 1:
+        raise VarError(
+            f"found {len(matched)} resId matches for var {var.describe(defaulted=False)} "
+            "(unable to disambiguate)"
+        )
+    return matched[0] if matched else None
+
+
+def bind(resources: list[Resource], var_defs: list[dict[str, Any]]) -> None:
+    """Attach one kustomization's ``vars`` to the resources they name (kustomize's MergeVars).
+
+    Call it at the end of each kustomization's accumulation (after its transformers), with that
+    kustomization's own vars, then :func:`apply` with ``bound=True`` at the top. This is what
+    lets two bases declare vars on same-named resources that later get different prefixes.
+    """
+    seen: set[str] = set()
+    for var in _parse(var_defs or []):
+        owner = _bind(resources, var)
+        if var.name in seen:
+            raise VarError(f"var '{var.name}' already encountered")
+        seen.add(var.name)
+        if owner is not None:
+            owner.extra.setdefault(REFVARS, []).append(var.name)
+
+
 def apply(
     resources: list[Resource],
     var_defs: list[dict[str, Any]],
     *,
     field_specs: list[dict[str, Any]] | None = None,
+    bound: bool = False,
 ) -> None:
     """Resolve kustomize ``vars`` against ``resources`` and substitute them in place.
 
-    ``field_specs`` adds varReference entries (``{kind?, group?, version?, path}``) from a
-    kustomization's ``configurations``.
+    ``var_defs`` are all vars of the build. With ``bound=True`` each var's value comes from the
+    resource :func:`bind` attached it to; otherwise the objref is matched here, on current and
+    previous names. ``field_specs`` adds varReference entries (``{kind?, group?, version?,
+    path}``) from a kustomization's ``configurations``.
     """
     if not var_defs:
         return
-    if not isinstance(var_defs, list):
-        raise ValidationError("vars must be a list")
     parsed: dict[str, _Var] = {}
-    for i, spec in enumerate(var_defs):
-        var = _Var(spec, f"vars[{i}]")
+    owners: dict[str, Resource | None] = {}
+    for var in _parse(var_defs):
         if var.name in parsed:
             raise VarError(f"var '{var.name}' already encountered")
-        matched = [res for res in resources if var.matches(res)]
-        if len(matched) > 1:
-            raise VarError(
-                f"found {len(matched)} resId matches for var {var.describe(defaulted=False)} "
-                "(unable to disambiguate)"
-            )
         parsed[var.name] = var
+        if bound:
+            owners[var.name] = next(
+                (res for res in resources if var.name in res.extra.get(REFVARS, ())), None
+            )
+        else:
+            owners[var.name] = _bind(resources, var)
     values: dict[str, Any] = {}
     for name in sorted(parsed):
         var = parsed[name]
-        owner = next((res for res in resources if var.matches(res)), None)
+        owner = owners[name]
         if owner is None:
             raise VarError(
                 f"var '{var.describe()}' cannot be mapped to a field in the set of known resources"
@@ -360,18 +398,26 @@ def apply(
                 fs["path"],
             )
         )
+    # kustomize merges field specs without duplicates (a second pass would re-expand "$$").
+    specs = list(dict.fromkeys(specs))
     counts: dict[str, int] = {}
     expander = _Expander(values, counts)
+    per_kind: dict[str, list[tuple[str, str, list[str], str]]] = {}
     for res in resources:
         group, version, kind = res.gvk
-        for fs_group, fs_version, fs_kind, path in specs:
-            if (fs_kind and fs_kind != kind) or (fs_group and fs_group != group):
-                continue
-            if fs_version and fs_version != version:
+        kind_specs = per_kind.get(kind)
+        if kind_specs is None:
+            kind_specs = per_kind[kind] = [
+                (fs_group, fs_version, _split_fs_path(path), path)
+                for fs_group, fs_version, fs_kind, path in specs
+                if not fs_kind or fs_kind == kind
+            ]
+        for fs_group, fs_version, parts, path in kind_specs:
+            if (fs_group and fs_group != group) or (fs_version and fs_version != version):
                 continue
             holder = {"": res.obj}
             try:
-                expander.walk(holder, "", _split_fs_path(path), path)
+                expander.walk(holder, "", parts, path)
             except KrmError as err:
                 raise VarError(
                     f"considering field '{path}' of object {_describe_id(res)}: {err.message}",

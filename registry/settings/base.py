@@ -107,7 +107,7 @@ STORAGES = {
 # no collectstatic; production turns this off and serves the collected, hashed files.
 WHITENOISE_USE_FINDERS = env.bool("WHITENOISE_USE_FINDERS", default=True)
 # Before collectstatic, STATIC_ROOT does not exist; with finders on, that is expected.
-warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+warnings.filterwarnings("ignore", message=r"No directory at: .*staticfiles")
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

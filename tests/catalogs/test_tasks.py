@@ -38,3 +38,22 @@ def test_verify_task_detects_tampered_bytes(catalog):
     # Only a database-level write can change stored bytes; the verifier must notice it.
     CatalogVersion.objects.filter(pk=version.pk).update(content=b"tampered")
     assert tasks.catalog_version_verify_task.apply(args=(version.pk,)).get()["ok"] is False
+
+
+def test_invalid_catalog_error_survives_celerys_json_round_trip():
+    from celery.backends.base import Backend
+
+    from registry.celery import app
+
+    backend = Backend(app=app, serializer="json")
+    err = InvalidCatalogError(
+        "The catalog document is invalid (1 problem).",
+        [{"path": "kind", "message": "must be Catalog", "line": None, "column": None}],
+    )
+    meta = backend.prepare_exception(err)
+    rebuilt = backend.exception_to_python(meta)
+    assert type(rebuilt) is InvalidCatalogError
+    assert str(rebuilt) == "The catalog document is invalid (1 problem)."
+    assert [p.as_dict() for p in rebuilt.problems] == [
+        {"path": "kind", "message": "must be Catalog", "line": None, "column": None}
+    ]

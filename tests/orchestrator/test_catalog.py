@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from orchestrator import catalog as catalog_module
@@ -646,7 +646,7 @@ def catalogs(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY
@@ -661,21 +661,28 @@ def test_round_trip_through_the_canonical_form_is_the_identity(data):
     assert parse_catalog(again.canonical_bytes()).canonical_bytes() == canonical
 
 
-PRINTABLE = st.characters(blacklist_categories=("Cs", "Cc", "Cn", "Cf", "Zl", "Zp"))
+# Characters YAML cannot hold raw (C0/C1 controls, DEL, BOM, non-characters, and the 1.1 line
+# breaks NEL/LS/PS): escaped in the JSON text, which both JSON and YAML read back the same.
+NOT_YAML_PRINTABLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]"
+)
 
 
 @PROPERTY
 @given(catalogs())
 def test_any_shape_read_as_yaml_text_gives_the_same_canonical_form(data):
-    # JSON is YAML: the reader and from_dict must agree on every shape (the text is written by
-    # json, not by this module's writer). Characters YAML cannot hold raw are left out here.
-    text = json.dumps(data, ensure_ascii=False)
-    if any(not PRINTABLE_RE.fullmatch(ch) for ch in text if ch not in " \n"):
-        return
+    # JSON is YAML: the reader and from_dict agree on every shape, for text written by json
+    # (flow style, different quoting), not by this module's own writer.
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # infinity has no JSON spelling
+        assume(False)
+    text = NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    assert json.loads(text) == data
     assert parse_catalog(text).canonical_bytes() == Catalog.from_dict(data).canonical_bytes()
 
 
-PRINTABLE_RE = re.compile(r"[\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+VALIDATOR = jsonschema.Draft202012Validator(json.loads(Path(SCHEMA_PATH).read_text()))
 
 
 @st.composite
@@ -715,7 +722,8 @@ def mutated_catalogs(draw: st.DrawFn) -> dict[str, Any]:
 @PROPERTY
 @given(mutated_catalogs())
 def test_compiled_schema_agrees_with_jsonschema(data):
-    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    validator = VALIDATOR
+    event(f"schema-valid: {validator.is_valid(data)}")
     assert catalog_module._schema_accepts(data) == validator.is_valid(data)
     if not validator.is_valid(data):
         assert catalog_module.schema_problems(data)
@@ -727,7 +735,7 @@ def test_compiled_schema_agrees_with_jsonschema(data):
 
 
 def test_schema_file_is_a_valid_draft_2020_12_schema():
-    jsonschema.Draft202012Validator.check_schema(json.loads(SCHEMA_PATH.read_text()))
+    jsonschema.Draft202012Validator.check_schema(json.loads(Path(SCHEMA_PATH).read_text()))
 
 
 def test_schema_compiler_refuses_keywords_it_does_not_implement():
@@ -1168,7 +1176,7 @@ def test_text_that_cannot_be_utf8():
 def test_control_characters_are_refused_with_their_position():
     problem = yaml_problem("apiVersion: v1\nkind: é\x01\n")
     assert str(problem) == (
-        "line 2, column 9: character #x0001 is not allowed: control characters are not allowed"
+        "line 2, column 8: character #x0001 is not allowed: control characters are not allowed"
     )
 
 
@@ -1179,9 +1187,9 @@ def test_control_characters_are_refused_with_their_position():
          "line 2, column 2: did not find expected ',' or ']' "
          "(while parsing a flow sequence at line 1, column 4)"),
         ("a: 1\n\tb: 2\n",
-         "line 2, column 1: found character that cannot start any token "
-         "(while scanning for the next token)"),
-        ("a: b: c\n", "line 1, column 5: mapping values are not allowed here"),
+         "line 2, column 1: found a tab character that violates indentation "
+         "(while scanning a plain scalar at line 1, column 4)"),
+        ("a: b: c\n", "line 1, column 5: mapping values are not allowed in this context"),
         ('a: "unterminated\n',
          "line 2, column 1: found unexpected end of stream "
          "(while scanning a quoted scalar at line 1, column 4)"),
@@ -1344,12 +1352,39 @@ def _typical_catalog(count: int) -> bytes:
 
 def test_parsing_a_200_function_catalog_is_well_under_50_ms():
     data = _typical_catalog(200)
+    assert len(data) > 200_000
     parse_catalog(data)  # compile the schema once, as every process does on first use
     timings = []
     for _ in range(7):
-        start = time.perf_counter()
+        start = time.process_time()
         cat = parse_catalog(data)
-        timings.append(time.perf_counter() - start)
+        timings.append(time.process_time() - start)
     assert len(cat.functions) == 200
-    # Best of 7: the machine is shared, and the claim is about the code, not the neighbours.
+    # CPU time, best of 7: the machine is shared, and the claim is about this code's cost,
+    # not about how long it waits for a core.
     assert min(timings) < 0.050, f"{min(timings) * 1000:.1f} ms for {len(data)} bytes"
+
+
+def test_a_flood_of_schema_errors_is_cut_short():
+    data = doc(*[fn(names={"kind": f"K{i}"}, group=i) for i in range(1200)])
+    problems = problems_of(data)
+    assert len(problems) == 1001
+    assert problems[0] == "spec.krmFunctions[0].group: must be a string, got an integer"
+    assert problems[-1] == "more problems not shown (first 1000)"
+
+
+def test_from_dict_refuses_what_yaml_cannot_hold():
+    import datetime
+
+    data = doc(fn(versions=[{"name": "v1", "schema": {"openAPIV3Schema": {1: "x"}},
+                             "runtime": {"starlark": "s"}}]))  # fmt: skip
+    with pytest.raises(CatalogError) as err:
+        Catalog.from_dict(data)
+    assert str(err.value) == (
+        "spec.krmFunctions[0].versions[0].schema.openAPIV3Schema: "
+        "mapping keys must be strings, found an integer"
+    )
+    data = doc(fn(), metadata={"name": "t", "created": datetime.date(2026, 1, 1)})
+    with pytest.raises(CatalogError) as err:
+        Catalog.from_dict(data)
+    assert str(err.value) == "metadata.created: must be YAML data, got date"

@@ -166,12 +166,16 @@ def test_missing_name_is_an_error():
     assert err.value.message == "a configmap must have a name"
 
 
-def test_unknown_behavior_is_an_error():
+def test_unknown_behavior_acts_as_create_like_kustomize():
+    # kubectl kustomize builds `behavior: upsert` as a plain create (checked against v5.5.0).
+    assert _cm({"name": "c", "behavior": "upsert"}).behavior == "create"
+    assert _cm({"name": "c", "behavior": "merge"}).behavior == "merge"
+
+
+def test_non_string_behavior_is_an_error():
     with pytest.raises(ValidationError) as err:
-        _cm({"name": "c", "behavior": "upsert"})
-    assert err.value.message == (
-        "configMapGenerator 'c': behavior must be one of create, merge, replace, got 'upsert'"
-    )
+        _cm({"name": "c", "behavior": 1})
+    assert err.value.message == "configMapGenerator 'c': behavior must be a string, got 1"
 
 
 def test_unknown_field_is_an_error():

@@ -196,8 +196,7 @@ def build(path: Path, schema: PatchSchema | None = None) -> tuple[list[dict], Pa
             if key in entry["target"]
         }
         resources = [
-            json6902.apply(r, ops, source="patch") if _matches(r, target) else r
-            for r in resources
+            json6902.apply(r, ops, source="patch") if _matches(r, target) else r for r in resources
         ]
     return resources, schema
 
@@ -207,15 +206,15 @@ def _canon(docs: list[dict]) -> list[str]:
 
 
 def _has_patches(case: Path) -> bool:
-    return any(
-        "patches" in k.read_text() for k in case.rglob("kustomization.y*ml") if k.is_file()
-    )
+    return any("patches" in k.read_text() for k in case.rglob("kustomization.y*ml") if k.is_file())
 
 
 def _cases() -> list[str]:
     if not CASES.is_dir():
         return []
-    return sorted(c.name for c in CASES.iterdir() if any(p in c.name for p in PATCH_CASE) or _has_patches(c))
+    return sorted(
+        c.name for c in CASES.iterdir() if any(p in c.name for p in PATCH_CASE) or _has_patches(c)
+    )
 
 
 @pytest.mark.parametrize("name", _cases())

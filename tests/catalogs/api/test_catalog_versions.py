@@ -101,3 +101,12 @@ def test_unknown_version_is_404(api_client, catalog):
     response = api_client.get(VERSIONS + "7/")
     assert response.status_code == 404
     assert response.json() == {"detail": "Catalog 'example-co/functions' has no version 7."}
+
+
+def test_a_document_larger_than_djangos_upload_limit_is_published(as_user, catalog, settings):
+    """The registry's own limit (CATALOG_MAX_BYTES) governs, not DATA_UPLOAD_MAX_MEMORY_SIZE."""
+    document = catalog_yaml(*[("example.co", f"Fn{i}", "v1") for i in range(5600)]).encode()
+    assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE < len(document) < settings.CATALOG_MAX_BYTES
+    response = as_user("owner").post(VERSIONS, document, content_type="application/yaml")
+    assert response.status_code == 201, response.content[:500]
+    assert CatalogVersion.objects.get().functions.count() == 5600

@@ -83,3 +83,30 @@ def test_non_owner_sending_a_bad_document_gets_403_not_the_problems(as_user, own
     )
     assert response.status_code == 403
     assert "problems" not in response.json()
+
+
+def test_json_body_over_twice_the_limit_is_400_and_not_kept(owner_client, settings):
+    settings.CATALOG_MAX_BYTES = 1000
+    before = _snapshot()
+    body = '{"content": "' + "x" * 2500 + '"}'
+    response = owner_client.post(VERSIONS, body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["problems"] == [
+        {
+            "path": "",
+            "message": f"catalog is {len(body)} bytes, over the limit of 1000 bytes",
+            "line": None,
+            "column": None,
+        }
+    ]
+    assert _snapshot() == before
+
+
+def test_json_content_over_the_limit_is_400(owner_client, settings):
+    settings.CATALOG_MAX_BYTES = 1000
+    content = "# " + "x" * 1200 + "\n"
+    response = owner_client.post(VERSIONS, {"content": content}, format="json")
+    assert response.status_code == 400
+    assert response.json()["problems"][0]["message"] == (
+        f"catalog is {len(content)} bytes, over the limit of 1000 bytes"
+    )

@@ -263,19 +263,24 @@ class Target:
         for args in k.get("configMapGenerator") or []:
             self._check_generator_args(args, "configMapGenerator")
             res = configmapgenerator.generate(args, options=options, read_file=self.loader.read)
-            res.source = res.source or self.kfile
-            acc.absorb(res)
+            self._absorb(acc, res)
         for args in k.get("secretGenerator") or []:
             self._check_generator_args(args, "secretGenerator")
             res = secretgenerator.generate(args, options=options, read_file=self.loader.read)
-            res.source = res.source or self.kfile
-            acc.absorb(res)
+            self._absorb(acc, res)
         if k.get("helmCharts") or k.get("helmChartInflationGenerator"):
             for res in self.helm(acc):
-                acc.absorb(res)
+                self._absorb(acc, res)
         for config in self.plugin_configs(k.get("generators") or [], "generators"):
             for res in self.make_plugin(config, acc, generator=True).generate():
-                acc.absorb(res)
+                self._absorb(acc, res)
+
+    def _absorb(self, acc: _Accumulator, res: Resource) -> None:
+        try:
+            acc.absorb(res)
+        except KrmError as exc:
+            exc.file = self.kfile
+            raise
 
     def _check_generator_args(self, args: Any, what: str) -> None:
         if not isinstance(args, dict):

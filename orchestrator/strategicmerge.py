@@ -173,12 +173,10 @@ def _wrong_kind(expected: str, node: Any) -> PatchError:
 class _Walker:
     """kyaml walk.Walker + merge2.Merger, specialised for SMP with prepend lists."""
 
-    __slots__ = ("schema", "typed")
+    __slots__ = ("schema",)
 
     def __init__(self, schema: PatchSchema) -> None:
         self.schema = schema
-        # Text of merge-key values -> the typed value it came from (kyaml sets keys as text).
-        self.typed: dict[str, Any] = {}
 
     # -- Walker.Walk ---------------------------------------------------------------------
 
@@ -279,7 +277,13 @@ class _Walker:
                 dest[name] = None
             else:
                 if val.__class__ is not str and name in dest:
-                    val = _restyle(dest[name], val)
+                    styled = _restyle(dest[name], val)
+                    if styled is not val:
+                        val = styled
+                        origin = sources[1]
+                        if origin.__class__ is dict and name in origin:
+                            # kyaml restyles the patch's own node, which may be used again.
+                            origin[name] = styled
                 dest[name] = val
         return dest
 
@@ -319,7 +323,6 @@ class _Walker:
     def element_values(self, sources: list[Any], keys: list[str]) -> list[list[str]]:
         out: list[list[str]] = []
         seen: set[tuple[str, ...]] = set()
-        typed = self.typed
         # Prepend: the patch's elements come first.
         for src in (sources[1], sources[0]):
             if src is MISSING or not isinstance(src, list):
@@ -331,9 +334,7 @@ class _Walker:
                     if v is MISSING or v is None or v == {} or v == []:
                         vals.append("")
                     else:
-                        t = _text(v)
-                        typed[t] = v
-                        vals.append(t)
+                        vals.append(_text(v))
                 tv = tuple(vals)
                 if not vals or tv in seen:
                     continue
@@ -394,7 +395,8 @@ class _Walker:
             return val  # a scalar element set to its own text: no change
         if not isinstance(val, dict):
             raise _wrong_kind("MappingNode", val)
-        val[key] = self.typed.get(text, text)
+        # kyaml sets a plain scalar with this text, so it reads back by YAML's rules.
+        val[key] = _plain_value(text)
         return val
 
 
@@ -406,6 +408,18 @@ def _restyle(old: Any, new: Any) -> Any:
         # Only a quoted (or block) scalar can hold this text as a string.
         return _text(new)
     return new
+
+
+def _plain_value(text: str) -> Any:
+    kind = _plain_type(text)
+    if kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    if kind == "bool" and text in ("true", "false"):
+        return text == "true"
+    return text
 
 
 def _plain_type(text: str) -> str:
@@ -567,7 +581,11 @@ def _element_setter(lst: list[Any], element: Any, keys: list[str], values: list[
         matched = False  # kyaml's `val` starts nil
         for j in range(len(keys)):
             if j < len(values):
-                matched = _field_matches(elem, keys[j], values[j])
+                key = keys[j]
+                if key and elem.__class__ is dict:  # inlined _field_matches, the hot case
+                    matched = key in elem and (not values[j] or _text(elem[key]) == values[j])
+                else:
+                    matched = _field_matches(elem, key, values[j])
             if not matched:
                 found = False
                 break

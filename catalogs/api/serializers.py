@@ -169,7 +169,7 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
 
     version = serializers.IntegerField(source="number", read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    catalog_url = serializers.SerializerMethodField()
+    version_url = serializers.SerializerMethodField()
     digest_url = serializers.SerializerMethodField()
 
     class Meta:
@@ -181,12 +181,12 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
             "document_name",
             "created_by",
             "created_at",
-            "catalog_url",
+            "version_url",
             "digest_url",
         ]
         read_only_fields = fields
 
-    def get_catalog_url(self, obj: CatalogVersion) -> str:
+    def get_version_url(self, obj: CatalogVersion) -> str:
         return catalog_version_url(self.context.get("request"), obj)
 
     def get_digest_url(self, obj: CatalogVersion) -> str:
@@ -210,12 +210,16 @@ class CatalogVersionContentSerializer(serializers.Serializer):
 
 
 class CatalogVersionPublishedSerializer(serializers.Serializer):
-    """Answer to a publish: the version, its digest and its absolute serving URLs."""
+    """Answer to a publish: the version, its digest and its absolute serving URLs.
+
+    ``catalog_url`` serves the latest version (the ``--trusted-catalog`` URL); ``version_url`` and
+    ``digest_url`` pin this version.
+    """
 
     version = serializers.IntegerField()
     digest = serializers.CharField()
     catalog_url = serializers.URLField()
-    latest_url = serializers.URLField()
+    version_url = serializers.URLField()
     digest_url = serializers.URLField()
 
 
@@ -262,4 +266,4 @@ class FunctionVersionSerializer(serializers.ModelSerializer):
         return str(obj.catalog_version.catalog)
 
     def get_catalog_url(self, obj: FunctionVersion) -> str:
-        return catalog_version_url(self.context.get("request"), obj.catalog_version)
+        return catalog_latest_url(self.context.get("request"), obj.catalog_version.catalog)

@@ -135,8 +135,8 @@ class CatalogVersionViewSet(viewsets.GenericViewSet):
         body = {
             "version": version.number,
             "digest": version.digest,
-            "catalog_url": serializers.catalog_version_url(request, version),
-            "latest_url": serializers.catalog_latest_url(request, found),
+            "catalog_url": serializers.catalog_latest_url(request, found),
+            "version_url": serializers.catalog_version_url(request, version),
             "digest_url": serializers.catalog_version_digest_url(request, version),
         }
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK

@@ -2,7 +2,8 @@
 
 Follows kustomize v5.5.0 (api/kv, api/internal/generators, api/resource): env files first,
 then literals, then files; env lines are split on the first ``=`` with no unquoting; literals
-lose one pair of matching surrounding quotes; keys must be unique.
+lose one pair of matching surrounding quotes; keys must be unique. Values are kept exactly as
+kustomize hashes them; its output step folds NEL (U+0085) line breaks, see :func:`fold_nel`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ __all__ = [
     "BEHAVIORS",
     "base64_lines",
     "check_args",
+    "check_marshallable",
+    "check_readable",
     "env_pairs",
     "file_pairs",
+    "fold_nel",
     "literal_pairs",
     "load_pairs",
     "make_base",
@@ -33,7 +37,6 @@ __all__ = [
 ]
 
 BEHAVIORS = ("create", "merge", "replace")
-_BOM = b"\xef\xbb\xbf"
 # bufio.Scanner's default limit: kustomize stops reading an env file at a longer line.
 _MAX_LINE = 64 * 1024
 # Go's unicode.IsSpace (Python's str.isspace also counts \x1c-\x1f, which Go does not).
@@ -58,9 +61,10 @@ _KNOWN_ARGS = frozenset(
     {"name", "namespace", "behavior", "literals", "files", "envs", "env", "options", "type"}
 )
 _KNOWN_OPTIONS = frozenset({"labels", "annotations", "disableNameSuffixHash", "immutable"})
+# A run of NEL line breaks (and the spaces around them) that a YAML reader folds.
+_NEL_RUN = re.compile("[ ]*\x85[ \x85]*")
 # kustomize round-trips a generator's arguments through JSON and a YAML 1.1 reader, which
 # rejects these characters (JSON leaves them unescaped); such a kustomization fails to build.
-_NEL_RUN = re.compile("[ ]*\x85[ \x85]*")
 _YAML_UNREADABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
 
 
@@ -238,15 +242,16 @@ def env_pairs(content: bytes) -> list[tuple[str, str]]:
     """Parse an env file: ``KEY=VALUE`` lines, ``#`` comments, blank lines, ``KEY`` alone."""
     pairs = []
     for number, raw in enumerate(_scan_lines(content)):
-        if number == 0 and raw.startswith(_BOM):
-            raw = raw[len(_BOM) :]
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
+            # kustomize formats the line's bytes with %d: "[66 65 68]".
             as_go = "[" + " ".join(str(b) for b in raw) + "]"
             raise ValidationError(
                 f"line {as_go} has invalid utf8 bytes : {raw.decode('utf-8', 'replace')}"
             ) from None
+        if number == 0 and line.startswith("\ufeff"):
+            line = line[1:]
         start = 0
         while start < len(line) and line[start] in _GO_SPACE:
             start += 1

@@ -11,7 +11,6 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
 
@@ -76,10 +75,8 @@ TEMPLATES = [
     },
 ]
 
-# The embedded default is a SQLite file under var/ (git-ignored); DATABASE_URL switches it.
-if "DATABASE_URL" not in env:
-    VAR_DIR.mkdir(exist_ok=True)
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
+# The embedded default is ./db.sqlite3 (git-ignored); DATABASE_URL switches to PostgreSQL.
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env_int("CONN_MAX_AGE", 0))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -98,7 +95,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 MEDIA_URL = "media/"
-MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(VAR_DIR / "media"))
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(BASE_DIR / "media"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -288,7 +288,9 @@ class Gen:
             if kind in ("Deployment", "StatefulSet"):
                 k["replicas"] = [{"name": name, "count": self.r.randint(0, 5)}]
         if self.chance(0.5):
-            gen = {"name": self.pick(["app-config", "settings-gen"])}
+            gen: dict[str, Any] = {"name": f"{level}-config"}
+            if refs.get("generated_cm") and self.chance(0.4):
+                gen = {"name": refs["generated_cm"], "behavior": self.pick(["merge", "replace"])}
             gen["literals"] = [f"KEY{i}={self.pick(['a', 'b c', 'true', '07'])}" for i in range(2)]
             if self.chance(0.3):
                 files["app.properties"] = "color=blue\nsize=large\n"
@@ -296,9 +298,9 @@ class Gen:
             if self.chance(0.2):
                 gen["options"] = {"disableNameSuffixHash": True}
             k["configMapGenerator"] = [gen]
-            refs["generated_cm"] = gen["name"]
+            refs.setdefault("generated_cm", gen["name"])
         if self.chance(0.25):
-            k["secretGenerator"] = [{"name": "gen-secret", "literals": ["token=abc"]}]
+            k["secretGenerator"] = [{"name": f"{level}-secret", "literals": ["token=abc"]}]
         if workloads and self.chance(0.5):
             kind, name = self.pick(workloads)
             style = self.pick(["smp-file", "smp-target", "json-inline", "psm"])

@@ -11,7 +11,12 @@ import yaml
 
 from orchestrator.errors import ResourceConflictError, ValidationError
 from orchestrator.filters import configmapgenerator, hash, secretgenerator
-from orchestrator.filters.generatorutil import env_pairs, parse_file_source, parse_literal
+from orchestrator.filters.generatorutil import (
+    env_pairs,
+    fold_nel,
+    parse_file_source,
+    parse_literal,
+)
 from orchestrator.resource import Resource
 
 CORPUS = Path("/work/shared/conformance/kustomize/cases")
@@ -479,3 +484,44 @@ def test_corpus_generated_names_and_data(case, build, kind, args, kust):
     assert doc.get("binaryData") == res.obj.get("binaryData")
     if kind == "Secret":
         assert doc.get("type") == res.obj["type"]
+
+
+def test_go_json_fast_path_equals_the_general_encoder():
+    import random
+
+    rng = random.Random(7)
+    chars = 'ab<>&\u2028\u2029\x00\x1f"\\é\U0001f600 \n'
+    for _ in range(200):
+        data = {
+            "".join(rng.choice(chars) for _ in range(rng.randint(0, 6))): "".join(
+                rng.choice(chars) for _ in range(rng.randint(0, 20))
+            )
+            for _ in range(rng.randint(0, 6))
+        }
+        value = {"data": data, "kind": "ConfigMap", "n": [1, True, None]}
+        out: list[str] = []
+        hash._encode(value, out)
+        slow = hash._GO_EXTRA_RE.sub(lambda m: hash._GO_EXTRA_ESCAPES[m.group()], "".join(out))
+        assert hash.go_json(value) == slow
+
+
+@pytest.mark.parametrize(
+    ("text", "folded"),
+    [
+        ("a\x85b", "a b"),
+        ("a  \x85  b", "a b"),
+        ("a\x85\x85b", "a\nb"),
+        ("a \x85 \x85 \x85b", "a\n\nb"),
+        ("\x85z", " z"),
+        ("no nel", "no nel"),
+    ],
+)
+def test_fold_nel(text, folded):
+    assert fold_nel(text) == folded
+
+
+def test_literal_nel_is_folded_before_hashing_but_file_data_is_not():
+    literal = _cm({"name": "c", "literals": ["a=x\x85y"]})
+    assert literal.obj["data"] == {"a": "x y"}
+    from_file = _cm({"name": "c", "files": ["f"]}, {"f": "x\x85y".encode()})
+    assert from_file.obj["data"] == {"f": "x\x85y"}  # the writer folds it; the hash must not

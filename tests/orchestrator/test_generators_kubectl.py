@@ -311,3 +311,43 @@ def test_unreadable_characters_in_configmap_data_fail_but_not_in_secrets(tmp_pat
     assert err.value.message == (
         "configMapGenerator 'c': data key 'A': yaml: control characters are not allowed"
     )
+
+
+ENV_FILES = {
+    "weird-keys.env": b"export A=1\nB =2\nC= 3\n  D=4  \n#E=5\n F#=6\n",
+    "carriage-returns.env": b"A=x\ry\r\nB=z\r\r\nC=\r\n",
+    "bom-only.env": b"\xef\xbb\xbf",
+    "bom-comment.env": b"\xef\xbb\xbf# c\nA=1",
+    "empty.env": b"",
+    "equals.env": b"A==\nB=a=b\nC\n=D\n",
+    "quotes.env": b"A='x'\nB=\"y\"\nC='z\"\n",
+    "unicode.env": "K\u00e9=\u65e5\u672c\nL=\u2028\u2029<&>\n\u00a0M=x\n".encode(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENV_FILES))
+def test_env_file_edge_cases_match_kubectl(tmp_path, name):
+    (tmp_path / name).write_bytes(ENV_FILES[name])
+    args = {"name": "c", "envs": [name]}
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump({"configMapGenerator": [args], "secretGenerator": [dict(args, name="s")]})
+    )
+    actual = {d["kind"]: d for d in kubectl_build(tmp_path)}
+    read = lambda p: (tmp_path / p).read_bytes()  # noqa: E731
+    for module, secret_args in (
+        (configmapgenerator, args),
+        (secretgenerator, dict(args, name="s")),
+    ):
+        res = module.generate(secret_args, options=None, read_file=read)
+        res.rename(name=f"{res.name}-{hash.content_hash(res.obj)}")
+        assert as_text(res.obj) == actual[res.kind]
+
+
+def test_unknown_behavior_builds_like_create_in_kubectl(tmp_path):
+    args = {"name": "c", "behavior": "upsert", "literals": ["a=1"]}
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({"configMapGenerator": [args]}))
+    (doc,) = kubectl_build(tmp_path)
+    res = configmapgenerator.generate(args, options=None, read_file=lambda p: b"")
+    assert res.behavior == "create"
+    res.rename(name=f"c-{hash.content_hash(res.obj)}")
+    assert as_text(res.obj) == doc

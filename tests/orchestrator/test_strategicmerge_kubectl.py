@@ -140,6 +140,26 @@ PAIRS = {
         svc("x", [{"port": "80", "protocol": "TCP"}]),
         svc("x", [{"port": 80, "protocol": "TCP", "name": "h"}]),
     ),
+    "patch-node-restyled-by-quoted-target": (
+        svc(
+            "x",
+            [
+                {"port": 443, "name": "http", "targetPort": 8080},
+                {"port": "80", "protocol": "UDP", "targetPort": 8080},
+                {"port": 80, "protocol": "UDP", "name": "http"},
+                {"protocol": "UDP"},
+            ],
+        ),
+        svc(
+            "x",
+            [
+                {"port": 80, "protocol": "UDP", "name": "http"},
+                {"port": 443, "protocol": "TCP", "name": "https"},
+                {"port": 443, "protocol": "TCP", "targetPort": 8080, "$patch": "replace"},
+                {"$patch": "replace"},
+            ],
+        ),
+    ),
     "unknown-kind-replaces": (
         {
             "apiVersion": "ex.com/v1",

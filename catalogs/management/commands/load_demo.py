@@ -11,7 +11,7 @@ from catalogs import services
 from catalogs.management.commands.import_catalog import catalog_version_summary
 
 DEMO_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "demo-catalog.yaml"
-DEMO_PUBLISHER = "example-co"
+DEMO_PUBLISHER = "demo"
 DEMO_CATALOG = "functions"
 
 

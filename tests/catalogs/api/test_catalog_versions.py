@@ -21,16 +21,17 @@ def test_publish_answers_201_with_version_digest_and_absolute_url(as_user, catal
     assert body == {
         "version": 1,
         "digest": version.digest,
-        "catalog_url": "http://testserver/c/example-co/functions/versions/1/catalog.yaml",
-        "latest_url": "http://testserver/c/example-co/functions/catalog.yaml",
+        "catalog_url": "http://testserver/c/example-co/functions/catalog.yaml",
+        "version_url": "http://testserver/c/example-co/functions/versions/1/catalog.yaml",
         "digest_url": "http://testserver/c/example-co/functions/sha256/"
         + version.digest.removeprefix("sha256:")
         + "/catalog.yaml",
     }
     assert response["Location"] == "/api/v1/catalogs/example-co/functions/versions/1/"
     # The URL it answers with serves exactly the bytes that hash to the digest it answered with.
-    served = client.get(body["catalog_url"].removeprefix("http://testserver"))
-    assert "sha256:" + hashlib.sha256(served.content).hexdigest() == body["digest"]
+    for url in (body["catalog_url"], body["version_url"], body["digest_url"]):
+        served = client.get(url.removeprefix("http://testserver"))
+        assert "sha256:" + hashlib.sha256(served.content).hexdigest() == body["digest"]
 
 
 def test_publishing_the_same_content_again_answers_200_with_the_existing_version(as_user, catalog):
@@ -87,7 +88,9 @@ def test_list_and_detail(as_user, api_client, catalog):
     listing = api_client.get(VERSIONS).json()
     assert [v["version"] for v in listing["results"]] == [2, 1]
     assert listing["results"][0]["created_by"] == "owner"
-    assert listing["results"][1]["catalog_url"].endswith("/versions/1/catalog.yaml")
+    assert listing["results"][1]["version_url"] == (
+        "http://testserver/c/example-co/functions/versions/1/catalog.yaml"
+    )
     detail = api_client.get(VERSIONS + "1/").json()
     assert detail["version"] == 1
     assert [(f["group"], f["kind"]) for f in detail["functions"]] == [("example.co", "A")]

@@ -88,7 +88,7 @@ def test_results_carry_flags_and_where_to_get_them(api_client, published):
     assert java["runtime_kinds"] == ["container"]
     assert java["catalog"] == "example-co/functions"
     assert java["catalog_version"] == 1
-    assert java["catalog_url"] == "http://testserver/c/example-co/functions/versions/1/catalog.yaml"
+    assert java["catalog_url"] == "http://testserver/c/example-co/functions/catalog.yaml"
     assert java["tags"] == ["generator", "java"]
     detail = api_client.get(f"{FUNCTIONS}{java['id']}/")
     assert detail.json() == java

@@ -12,7 +12,6 @@ import pickle
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -1098,9 +1097,7 @@ def test_billion_laughs_is_refused_at_the_first_alias_quickly():
         f"{b}: &{b} [{','.join(['*' + a] * 9)}]\n"
         for a, b in zip("abcdefgh", "bcdefghi", strict=True)
     )
-    start = time.perf_counter()
     problem = yaml_problem(bomb)
-    assert time.perf_counter() - start < 0.5
     assert problem == Problem("", "YAML aliases are not allowed in a catalog (*a)", 2, 8)
     assert str(problem) == "line 2, column 8: YAML aliases are not allowed in a catalog (*a)"
 
@@ -1296,73 +1293,6 @@ except c.CatalogError as err:
         "False",
         "True metadata: required field is missing | spec: must be a mapping, got an integer",
     ]
-
-
-def _typical_catalog(count: int) -> bytes:
-    """A catalog of ``count`` functions shaped like the KEP's full example (one version each)."""
-    functions = []
-    for i in range(count):
-        runtime = (
-            {"container": {"image": f"docker.example.co/fn/f{i}:v1.{i}.0", "sha256": SHA_A}}
-            if i % 2
-            else {
-                "exec": {
-                    "platforms": [
-                        {"bin": f"f{i}", "os": os_, "arch": "amd64",
-                         "uri": f"https://example.com/f{i}-{os_}.tar.gz", "sha256": SHA_B}
-                        for os_ in ("linux", "darwin")
-                    ]
-                }
-            }
-        )  # fmt: skip
-        functions.append(
-            {
-                "group": "example.com",
-                "names": {"kind": f"Function{i}"},
-                "description": f"Function {i} of the benchmark catalog",
-                "publisher": "example.com",
-                "versions": [
-                    {
-                        "name": "v1",
-                        "schema": {
-                            "openAPIV3Schema": {
-                                "type": "object",
-                                "properties": {
-                                    "spec": {
-                                        "type": "object",
-                                        "properties": {"namespace": {"type": "string"}},
-                                    }
-                                },
-                            }
-                        },
-                        "idempotent": True,
-                        "runtime": runtime,
-                        "usage": f"https://example.com/f{i}/README.md",
-                        "examples": [f"https://example.com/f{i}/examples/basic.md"],
-                        "license": "Apache-2.0",
-                    }
-                ],  # fmt: skip
-                "home": f"https://example.com/f{i}",
-                "maintainers": ["foo@example.com"],
-                "tags": ["mutator"],
-            }
-        )
-    return Catalog.from_dict(doc(*functions)).canonical_bytes()
-
-
-def test_parsing_a_200_function_catalog_is_well_under_50_ms():
-    data = _typical_catalog(200)
-    assert len(data) > 200_000
-    parse_catalog(data)  # compile the schema once, as every process does on first use
-    timings = []
-    for _ in range(7):
-        start = time.process_time()
-        cat = parse_catalog(data)
-        timings.append(time.process_time() - start)
-    assert len(cat.functions) == 200
-    # CPU time, best of 7: the machine is shared, and the claim is about this code's cost,
-    # not about how long it waits for a core.
-    assert min(timings) < 0.050, f"{min(timings) * 1000:.1f} ms for {len(data)} bytes"
 
 
 def test_a_flood_of_schema_errors_is_cut_short():

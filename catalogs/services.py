@@ -16,7 +16,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from catalogs.exceptions import (
@@ -74,9 +74,12 @@ def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publ
     if actor is not None and not getattr(actor, "is_authenticated", False):
         raise NotAllowedError("Log in to create a publisher.")
     _slug_checked(slug, what="publisher slug")
-    if Publisher.objects.filter(slug=slug).exists():
+    try:
+        # A savepoint: a concurrent create of the same slug loses cleanly, not with a 500.
+        with transaction.atomic():
+            publisher = Publisher.objects.create(slug=slug, display_name=display_name or slug)
+    except IntegrityError:
         raise AlreadyExistsError(f"Publisher '{slug}' already exists.")
-    publisher = Publisher.objects.create(slug=slug, display_name=display_name or slug)
     if actor is not None:
         publisher.owners.add(actor)
     return publisher
@@ -109,9 +112,11 @@ def catalog_create(
     """Create an empty catalog under ``publisher``."""
     _check_can_write(publisher=publisher, actor=actor)
     _slug_checked(name, what="catalog name")
-    if Catalog.objects.filter(publisher=publisher, name=name).exists():
+    try:
+        with transaction.atomic():
+            return Catalog.objects.create(publisher=publisher, name=name, description=description)
+    except IntegrityError:
         raise AlreadyExistsError(f"Catalog '{publisher.slug}/{name}' already exists.")
-    return Catalog.objects.create(publisher=publisher, name=name, description=description)
 
 
 @transaction.atomic

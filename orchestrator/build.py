@@ -25,7 +25,7 @@ from orchestrator.errors import (
 )
 from orchestrator.fieldspec import TransformerConfig
 from orchestrator.filters import base as fbase
-from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader, find_kustomization
+from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader, display, find_kustomization
 from orchestrator.resource import ResMap, Resource, key_str
 
 KUSTOMIZE_VERSION = "v5.5.0"
@@ -133,11 +133,11 @@ class Target:
         self.kfile = kfile or find_kustomization(loader.root)
         if os.path.basename(self.kfile) == "composition.yaml":
             raise NotSupportedError(
-                "a Composition cannot be built by this command yet", file=self.kfile
+                "a Composition cannot be built by this command yet", file=self.source
             )
         self.k = kustomization.load(self.kfile, warnings=build.warnings)
         self.kind = self.k["kind"]
-        self.source = os.path.relpath(self.kfile) if not os.path.isabs(self.kfile) else self.kfile
+        self.source = display(self.kfile)
 
     # ------------------------------------------------------------------ helpers
 
@@ -146,7 +146,7 @@ class Target:
             tconfig=acc.config(),
             read_file=self.loader.read,
             root=self.loader.root,
-            source=self.kfile,
+            source=self.source,
             schema=self.build.schema,
             warnings=self.build.warnings,
             options=self.build.options,
@@ -167,7 +167,7 @@ class Target:
         elif version:
             self.build.schema = None
         else:
-            raise ValidationError("openapi needs 'path' or 'version'", file=self.kfile)
+            raise ValidationError("openapi needs 'path' or 'version'", file=self.source)
         self.build.schema_set = True
 
     # ------------------------------------------------------------------ accumulation
@@ -204,35 +204,41 @@ class Target:
             except LoadError as exc:
                 if not self.loader.exists(path):
                     raise LoadError(
-                        f"accumulating resources: '{self.loader.abspath(path)}' "
-                        "does not exist (not a file nor a kustomization directory)",
-                        file=self.kfile,
+                        f"resource '{path}' does not exist (neither a file nor a "
+                        "kustomization directory)",
+                        file=self.source,
                     ) from None
                 raise exc
-            for res in resources_from_bytes(data, source=path):
+            where = display(self.loader.abspath(path))
+            for res in resources_from_bytes(data, source=where):
                 try:
                     acc.resmap.append(res)
                 except ResourceConflictError as exc:
-                    exc.file = path
+                    exc.file = where
                     raise
 
     def accumulate_directory(self, acc: _Accumulator, path: str, *, component: bool) -> None:
+        if component and not self.loader.is_dir(path):
+            raise LoadError(
+                f"component '{path}' must be a directory with a kustomization of kind Component",
+                file=self.source,
+            )
         child = self.loader.child(path)
         try:
             sub = Target(self.build, child)
         except LoadError as exc:
             if "unable to find" in exc.message:
                 what = "component" if component else "resource"
-                raise LoadError(f"{what} '{path}': {exc.message}", file=self.kfile) from None
+                raise LoadError(f"{what} '{path}': {exc.message}", file=self.source) from None
             raise
         if component and sub.kind != "Component":
             raise ValidationError(
                 f"expected kind 'Component' for path '{child.root}' but got '{sub.kind}'",
-                file=self.kfile,
+                file=self.source,
             )
         if not component and sub.kind == "Component":
             raise ValidationError(
-                f"expected kind != 'Component' for path '{child.root}'", file=self.kfile
+                f"expected kind != 'Component' for path '{child.root}'", file=self.source
             )
         if component:
             sub.accumulate(acc)
@@ -284,7 +290,7 @@ class Target:
 
     def _check_generator_args(self, args: Any, what: str) -> None:
         if not isinstance(args, dict):
-            raise ValidationError(f"{what} entries must be maps, got {args!r}", file=self.kfile)
+            raise ValidationError(f"{what} entries must be maps, got {args!r}", file=self.source)
 
     def helm(self, acc: _Accumulator) -> list[Resource]:
         """helmCharts: inflate each chart with ``helm template`` (needs --enable-helm)."""
@@ -294,12 +300,14 @@ class Target:
 
         opts = self.build.options
         if not opts.enable_helm:
-            raise NotSupportedError("must specify --enable-helm to use helmCharts", file=self.kfile)
+            raise NotSupportedError(
+                "must specify --enable-helm to use helmCharts", file=self.source
+            )
         helm = shutil.which(opts.helm_command)
         if helm is None:
             raise NotSupportedError(
                 f"helmCharts need the '{opts.helm_command}' binary, which is not on PATH",
-                file=self.kfile,
+                file=self.source,
             )
         out: list[Resource] = []
         globals_ = self.k.get("helmGlobals") or {}
@@ -307,7 +315,7 @@ class Target:
         for chart in self.k.get("helmCharts") or []:
             name = chart.get("name")
             if not name:
-                raise ValidationError("helmCharts entry needs a name", file=self.kfile)
+                raise ValidationError("helmCharts entry needs a name", file=self.source)
             chart_dir = os.path.join(chart_home, name)
             cmd = [helm, "template", chart.get("releaseName") or "release-name"]
             if os.path.isdir(chart_dir):
@@ -317,7 +325,7 @@ class Target:
                 if chart.get("version"):
                     cmd += ["--version", str(chart["version"])]
             else:
-                raise LoadError(f"chart '{name}' not found under '{chart_home}'", file=self.kfile)
+                raise LoadError(f"chart '{name}' not found under '{chart_home}'", file=self.source)
             if chart.get("namespace"):
                 cmd += ["--namespace", chart["namespace"]]
             if chart.get("includeCRDs"):
@@ -334,7 +342,7 @@ class Target:
             if proc.returncode != 0:
                 raise KrmError(
                     f"helm template failed for chart '{name}': {proc.stderr.strip()}",
-                    file=self.kfile,
+                    file=self.source,
                 )
             out.extend(resources_from_bytes(proc.stdout.encode(), source=f"helm chart {name}"))
         return out
@@ -349,7 +357,7 @@ class Target:
             out.append(("PatchStrategicMergeTransformer", {"paths": k["patchesStrategicMerge"]}))
         for p in k.get("patches") or []:
             if not isinstance(p, dict):
-                raise ValidationError(f"invalid patches entry {p!r}", file=self.kfile)
+                raise ValidationError(f"invalid patches entry {p!r}", file=self.source)
             out.append(("PatchTransformer", p))
         if k.get("namespace"):
             out.append(
@@ -376,7 +384,7 @@ class Target:
         if labels or k.get("commonLabels"):
             for label in labels:
                 if not isinstance(label, dict):
-                    raise ValidationError(f"invalid labels entry {label!r}", file=self.kfile)
+                    raise ValidationError(f"invalid labels entry {label!r}", file=self.source)
                 specs = fieldspec.merge(
                     fieldspec.parse(label.get("fields"), source=self.kfile), tc.get("labels")
                 )
@@ -407,7 +415,7 @@ class Target:
             )
         for p in k.get("patchesJson6902") or []:
             if not isinstance(p, dict):
-                raise ValidationError(f"invalid patchesJson6902 entry {p!r}", file=self.kfile)
+                raise ValidationError(f"invalid patchesJson6902 entry {p!r}", file=self.source)
             out.append(
                 (
                     "PatchJson6902Transformer",
@@ -450,7 +458,7 @@ class Target:
                 configs.append(entry)
                 continue
             if not isinstance(entry, str):
-                raise ValidationError(f"invalid {field_name} entry {entry!r}", file=self.kfile)
+                raise ValidationError(f"invalid {field_name} entry {entry!r}", file=self.source)
             if "\n" in entry or (":" in entry and not self.loader.exists(entry)):
                 docs = yamlio.load_all(entry, source=self.kfile)
                 configs.extend(d for d in docs if isinstance(d, dict))
@@ -476,10 +484,10 @@ class Target:
             raise NotSupportedError(
                 f"plugin {api_version}/{kind} '{name}': KRM functions are not yet supported "
                 "(only builtin plugins with 'apiVersion: builtin' are)",
-                file=self.kfile,
+                file=self.source,
             )
         if generator != (kind in filters.GENERATORS) and generator:
-            raise ValidationError(f"{kind} is not a generator", file=self.kfile)
+            raise ValidationError(f"{kind} is not a generator", file=self.source)
         return cls(config, self.ctx(acc))
 
 

@@ -21,6 +21,15 @@ def _is_remote(path: str) -> bool:
     return "://" in path or path.startswith(("git@", "github.com/"))
 
 
+def display(path: str) -> str:
+    """A path for messages: relative to the working directory when below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
 class Loader:
     """Reads files for one kustomization directory (``root``), applying the restrictor."""
 
@@ -47,14 +56,14 @@ class Loader:
         real = os.path.realpath(full)
         self._check(path, real)
         if os.path.isdir(real):
-            raise LoadError(f"'{full}' is a directory, not a file", file=path)
+            raise LoadError("is a directory, not a file", file=display(full))
         try:
             with open(real, "rb") as f:
                 return f.read()
         except FileNotFoundError:
-            raise LoadError(f"file '{full}' does not exist", file=path) from None
+            raise LoadError("file does not exist", file=display(full)) from None
         except OSError as exc:
-            raise LoadError(f"cannot read '{full}': {exc.strerror}", file=path) from None
+            raise LoadError(f"cannot read file: {exc.strerror}", file=display(full)) from None
 
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(self.abspath(path))
@@ -68,7 +77,7 @@ class Loader:
             raise LoadError(f"remote resources are not supported: '{path}'", file=path)
         full = os.path.realpath(self.abspath(path))
         if not os.path.isdir(full):
-            raise LoadError(f"'{self.abspath(path)}' must be a directory", file=path)
+            raise LoadError("must be a directory", file=display(self.abspath(path)))
         chain = (*self.parents, self.root)
         for visited in chain:
             if visited == full or visited.startswith(full.rstrip(os.sep) + os.sep):
@@ -88,14 +97,14 @@ def find_kustomization(root: str) -> str:
         raise LoadError(
             "unable to find one of 'kustomization.yaml', 'kustomization.yml' or "
             f"'Kustomization' in directory '{root}'",
-            file=root,
+            file=display(root),
         )
     if len(found) > 1:
-        raise LoadError(f"Found multiple kustomization files under: {root}", file=root)
+        raise LoadError(f"Found multiple kustomization files under: {root}", file=display(root))
     path = os.path.join(root, found[0])
     if os.path.isfile(os.path.join(root, "composition.yaml")):
         raise LoadError(
             f"both '{found[0]}' and 'composition.yaml' found in '{root}'; keep only one",
-            file=root,
+            file=display(root),
         )
     return path

@@ -69,9 +69,11 @@ _TYPES = {"list": list, "map": dict, "str": str}
 
 def load(path: str, *, warnings: list[str] | None = None) -> dict[str, Any]:
     """Read, check and normalise the kustomization file at ``path``."""
+    from orchestrator.fs import display
+
     with open(path, "rb") as f:
         data = f.read()
-    return parse(data, source=path, warnings=warnings)
+    return parse(data, source=display(path), warnings=warnings)
 
 
 def parse(data: bytes | str, *, source: str, warnings: list[str] | None = None) -> dict[str, Any]:

@@ -60,9 +60,9 @@ def merge(
 ) -> dict[str, Any] | None:
     """Merge ``patch`` into ``target``; None when the patch deletes the whole object.
 
-    Neither input is modified. The result may share unchanged subtrees with neither.
-    Name, namespace and kind are merged like any field; restoring them (kustomize's
-    ApplySmPatch) is the caller's business.
+    Neither input is modified and the result shares no containers with them (the walk
+    runs on private copies). Name, namespace and kind are merged like any field;
+    restoring them, as kustomize's ApplySmPatch does, is the caller's business.
     """
     if schema is None:
         schema = PatchSchema.default()

@@ -8,12 +8,14 @@ applies to and keeps names, namespaces and kinds as kustomize does.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
 from orchestrator import yamlio
 from orchestrator.errors import KrmError, PatchError, ValidationError
 from orchestrator.filters.base import PluginContext, scalar_text
+from orchestrator.fs import display
 from orchestrator.resource import ResMap, Resource, effective_namespace, id_key, key_str
 
 # ----------------------------------------------------------------------------- selectors
@@ -269,7 +271,7 @@ class PatchTransformer:
         if patch and path:
             raise ValidationError("patch and path can't be set at the same time", file=ctx.source)
         if path:
-            self.where = str(path)
+            self.where = display(os.path.join(ctx.root, str(path)))
             text = yamlio.decode(ctx.read_file(str(path)))
         else:
             self.where = ctx.source
@@ -345,7 +347,8 @@ class PatchStrategicMergeTransformer:
                     self.patches.extend(_patch_resources(docs, ctx.source))
                     continue
                 text = ctx.read_file(entry)
-                self.patches.extend(_patch_resources(yamlio.load_all(text, source=entry), entry))
+                where = display(os.path.join(ctx.root, entry))
+                self.patches.extend(_patch_resources(yamlio.load_all(text, source=where), where))
             elif isinstance(entry, dict):
                 self.patches.extend(_patch_resources([entry], ctx.source))
             else:
@@ -375,7 +378,7 @@ class PatchJson6902Transformer:
         if not path and not ops:
             raise ValidationError("empty file path and empty jsonOp", file=ctx.source)
         if path:
-            self.where = str(path)
+            self.where = display(os.path.join(ctx.root, str(path)))
             text = yamlio.decode(ctx.read_file(str(path)))
         else:
             self.where = ctx.source

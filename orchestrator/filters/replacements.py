@@ -21,8 +21,9 @@ from orchestrator.resource import Resource
 __all__ = [
     "MISSING",
     "LabelSelector",
-    "lookup",
+    "ReplacementError",
     "apply",
+    "lookup",
     "parse_label_selector",
     "resolve_scalar",
     "scalar_text",
@@ -32,7 +33,7 @@ __all__ = [
 _MAP, _SEQ, _SCALAR = "MappingNode", "SequenceNode", "ScalarNode"
 _DEFAULT_FIELD_PATH = "metadata.name"
 MISSING = object()
-_INT_RE = re.compile(r"[-+]?(0|[1-9][0-9]*)|0o[0-7]+|0x[0-9a-fA-F]+")
+_INT_RE = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
 _FLOAT_RE = re.compile(
     r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"
 )
@@ -74,7 +75,7 @@ def resolve_scalar(text: str) -> Any:
     if text in _BOOLS:
         return _BOOLS[text]
     if _INT_RE.fullmatch(text):
-        return int(text, 0) if text[:2] in ("0o", "0x") else int(text)
+        return int(text, 0) if text[:2] in ("0o", "0x") else int(text, 10)
     if _FLOAT_RE.fullmatch(text):
         lowered = text.lower()
         if lowered.endswith("inf"):
@@ -90,8 +91,12 @@ def _typed_like(target: Any, text: str) -> Any:
     if isinstance(target, str):
         return text
     resolved = resolve_scalar(text)
-    if target is None and resolved is None:
-        return None
+    if target is None:
+        if resolved is None:
+            return None
+        # The node keeps its !!null tag, which kustomize's writer then cannot decode.
+        tag = {bool: "bool", int: "int", float: "float"}.get(type(resolved), "str")
+        raise ReplacementError(f"yaml: cannot decode !!{tag} `{text}` as a !!null")
     if isinstance(target, bool) and isinstance(resolved, bool):
         return resolved
     target_int = isinstance(target, int) and not isinstance(target, bool)

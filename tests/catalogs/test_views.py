@@ -154,3 +154,12 @@ def test_latest_follows_a_new_publish_immediately(client, versions, catalog):
         catalog=catalog, content=catalog_yaml(("example.co", "C", "v1")), actor=None
     )
     _assert_serves(client.get(LATEST), v3)
+
+
+def test_served_bytes_parse_back_to_the_same_digest(client, versions):
+    from orchestrator.catalog import parse_catalog
+
+    response = client.get(LATEST)
+    parsed = parse_catalog(response.content)
+    assert parsed.digest == response["X-Content-Digest"]
+    assert parsed.canonical_bytes() == response.content

@@ -551,3 +551,19 @@ def test_bad_input_shapes():
     assert err.value.message == (
         "replacements[0].source.options.index must be an integer, got 'one'"
     )
+
+
+@needs_kubectl
+@pytest.mark.parametrize(("field", "tag"), [("data.host", "str"), ("data.port", "int")])
+def test_a_null_target_fails_like_kubectl(tmp_path, field, tag):
+    text = RESOURCES.replace("  replicas: 1\n", "  replicas: null\n", 1)
+    target = {"select": {"name": "web", "kind": "Deployment"}, "fieldPaths": ["spec.replicas"]}
+    spec = [{"source": _src(field), "targets": [target]}]
+    proc = _kubectl(tmp_path, text, spec)
+    assert proc.returncode != 0
+    value = "db.example.com" if tag == "str" else "8080"
+    message = f"yaml: cannot decode !!{tag} `{value}` as a !!null"
+    assert message in proc.stderr
+    with pytest.raises(KrmError) as err:
+        replacements.apply(_resources(text), spec)
+    assert err.value.message.endswith(message)

@@ -1,0 +1,371 @@
+"""Catalog references, trust, fetching with an ETag cache, and the per-kustomization search set.
+
+References (``catalogs:`` entries and ``--trusted-catalog`` values):
+
+- a local path (relative to the kustomization, or to the working directory for the flag), or
+  ``file://``;
+- ``https://`` (``http://`` to loopback only), cached with ETag revalidation;
+- ``git+https://host/repo.git//path/catalog.yaml?ref=REF`` and ``git+file://``; a plain local
+  git path ``/path/repo//catalog.yaml?ref=REF`` (``//`` separates repository and file);
+- ``oci://host/repo:tag`` or ``oci://host/repo@sha256:...`` (via ``oras``; the layer with the
+  KEP's catalog media type).
+
+Trust: a referenced catalog must be given with ``--trusted-catalog`` (compared after
+normalisation: absolute real paths for local files, the exact text for URLs), or be the official
+catalog from ``$XDG_CONFIG_HOME/krm/config.yaml`` (``officialCatalog: REF``), which is trusted
+implicitly and searched first. Trust is never read from environment variables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from orchestrator.catalog import Catalog, CatalogError, FunctionDefinition, FunctionVersion
+from orchestrator.errors import KrmError
+from orchestrator.functions.fetch import FetchError, http_get, is_loopback, read_limited
+from orchestrator.functions.options import FnOptions, FunctionError
+
+CATALOG_MEDIA_TYPE = "application/vnd.cncf.kubernetes.krm-func-catalog.layer.v1+yaml"
+MAX_CATALOG_BYTES = 5 * 1024 * 1024
+CONFIG_NAME = "config.yaml"
+
+
+class CatalogTrustError(KrmError):
+    """A kustomization references a catalog the user did not trust."""
+
+
+@dataclass(frozen=True)
+class CatalogRef:
+    """A parsed catalog reference: its kind, identity for trust, and where to get it."""
+
+    raw: str
+    kind: str  # file | url | git | oci
+    key: str
+    location: str  # file path, URL, repository URL/path, or OCI reference
+    subpath: str = ""
+    ref: str = ""
+
+    def __str__(self) -> str:
+        return self.raw
+
+
+def _split_git(text: str) -> tuple[str, str, str]:
+    """(repository, path inside it, ref) from ``repo//path?ref=REF``."""
+    parts = urlsplit(text)
+    query = parse_qs(parts.query)
+    ref = (query.get("ref") or query.get("version") or [""])[0]
+    base = text.split("?", 1)[0]
+    scheme_end = base.find("://")
+    start = scheme_end + 3 if scheme_end >= 0 else 0
+    cut = base.find("//", start)
+    if cut < 0:
+        raise FunctionError(
+            f"git catalog reference {text!r} needs '//' between the repository and the file, "
+            "e.g. git+https://host/repo.git//catalog.yaml?ref=v1"
+        )
+    return base[:cut], base[cut + 2 :], ref
+
+
+def parse_ref(raw: str, base_dir: str) -> CatalogRef:
+    """Parse a catalog reference; local paths are resolved against base_dir."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise FunctionError(f"invalid catalog reference {raw!r}: expected a non-empty string")
+    text = raw.strip()
+    if text.startswith("oci://"):
+        return CatalogRef(text, "oci", text, text[len("oci://") :])
+    if text.startswith("git+"):
+        repo, sub, ref = _split_git(text[4:])
+        if repo.startswith("file://"):
+            return CatalogRef(text, "git", text, repo[len("file://") :], sub, ref)
+        return CatalogRef(text, "git", text, repo, sub, ref)
+    if text.startswith(("https://", "http://")):
+        return CatalogRef(text, "url", text, text)
+    if text.startswith("file://"):
+        path = os.path.realpath(text[len("file://") :])
+        return CatalogRef(text, "file", path, path)
+    if "//" in text.split("?", 1)[0]:
+        repo, sub, ref = _split_git(text)
+        repo = os.path.realpath(os.path.join(base_dir, repo))
+        key = f"{repo}//{sub}" + (f"?ref={ref}" if ref else "")
+        return CatalogRef(text, "git", key, repo, sub, ref)
+    path = os.path.realpath(os.path.join(base_dir, text))
+    return CatalogRef(text, "file", path, path)
+
+
+def config_path() -> str:
+    """$XDG_CONFIG_HOME/krm/config.yaml (or ~/.config/krm/config.yaml)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "krm", CONFIG_NAME)
+
+
+@dataclass
+class TrustConfig:
+    """Which catalogs the user trusts: --trusted-catalog values and the official catalog."""
+
+    trusted: list[CatalogRef] = field(default_factory=list)
+    official: CatalogRef | None = None
+
+    @classmethod
+    def load(
+        cls, trusted: list[str] | tuple[str, ...] = (), *, config: str | None = None,
+        cwd: str | None = None,
+    ) -> TrustConfig:
+        """From --trusted-catalog values (relative to cwd) and the config file, if present."""
+        from orchestrator import yamlio
+
+        cwd = cwd or os.getcwd()
+        refs = [parse_ref(t, cwd) for t in trusted]
+        official = None
+        path = config or config_path()
+        if os.path.isfile(path):
+            doc = yamlio.load(read_limited(path, 1 << 20), source=path)
+            if doc is not None and not isinstance(doc, dict):
+                raise FunctionError(f"{path}: expected a mapping with officialCatalog")
+            value = (doc or {}).get("officialCatalog")
+            if value:
+                official = parse_ref(value, os.path.dirname(path))
+        return cls(trusted=refs, official=official)
+
+    def is_trusted(self, ref: CatalogRef) -> bool:
+        """Whether ref is the official catalog or one given with --trusted-catalog."""
+        if self.official is not None and self.official.key == ref.key:
+            return True
+        return any(t.key == ref.key for t in self.trusted)
+
+
+@dataclass
+class LoadedCatalog:
+    """A fetched, parsed catalog and where it came from."""
+
+    ref: CatalogRef
+    catalog: Catalog
+    source: str  # file path or URL the bytes came from
+    etag: str | None = None
+    from_cache: bool = False
+
+    @property
+    def base_dir(self) -> str | None:
+        """Directory relative runtime URIs are resolved against (local catalogs only)."""
+        if self.ref.kind == "file":
+            return os.path.dirname(self.ref.location)
+        return None
+
+
+class CatalogStore:
+    """Fetches catalogs once per build; ETag cache on disk under $XDG_CACHE_HOME/krm/catalogs."""
+
+    def __init__(self, options: FnOptions):
+        self.options = options
+        self._loaded: dict[str, LoadedCatalog] = {}
+
+    def get(self, ref: CatalogRef) -> LoadedCatalog:
+        """The catalog for ref (fetched at most once per store)."""
+        loaded = self._loaded.get(ref.key)
+        if loaded is None:
+            try:
+                loaded = self._fetch(ref)
+            except CatalogError as exc:
+                raise FunctionError(f"catalog {ref} is invalid:\n{exc}") from None
+            except KrmError as exc:
+                raise FunctionError(f"cannot fetch catalog {ref}: {exc.message}") from None
+            self._loaded[ref.key] = loaded
+        return loaded
+
+    def _fetch(self, ref: CatalogRef) -> LoadedCatalog:
+        from orchestrator.catalog import parse_catalog
+
+        if ref.kind == "file":
+            data = read_limited(ref.location, MAX_CATALOG_BYTES)
+            return LoadedCatalog(ref, parse_catalog(data, source=ref.location), ref.location)
+        if ref.kind == "url":
+            data, etag, cached = self._fetch_url(ref.location)
+            return LoadedCatalog(ref, parse_catalog(data, source=ref.location), ref.location,
+                                 etag, cached)
+        if ref.kind == "git":
+            data, commit = self._fetch_git(ref)
+            return LoadedCatalog(ref, parse_catalog(data, source=ref.raw), ref.raw, commit)
+        data, digest = self._fetch_oci(ref)
+        return LoadedCatalog(ref, parse_catalog(data, source=ref.raw), ref.raw, digest)
+
+    def _cache_dir(self, kind: str, key: str) -> str:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+        return os.path.join(self.options.cache_root(), kind, digest)
+
+    def _fetch_url(self, url: str) -> tuple[bytes, str | None, bool]:
+        directory = self._cache_dir("catalogs", url)
+        body_path = os.path.join(directory, "catalog.yaml")
+        meta_path = os.path.join(directory, "meta.json")
+        meta: dict[str, Any] = {}
+        if os.path.isfile(meta_path) and os.path.isfile(body_path):
+            with open(meta_path, encoding="utf-8") as f:
+                meta = json.load(f)
+        if self.options.offline:
+            if not meta:
+                raise FetchError(f"{url} is not in the cache and --offline forbids downloading")
+            return read_limited(body_path, MAX_CATALOG_BYTES), meta.get("etag"), True
+        headers = {"Accept": "application/yaml, text/yaml, */*"}
+        if meta.get("etag"):
+            headers["If-None-Match"] = meta["etag"]
+        resp = http_get(url, options=self.options, max_bytes=MAX_CATALOG_BYTES, headers=headers)
+        if resp.status == 304 and meta:
+            return read_limited(body_path, MAX_CATALOG_BYTES), meta.get("etag"), True
+        assert resp.body is not None
+        os.makedirs(directory, exist_ok=True)
+        tmp = body_path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(resp.body)
+        os.replace(tmp, body_path)
+        with open(meta_path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump({"url": url, "etag": resp.etag, "fetched": time.time()}, f)
+        os.replace(meta_path + ".tmp", meta_path)
+        return resp.body, resp.etag, False
+
+    def _git(self, args: list[str], *, what: str) -> bytes:
+        env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
+        proc = subprocess.run(
+            ["git", "-c", "protocol.file.allow=always", *args],
+            capture_output=True, env=env, timeout=300, check=False,
+        )
+        if proc.returncode != 0:
+            detail = proc.stderr.decode("utf-8", errors="replace").strip()
+            raise FetchError(f"{what}: {detail or 'git failed'}")
+        return proc.stdout
+
+    def _fetch_git(self, ref: CatalogRef) -> tuple[bytes, str]:
+        repo = ref.location
+        rev = ref.ref or "HEAD"
+        if "://" not in repo and os.path.isdir(repo):
+            git_dir = repo  # a local repository is read in place
+            prefix = ["-C", git_dir]
+        else:
+            git_dir = self._cache_dir("git", repo) + ".git"
+            if not os.path.isdir(git_dir):
+                if self.options.offline:
+                    raise FetchError(f"{repo} is not in the cache and --offline forbids cloning")
+                self._git(["clone", "--bare", "--quiet", repo, git_dir], what=f"cloning {repo}")
+            elif not self.options.offline:
+                self._git(
+                    ["--git-dir", git_dir, "fetch", "--quiet", "--prune", "origin",
+                     "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
+                    what=f"fetching {repo}",
+                )
+            prefix = ["--git-dir", git_dir]
+        commit = self._git([*prefix, "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                           what=f"{ref}: no such ref {rev!r}").decode().strip()
+        data = self._git([*prefix, "show", f"{commit}:{ref.subpath}"],
+                         what=f"{ref}: no file {ref.subpath!r} at {rev}")
+        if len(data) > MAX_CATALOG_BYTES:
+            raise FetchError(f"{ref}: over the limit of {MAX_CATALOG_BYTES} bytes")
+        return data, commit
+
+    def _fetch_oci(self, ref: CatalogRef) -> tuple[bytes, str]:
+        directory = self._cache_dir("oci", ref.location)
+        body_path = os.path.join(directory, "catalog.yaml")
+        pinned = "@sha256:" in ref.location
+        if (self.options.offline or pinned) and os.path.isfile(body_path):
+            with open(os.path.join(directory, "digest"), encoding="utf-8") as f:
+                return read_limited(body_path, MAX_CATALOG_BYTES), f.read().strip()
+        if self.options.offline:
+            raise FetchError(f"{ref} is not in the cache and --offline forbids downloading")
+        import oras.client  # heavy; only OCI references pay for it
+
+        host = ref.location.split("/", 1)[0]
+        client = oras.client.OrasClient(hostname=host, insecure=is_loopback(host.split(":")[0]))
+        try:
+            manifest = client.get_manifest(ref.location)
+            layers = manifest.get("layers") or []
+            layer = next((x for x in layers if x.get("mediaType") == CATALOG_MEDIA_TYPE), None)
+            if layer is None:
+                raise FetchError(f"{ref}: no layer of media type {CATALOG_MEDIA_TYPE}")
+            if int(layer.get("size", 0)) > MAX_CATALOG_BYTES:
+                raise FetchError(f"{ref}: over the limit of {MAX_CATALOG_BYTES} bytes")
+            resp = client.get_blob(ref.location, layer["digest"])
+            resp.raise_for_status()
+            data = resp.content
+        except FetchError:
+            raise
+        except Exception as exc:  # oras/requests raise many types; report them as one line
+            raise FetchError(f"{ref}: {exc}") from None
+        actual = "sha256:" + hashlib.sha256(data).hexdigest()
+        if actual != layer["digest"]:
+            raise FetchError(f"{ref}: layer digest mismatch ({actual} != {layer['digest']})")
+        os.makedirs(directory, exist_ok=True)
+        with open(body_path, "wb") as f:
+            f.write(data)
+        with open(os.path.join(directory, "digest"), "w", encoding="utf-8") as f:
+            f.write(actual)
+        return data, actual
+
+
+def store_for(options: FnOptions) -> CatalogStore:
+    """The build's catalog store (one per FnOptions, so one per build)."""
+    store = getattr(options, "_catalog_store", None)
+    if store is None:
+        store = CatalogStore(options)
+        object.__setattr__(options, "_catalog_store", store)
+    return store
+
+
+@dataclass
+class Match:
+    """A catalog function that matched a config's group, kind and version."""
+
+    catalog: LoadedCatalog
+    function: FunctionDefinition
+    version: FunctionVersion
+
+
+class CatalogSet:
+    """The catalogs one kustomization searches, in KEP-2906 order."""
+
+    def __init__(self, refs: list[CatalogRef], store: CatalogStore):
+        self.refs = refs
+        self.store = store
+
+    @classmethod
+    def for_kustomization(
+        cls,
+        refs: list[Any],
+        *,
+        kustomization_dir: str,
+        trust: TrustConfig,
+        options: FnOptions,
+        source: str | None = None,
+    ) -> CatalogSet:
+        """Official catalog, then the referenced ones (each must be trusted), then --trusted."""
+        if refs is None:
+            refs = []
+        if not isinstance(refs, list):
+            raise FunctionError(f"catalogs must be a list of references, got {refs!r}")
+        ordered: list[CatalogRef] = []
+        if trust.official is not None:
+            ordered.append(trust.official)
+        for raw in refs:
+            ref = parse_ref(raw, kustomization_dir)
+            if not trust.is_trusted(ref):
+                raise CatalogTrustError(
+                    f"catalog {raw} is not trusted: pass --trusted-catalog={raw} "
+                    "after reviewing it with 'krm view catalog'",
+                    file=source,
+                )
+            ordered.append(ref)
+        ordered.extend(trust.trusted)
+        seen: set[str] = set()
+        unique = [r for r in ordered if not (r.key in seen or seen.add(r.key))]  # type: ignore[func-returns-value]
+        return cls(unique, store_for(options))
+
+    def find(self, group: str, kind: str, version: str) -> Match | None:
+        """First match in search order; a catalog that cannot be fetched fails the search."""
+        for ref in self.refs:
+            loaded = self.store.get(ref)
+            found = loaded.catalog.find(group, kind, version)
+            if found is not None:
+                return Match(loaded, found[0], found[1])
+        return None

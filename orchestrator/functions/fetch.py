@@ -1,0 +1,364 @@
+"""Downloads for function runtimes: fetch, verify sha256, unpack safely, cache by digest.
+
+Order matters for trust: a blob is downloaded to a temporary file while its sha256 is computed,
+compared with the catalog's digest, and only then moved into the content-addressed cache
+(``$XDG_CACHE_HOME/krm/blobs/sha256/<hex>``); archives are unpacked from there into
+``exec/<hex>/`` with every member checked first. Nothing is executed before all of that passed.
+
+Schemes: ``https://``; ``http://`` only to a loopback address (a local registry or test
+server); ``file://`` and absolute paths. Registry blob URLs are plain https/http URLs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from orchestrator.errors import KrmError
+from orchestrator.functions.options import FnOptions
+
+CHUNK = 1 << 16
+MAX_REDIRECTS = 5
+
+
+class FetchError(KrmError):
+    """A download failed, broke a limit, or did not match its digest."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a URL host names this machine (localhost, 127.0.0.0/8, ::1)."""
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(url: str) -> None:
+    """Refuse schemes and hosts that downloads may not use."""
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return
+    if parts.scheme == "http":
+        if is_loopback(parts.hostname or ""):
+            return
+        raise FetchError(f"refusing to download {url}: plain http is allowed only to loopback")
+    raise FetchError(f"refusing to download {url}: unsupported scheme {parts.scheme!r}")
+
+
+def local_path(uri: str, base_dir: str | None = None) -> str | None:
+    """The file a ``file://`` URI or a path names; None for network URLs."""
+    parts = urlsplit(uri)
+    if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise FetchError(f"file URI {uri} names a remote host")
+        return unquote(parts.path)
+    if parts.scheme in ("http", "https"):
+        return None
+    if parts.scheme and len(parts.scheme) > 1:
+        raise FetchError(f"unsupported URI scheme {parts.scheme!r} in {uri}")
+    if os.path.isabs(uri):
+        return uri
+    if base_dir is None:
+        raise FetchError(f"relative path {uri!r} without a directory to resolve it against")
+    return os.path.join(base_dir, uri)
+
+
+def _ssl_context(options: FnOptions) -> Any:
+    import ssl
+
+    cafile = options.ca_file or os.environ.get("SSL_CERT_FILE") or None
+    return ssl.create_default_context(cafile=cafile)
+
+
+@dataclass
+class Response:
+    """An HTTP answer: status, body (None on 304), ETag and final URL."""
+
+    status: int
+    body: bytes | None
+    etag: str | None
+    url: str
+
+
+def http_get(
+    url: str,
+    *,
+    options: FnOptions,
+    max_bytes: int,
+    headers: dict[str, str] | None = None,
+    sink: Any = None,
+) -> Response:
+    """GET with redirects re-checked at every hop and a hard size limit.
+
+    With ``sink`` (a binary file) the body is streamed into it and ``body`` is None.
+    """
+    import httpx  # imported here: only builds that download pay for it
+
+    if options.offline:
+        raise FetchError(f"cannot download {url}: --offline and not in the cache")
+    current = url
+    with httpx.Client(verify=_ssl_context(options), timeout=60.0, trust_env=False) as client:
+        for _ in range(MAX_REDIRECTS + 1):
+            check_url(current)
+            try:
+                with client.stream("GET", current, headers=headers or {}) as resp:
+                    if resp.is_redirect:
+                        location = resp.headers.get("location", "")
+                        current = str(resp.url.join(location))
+                        continue
+                    if resp.status_code == 304:
+                        return Response(304, None, resp.headers.get("etag"), current)
+                    if resp.status_code != 200:
+                        raise FetchError(f"downloading {url}: HTTP {resp.status_code}")
+                    declared = resp.headers.get("content-length")
+                    if declared and declared.isdigit() and int(declared) > max_bytes:
+                        raise FetchError(
+                            f"downloading {url}: {declared} bytes is over the limit of "
+                            f"{max_bytes} bytes"
+                        )
+                    size = 0
+                    chunks: list[bytes] = []
+                    for chunk in resp.iter_bytes(CHUNK):
+                        size += len(chunk)
+                        if size > max_bytes:
+                            raise FetchError(
+                                f"downloading {url}: over the limit of {max_bytes} bytes"
+                            )
+                        if sink is not None:
+                            sink.write(chunk)
+                        else:
+                            chunks.append(chunk)
+                    body = None if sink is not None else b"".join(chunks)
+                    return Response(200, body, resp.headers.get("etag"), current)
+            except httpx.HTTPError as exc:
+                raise FetchError(f"downloading {url}: {exc}") from None
+    raise FetchError(f"downloading {url}: more than {MAX_REDIRECTS} redirects")
+
+
+def read_limited(path: str, max_bytes: int) -> bytes:
+    """Read a local file, refusing one over max_bytes."""
+    try:
+        size = os.path.getsize(path)
+        if size > max_bytes:
+            raise FetchError(f"{path} is {size} bytes, over the limit of {max_bytes} bytes")
+        with open(path, "rb") as f:
+            return f.read(max_bytes + 1)
+    except OSError as exc:
+        raise FetchError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def normalise_sha256(value: str | None) -> str | None:
+    """64 lower-case hex digits, or None when the value is not a sha256."""
+    if not value:
+        return None
+    hexdigits = value.lower().removeprefix("sha256:")
+    if len(hexdigits) != 64 or any(c not in "0123456789abcdef" for c in hexdigits):
+        return None
+    return hexdigits
+
+
+def fetch_blob(
+    uri: str, sha256: str | None, *, options: FnOptions, base_dir: str | None = None
+) -> str:
+    """The cached, verified file for uri; downloads and verifies on a miss.
+
+    Raises FetchError when the digest is missing, malformed or different: nothing is cached.
+    """
+    expected = normalise_sha256(sha256)
+    if expected is None:
+        if not sha256:
+            raise FetchError(f"{uri}: no sha256 given; refusing to use an unverified download")
+        raise FetchError(f"{uri}: sha256 {sha256!r} is not 64 hexadecimal digits")
+    blobs = os.path.join(options.cache_root(), "blobs", "sha256")
+    final = os.path.join(blobs, expected)
+    if os.path.isfile(final) and _file_sha256(final) == expected:
+        return final
+    os.makedirs(blobs, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=blobs, prefix=".partial-")
+    try:
+        with os.fdopen(fd, "wb") as sink:
+            path = local_path(uri, base_dir)
+            if path is not None:
+                with open(path, "rb") as src:
+                    copied = 0
+                    while chunk := src.read(CHUNK):
+                        copied += len(chunk)
+                        if copied > options.max_download:
+                            raise FetchError(
+                                f"{uri} is over the limit of {options.max_download} bytes"
+                            )
+                        sink.write(chunk)
+            else:
+                http_get(uri, options=options, max_bytes=options.max_download, sink=sink)
+        actual = _file_sha256(tmp)
+        if actual != expected:
+            raise FetchError(
+                f"sha256 mismatch for {uri}: expected {expected}, got {actual}; "
+                "nothing was unpacked or run"
+            )
+        os.replace(tmp, final)
+        return final
+    except OSError as exc:
+        raise FetchError(f"cannot fetch {uri}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def archive_kind(uri: str, blob: str) -> str:
+    """'tar', 'zip' or 'file', from the URI's name, else from the content's magic bytes."""
+    name = urlsplit(uri).path.lower()
+    if name.endswith((".tar.gz", ".tgz", ".tar")):
+        return "tar"
+    if name.endswith(".zip"):
+        return "zip"
+    with open(blob, "rb") as f:
+        head = f.read(4)
+    if head[:2] == b"\x1f\x8b":
+        return "tar"
+    if head == b"PK\x03\x04":
+        return "zip"
+    return "file"
+
+
+def _safe_name(name: str, archive: str) -> str:
+    norm = name.replace("\\", "/")
+    parts = [p for p in norm.split("/") if p not in ("", ".")]
+    if norm.startswith("/") or (len(norm) > 1 and norm[1] == ":") or ".." in parts:
+        raise FetchError(f"unsafe path {name!r} in archive {archive}")
+    return "/".join(parts)
+
+
+def _inside(root: str, path: str) -> bool:
+    root = os.path.realpath(root)
+    path = os.path.realpath(path)
+    return path == root or path.startswith(root + os.sep)
+
+
+def _unpack_tar(blob: str, dest: str, uri: str, options: FnOptions) -> None:
+    try:
+        with tarfile.open(blob, "r:*") as tar:
+            members = tar.getmembers()
+            if len(members) > options.max_files:
+                raise FetchError(f"archive {uri} has over {options.max_files} entries")
+            total = 0
+            for m in members:
+                name = _safe_name(m.name, uri)
+                if m.issym() or m.islnk():
+                    target = m.linkname
+                    if os.path.isabs(target):
+                        raise FetchError(f"link {m.name!r} in archive {uri} points outside it")
+                    base = os.path.dirname(name) if m.issym() else ""
+                    resolved = os.path.normpath(os.path.join(dest, base, target))
+                    if not _inside(dest, resolved):
+                        raise FetchError(f"link {m.name!r} in archive {uri} points outside it")
+                elif not (m.isfile() or m.isdir()):
+                    raise FetchError(f"archive {uri} holds a special file {m.name!r}")
+                total += max(m.size, 0)
+                if total > options.max_unpacked:
+                    raise FetchError(
+                        f"archive {uri} unpacks to over the limit of {options.max_unpacked} bytes"
+                    )
+            # The stdlib's "data" filter re-checks the same rules (defence in depth).
+            tar.extractall(dest, filter="data")
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise FetchError(f"cannot unpack {uri}: {exc}") from None
+
+
+def _unpack_zip(blob: str, dest: str, uri: str, options: FnOptions) -> None:
+    try:
+        with zipfile.ZipFile(blob) as zf:
+            infos = zf.infolist()
+            if len(infos) > options.max_files:
+                raise FetchError(f"archive {uri} has over {options.max_files} entries")
+            total = 0
+            for info in infos:
+                name = _safe_name(info.filename, uri)
+                mode = info.external_attr >> 16
+                if stat.S_ISLNK(mode):
+                    raise FetchError(f"archive {uri} holds a symbolic link {info.filename!r}")
+                target = os.path.join(dest, name)
+                if info.is_dir():
+                    os.makedirs(target, exist_ok=True)
+                    continue
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                # Counted while copying: the sizes in a zip's directory can lie.
+                with zf.open(info) as src, open(target, "wb") as out:
+                    while chunk := src.read(CHUNK):
+                        total += len(chunk)
+                        if total > options.max_unpacked:
+                            raise FetchError(
+                                f"archive {uri} unpacks to over the limit of "
+                                f"{options.max_unpacked} bytes"
+                            )
+                        out.write(chunk)
+                if mode & 0o111:
+                    os.chmod(target, 0o755)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise FetchError(f"cannot unpack {uri}: {exc}") from None
+
+
+def unpacked(blob: str, uri: str, digest: str, bin_name: str, *, options: FnOptions) -> str:
+    """The directory the verified blob unpacks to (cached under exec/<digest>)."""
+    root = os.path.join(options.cache_root(), "exec")
+    final = os.path.join(root, digest)
+    if os.path.isdir(final):
+        return final
+    os.makedirs(root, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=root, prefix=".partial-")
+    try:
+        kind = archive_kind(uri, blob)
+        if kind == "tar":
+            _unpack_tar(blob, tmp, uri, options)
+        elif kind == "zip":
+            _unpack_zip(blob, tmp, uri, options)
+        else:
+            target = os.path.join(tmp, _safe_name(bin_name, uri))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(blob, target)
+            os.chmod(target, 0o755)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not os.path.isdir(final):  # another build won the race: fine; else re-raise
+                raise
+        return final
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def exec_binary(platform: dict[str, Any], *, options: FnOptions, base_dir: str | None) -> str:
+    """Fetch, verify, unpack and locate a catalog exec platform's ``bin``."""
+    uri = platform["uri"]
+    blob = fetch_blob(uri, platform.get("sha256"), options=options, base_dir=base_dir)
+    digest = os.path.basename(blob)
+    root = unpacked(blob, uri, digest, platform["bin"], options=options)
+    path = os.path.join(root, _safe_name(platform["bin"], uri))
+    if not _inside(root, path):
+        raise FetchError(f"bin {platform['bin']!r} points outside the download {uri}")
+    if not os.path.isfile(path):
+        raise FetchError(f"bin {platform['bin']!r} is not a file in the download {uri}")
+    if not os.access(path, os.X_OK):
+        os.chmod(path, os.stat(path).st_mode | 0o755)
+    return path

@@ -1,0 +1,160 @@
+"""Which runtime runs a function config, in KEP-2906's order.
+
+1. a ``runtime:`` field in the config (``container.image``, ``exec.path``, ``starlark.path|url``);
+2. the ``config.kubernetes.io/function`` annotation (or the older ``config.k8s.io/function``);
+3. the catalogs, in :class:`CatalogSet` order, first match on group, kind and version.
+
+An explicit ``exec.path`` needs ``--enable-exec``, as in kustomize. When a catalog version offers
+several runtimes, ``FnOptions.runtime_preference`` picks (starlark, then exec for this
+platform, then container): in-process and verified beats a container engine this machine may
+not have.
+"""
+
+from __future__ import annotations
+
+import platform as _platform
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.functions.catalogs import CatalogSet, LoadedCatalog
+from orchestrator.functions.options import FnOptions, FunctionError
+
+FUNCTION_ANNOTATIONS = ("config.kubernetes.io/function", "config.k8s.io/function")
+KINDS = ("container", "exec", "starlark")
+
+_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def host_platform() -> tuple[str, str]:
+    """(os, arch) in Go's names, as catalogs write them."""
+    os_name = {"linux": "linux", "darwin": "darwin", "win32": "windows"}.get(
+        sys.platform, sys.platform
+    )
+    machine = _platform.machine().lower()
+    return os_name, _ARCH.get(machine, machine)
+
+
+@dataclass
+class Resolved:
+    """A runtime chosen for one function config."""
+
+    kind: str  # container | exec | starlark
+    spec: dict[str, Any]
+    origin: str  # "runtime field", "annotation", or "catalog <ref>"
+    catalog: LoadedCatalog | None = None
+    require_network: bool = False
+    require_mount: bool = False
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the user named the runtime (not a catalog)."""
+        return self.catalog is None
+
+
+def describe(config: dict[str, Any]) -> str:
+    """How a function config is named in messages: apiVersion/kind 'name'."""
+    md = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+    name = (md or {}).get("name")
+    text = f"{config.get('apiVersion')}/{config.get('kind')}"
+    return f"function {text} '{name}'" if name else f"function {text}"
+
+
+def _explicit(config: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+    runtime = config.get("runtime")
+    if runtime is not None:
+        if not isinstance(runtime, dict) or not any(k in runtime for k in KINDS):
+            raise FunctionError(
+                f"{describe(config)}: runtime must set container, exec or starlark"
+            )
+        return runtime, "runtime field"
+    md = config.get("metadata")
+    annotations = md.get("annotations") if isinstance(md, dict) else None
+    if isinstance(annotations, dict):
+        for key in FUNCTION_ANNOTATIONS:
+            if key in annotations:
+                from orchestrator import yamlio
+
+                value = yamlio.load(str(annotations[key]), source=f"annotation {key}")
+                if not isinstance(value, dict) or not any(k in value for k in KINDS):
+                    raise FunctionError(
+                        f"{describe(config)}: annotation {key} must set container, exec or "
+                        "starlark"
+                    )
+                return value, "annotation"
+    return None
+
+
+def _from_explicit(
+    runtime: dict[str, Any], origin: str, config: dict[str, Any], options: FnOptions
+) -> Resolved:
+    for kind in options.runtime_preference:
+        spec = runtime.get(kind)
+        if not isinstance(spec, dict):
+            continue
+        if kind == "exec":
+            if not spec.get("path"):
+                raise FunctionError(f"{describe(config)}: exec needs a path")
+            if not options.enable_exec:
+                raise FunctionError(
+                    f"{describe(config)}: running exec.path {spec['path']} needs --enable-exec"
+                )
+        if kind == "container" and not spec.get("image"):
+            raise FunctionError(f"{describe(config)}: container needs an image")
+        if kind == "starlark" and not (spec.get("path") or spec.get("url")):
+            raise FunctionError(f"{describe(config)}: starlark needs a path or url")
+        return Resolved(
+            kind,
+            spec,
+            origin,
+            require_network=bool(spec.get("network")) if kind == "container" else False,
+            require_mount=False,
+        )
+    raise FunctionError(f"{describe(config)}: {origin} names no usable runtime")
+
+
+def resolve(config: dict[str, Any], catalogs: CatalogSet | None, options: FnOptions) -> Resolved:
+    """The runtime for a function config; raises FunctionError naming what was searched."""
+    explicit = _explicit(config)
+    if explicit is not None:
+        return _from_explicit(explicit[0], explicit[1], config, options)
+    api_version = config.get("apiVersion")
+    kind = config.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str) or not kind:
+        raise FunctionError(f"{describe(config)}: a function config needs apiVersion and kind")
+    group, _, version = api_version.rpartition("/")
+    searched = [str(r) for r in catalogs.refs] if catalogs is not None else []
+    match = catalogs.find(group, kind, version) if catalogs is not None else None
+    if match is None:
+        where = ", ".join(searched) if searched else "none (add catalogs: or --trusted-catalog)"
+        raise FunctionError(
+            f"no runtime for {api_version} {kind}: no catalog defines it; catalogs searched: "
+            f"{where}"
+        )
+    runtime = match.version.runtime
+    origin = f"catalog {match.catalog.ref}"
+    os_name, arch = host_platform()
+    for rkind in options.runtime_preference:
+        spec = runtime.get(rkind)
+        if spec is None:
+            continue
+        if rkind == "exec":
+            platforms = [
+                p for p in spec.get("platforms", []) if p["os"] == os_name and p["arch"] == arch
+            ]
+            if not platforms:
+                continue
+            spec = platforms[0]
+        return Resolved(
+            rkind,
+            spec,
+            origin,
+            catalog=match.catalog,
+            require_network=match.version.requires_network,
+            require_mount=match.version.requires_storage_mount,
+        )
+    offered = ", ".join(sorted(runtime)) or "none"
+    raise FunctionError(
+        f"{api_version} {kind} in {origin} has no runtime usable here ({os_name}/{arch}); "
+        f"it offers: {offered}"
+    )

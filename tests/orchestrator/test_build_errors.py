@@ -1,0 +1,242 @@
+"""Bad input: each gives one clear error naming the file (and resource), exit 1, nothing written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.build import BuildOptions, build
+from orchestrator.errors import (
+    KrmError,
+    LoadError,
+    NotSupportedError,
+    PatchError,
+    ResourceConflictError,
+    ValidationError,
+    YamlError,
+)
+
+DEPLOY = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      containers:
+      - name: web
+        image: nginx
+"""
+
+
+def _krm(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+def test_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(LoadError) as err:
+        build(str(tmp_path / "nope"))
+    assert str(err.value).endswith("nope: 'nope' does not exist") or "does not exist" in str(
+        err.value
+    )
+
+
+def test_not_a_kustomization(tree) -> None:
+    root = tree({"deploy.yaml": DEPLOY})
+    with pytest.raises(LoadError) as err:
+        build(str(root))
+    assert "unable to find one of 'kustomization.yaml', 'kustomization.yml' or" in str(err.value)
+    assert str(root) in str(err.value)
+
+
+def test_missing_resource_file(tree) -> None:
+    root = tree({"kustomization.yaml": "resources:\n- gone.yaml\n"})
+    with pytest.raises(LoadError) as err:
+        build(str(root))
+    assert err.value.message == (
+        "resource 'gone.yaml' does not exist (neither a file nor a kustomization directory)"
+    )
+    assert err.value.file.endswith("kustomization.yaml")
+
+
+def test_unknown_field(tree) -> None:
+    root = tree({"kustomization.yaml": "resources: []\nnamePrefx: a-\n"})
+    with pytest.raises(ValidationError) as err:
+        build(str(root))
+    assert err.value.message == "invalid Kustomization: unknown field 'namePrefx'"
+
+
+def test_cycle_between_kustomizations(tree) -> None:
+    root = tree(
+        {
+            "a/kustomization.yaml": "resources:\n- ../b\n",
+            "b/kustomization.yaml": "resources:\n- ../a\n",
+        }
+    )
+    with pytest.raises(LoadError) as err:
+        build(str(root / "a"))
+    assert "cycle detected: candidate root" in err.value.message
+
+
+def test_parent_directory_as_base_is_a_cycle(tree) -> None:
+    root = tree(
+        {"kustomization.yaml": "resources:\n- sub\n", "sub/kustomization.yaml": "resources:\n- ..\n"}
+    )
+    with pytest.raises(LoadError) as err:
+        build(str(root))
+    assert err.value.message.startswith("cycle detected")
+
+
+def test_both_composition_and_kustomization(tree) -> None:
+    root = tree(
+        {
+            "kustomization.yaml": "resources: []\nnamePrefix: a-\n",
+            "composition.yaml": "kind: Composition\n",
+        }
+    )
+    with pytest.raises(LoadError) as err:
+        build(str(root))
+    assert "both 'kustomization.yaml' and 'composition.yaml' found" in err.value.message
+
+
+def test_colliding_ids(tree) -> None:
+    root = tree(
+        {
+            "kustomization.yaml": "resources:\n- a.yaml\n- b.yaml\n",
+            "a.yaml": DEPLOY,
+            "b.yaml": DEPLOY,
+        }
+    )
+    with pytest.raises(ResourceConflictError) as err:
+        build(str(root))
+    assert err.value.message == (
+        "may not add resource with an already registered id: Deployment.v1.apps/web.default"
+    )
+    assert err.value.file.endswith("b.yaml")
+    assert err.value.resource == "Deployment/web"
+
+
+def test_patch_target_absent(tree) -> None:
+    root = tree(
+        {
+            "kustomization.yaml": "resources:\n- d.yaml\npatches:\n- path: p.yaml\n",
+            "d.yaml": DEPLOY,
+            "p.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: other\n",
+        }
+    )
+    with pytest.raises(PatchError) as err:
+        build(str(root))
+    assert err.value.message.startswith("no matches for Id Deployment.v1.apps/other.default")
+    assert err.value.file.endswith("p.yaml")
+
+
+def test_component_in_resources(tree) -> None:
+    root = tree(
+        {
+            "kustomization.yaml": "resources:\n- comp\n",
+            "comp/kustomization.yaml": (
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nnamePrefix: x-\n"
+            ),
+        }
+    )
+    with pytest.raises(ValidationError) as err:
+        build(str(root))
+    assert err.value.message.startswith("expected kind != 'Component' for path")
+
+
+def test_kustomization_in_components(tree) -> None:
+    root = tree(
+        {
+            "kustomization.yaml": "components:\n- base\n",
+            "base/kustomization.yaml": "namePrefix: x-\n",
+        }
+    )
+    with pytest.raises(ValidationError) as err:
+        build(str(root))
+    assert "expected kind 'Component' for path" in err.value.message
+    assert err.value.message.endswith("but got 'Kustomization'")
+
+
+def test_krm_function_config_is_not_supported(tree) -> None:
+    root = tree(
+        {
+            "kustomization.yaml": "resources:\n- d.yaml\ntransformers:\n- fn.yaml\n",
+            "d.yaml": DEPLOY,
+            "fn.yaml": """
+                apiVersion: example.com/v1
+                kind: SetLabels
+                metadata:
+                  name: set-labels
+                  annotations:
+                    config.kubernetes.io/function: |
+                      container:
+                        image: example.com/set-labels:v1
+            """,
+        }
+    )
+    with pytest.raises(NotSupportedError) as err:
+        build(str(root))
+    assert "KRM functions are not yet supported" in err.value.message
+
+
+def test_file_outside_root_is_restricted(tree) -> None:
+    root = tree(
+        {
+            "app/kustomization.yaml": "resources:\n- ../d.yaml\n",
+            "d.yaml": DEPLOY,
+        }
+    )
+    with pytest.raises(LoadError) as err:
+        build(str(root / "app"))
+    assert err.value.message.startswith("security; file ")
+    out = build(str(root / "app"), BuildOptions(load_restrictor="LoadRestrictionsNone"))
+    assert [r["metadata"]["name"] for r in out.resources] == ["web"]
+
+
+def test_malformed_yaml_resource(tree) -> None:
+    root = tree({"kustomization.yaml": "resources:\n- d.yaml\n", "d.yaml": "a: [\n"})
+    with pytest.raises(YamlError) as err:
+        build(str(root))
+    assert err.value.file.endswith("d.yaml")
+    assert "invalid YAML" in err.value.message
+
+
+def test_cli_error_is_one_line_exit_1_no_traceback(tree) -> None:
+    root = tree({"kustomization.yaml": "resources:\n- gone.yaml\n"})
+    p = _krm("build", str(root), cwd=root)
+    assert p.returncode == 1
+    assert p.stdout == ""
+    lines = [line for line in p.stderr.splitlines() if line]
+    assert lines == [
+        "Error: kustomization.yaml: resource 'gone.yaml' does not exist (neither a file nor "
+        "a kustomization directory)"
+    ]
+
+
+def test_cli_debug_shows_traceback(tree) -> None:
+    root = tree({"kustomization.yaml": "resources:\n- gone.yaml\n"})
+    p = _krm("--debug", "build", str(root), cwd=root)
+    assert p.returncode == 1
+    assert "Traceback (most recent call last)" in p.stderr
+    assert "LoadError" in p.stderr
+
+
+def test_cli_output_file_not_written_on_error(tree) -> None:
+    root = tree({"kustomization.yaml": "resources:\n- gone.yaml\n"})
+    out = root / "out.yaml"
+    p = _krm("build", str(root), "-o", str(out), cwd=root)
+    assert p.returncode == 1
+    assert not out.exists()
+
+
+def test_errors_are_krm_errors() -> None:
+    for cls in (LoadError, ValidationError, ResourceConflictError, PatchError, YamlError):
+        assert issubclass(cls, KrmError)
+    assert os.path.basename(__file__).startswith("test_")

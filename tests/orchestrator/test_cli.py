@@ -1,0 +1,114 @@
+"""The ``krm`` CLI: output options, ordering, warnings and a light import path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from orchestrator import cli
+
+KUST = """
+resources:
+- res.yaml
+commonLabels:
+  app: demo
+"""
+RES = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: demo
+"""
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True
+    )
+
+
+def _kinds(text: str) -> list[str]:
+    return [line.split(": ")[1] for line in text.splitlines() if line.startswith("kind: ")]
+
+
+def test_build_prints_legacy_order_and_warns_on_stderr(tree) -> None:
+    root = tree({"kustomization.yaml": KUST, "res.yaml": RES})
+    p = _run("build", str(root))
+    assert p.returncode == 0, p.stderr
+    assert _kinds(p.stdout) == ["Namespace", "Service", "Deployment"]
+    assert "# Warning: 'commonLabels' is deprecated." in p.stderr
+    assert "Warning" not in p.stdout
+
+
+def test_reorder_none_keeps_input_order(tree) -> None:
+    root = tree({"kustomization.yaml": KUST, "res.yaml": RES})
+    p = _run("build", str(root), "--reorder", "none")
+    assert p.returncode == 0, p.stderr
+    assert _kinds(p.stdout) == ["Deployment", "Service", "Namespace"]
+
+
+def test_output_to_file(tree, tmp_path: Path) -> None:
+    root = tree({"kustomization.yaml": KUST, "res.yaml": RES})
+    out = tmp_path / "out.yaml"
+    assert cli.main(["build", str(root), "-o", str(out)]) == 0
+    assert _kinds(out.read_text()) == ["Namespace", "Service", "Deployment"]
+
+
+def test_output_to_directory_one_file_per_resource(tree, tmp_path: Path) -> None:
+    root = tree({"kustomization.yaml": KUST, "res.yaml": RES})
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    assert cli.main(["build", str(root), "-o", str(outdir)]) == 0
+    assert sorted(p.name for p in outdir.iterdir()) == [
+        "deployment_web.yaml",
+        "namespace_demo.yaml",
+        "service_web.yaml",
+    ]
+
+
+def test_bad_flag_value_is_a_usage_error(tree) -> None:
+    root = tree({"kustomization.yaml": KUST, "res.yaml": RES})
+    p = _run("build", str(root), "--reorder", "random")
+    assert p.returncode == 2
+    assert "invalid choice: 'random'" in p.stderr
+
+
+def test_helm_charts_need_enable_helm(tree) -> None:
+    root = tree({"kustomization.yaml": "helmCharts:\n- name: mychart\n"})
+    p = _run("build", str(root))
+    assert p.returncode == 1
+    assert p.stderr.strip().endswith("must specify --enable-helm to use helmCharts")
+
+
+def test_public_api_build(tree) -> None:
+    import orchestrator
+
+    root = tree({"kustomization.yaml": KUST, "res.yaml": RES})
+    result = orchestrator.build(str(root), orchestrator.BuildOptions(reorder="none"))
+    assert [r["kind"] for r in result.resources] == ["Deployment", "Service", "Namespace"]
+    assert result.results == []
+    assert any("commonLabels" in w for w in result.warnings)
+    # Calling it again works too (the submodule import must not shadow the function).
+    assert len(orchestrator.build(str(root)).resources) == 3
+
+
+def test_cli_import_is_light() -> None:
+    code = (
+        "import sys, json; import orchestrator.cli; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('yaml', 'jsonschema', 'httpx', 'django', 'rest_framework', 'celery', 'catalogs'))))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(p.stdout) == []

@@ -385,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="krm-bench-serve-"))
     procs = Processes()
+    # A SIGTERM (e.g. a CI timeout) must still reach the finally below and stop the servers.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         ensure_tools()
         catalog_file = workdir / "catalog.yaml"

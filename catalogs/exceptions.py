@@ -61,3 +61,30 @@ class InvalidCatalogError(RegistryError):
 
 class InvalidInputError(RegistryError):
     """A request argument that is malformed (bad slug, unknown user name)."""
+
+
+# --- Mirroring (issue 6). A sync run records ``message`` of any of these as its one reason. ---
+
+
+class SyncError(RegistryError):
+    """A mirror sync that cannot complete; nothing it did is kept."""
+
+
+class FetchError(SyncError):
+    """The upstream could not be read: network, HTTP status, timeout, size limit, bad reference."""
+
+
+class DestinationRefusedError(FetchError):
+    """A URL or redirect points at a host or network the mirror may not contact."""
+
+
+class DigestMismatchError(SyncError):
+    """Upstream content does not match a pinned or declared digest."""
+
+
+class SignatureError(SyncError):
+    """A required signature is missing, invalid, or made by another key or identity."""
+
+
+class SyncInProgressError(RegistryError):
+    """Another run of the same source is queued or running."""

@@ -160,3 +160,193 @@ class FunctionVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group}/{self.name}/{self.kind}"
+
+
+# --- Contributions (KEP-2906 story 6) and their review audit log. ---
+
+
+class ContributionStatus(models.TextChoices):
+    """Where a contribution is in review; transitions are guarded by catalogs.contributions."""
+
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class Contribution(models.Model):
+    """A KRMFunctionDefinition proposed by any signed-in user for a catalog they need not own."""
+
+    catalog = models.ForeignKey(Catalog, on_delete=models.PROTECT, related_name="contributions")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="contributions"
+    )
+    # The definition as the author wrote it (YAML text), kept verbatim for review and editing.
+    content = models.TextField()
+    group = models.CharField(max_length=253)
+    kind = models.CharField(max_length=253)
+    status = models.CharField(
+        max_length=20, choices=ContributionStatus.choices, default=ContributionStatus.PENDING
+    )
+    reason = models.TextField(blank=True)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="reviewed_contributions",
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    published_version = models.ForeignKey(
+        CatalogVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revision = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-pk"]
+        permissions = [("review_contribution", "Can approve or reject contributions")]
+        indexes = [models.Index(fields=["status", "catalog"], name="contribution_status")]
+
+    def __str__(self) -> str:
+        return f"{self.group}/{self.kind} → {self.catalog} ({self.status})"
+
+
+class ReviewEventAction(models.TextChoices):
+    """What happened to a contribution."""
+
+    SUBMITTED = "submitted", "Submitted"
+    RESUBMITTED = "resubmitted", "Resubmitted"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class ReviewEvent(models.Model):
+    """One entry of the audit log: who did what to a contribution, when and why."""
+
+    contribution = models.ForeignKey(Contribution, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    action = models.CharField(max_length=20, choices=ReviewEventAction.choices)
+    reason = models.TextField(blank=True)
+    revision = models.PositiveIntegerField(default=1)
+    catalog_version = models.ForeignKey(
+        CatalogVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.action} #{self.contribution_id} by {self.actor_id}"
+
+
+# --- Mirroring (issue 6): sources mirrored from elsewhere, their sync runs and runtime blobs. ---
+
+
+class MirrorSource(models.Model):
+    """A catalog published elsewhere (HTTPS, Git or OCI) that the registry mirrors and serves."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    url = models.CharField(max_length=2048)
+    # Optional pin: sha256 of the document (https), manifest digest (oci) or commit (git).
+    digest = models.CharField(max_length=100, blank=True)
+    cosign_public_key = models.TextField(blank=True)
+    sigstore_identity = models.CharField(max_length=1024, blank=True)
+    sigstore_issuer = models.CharField(max_length=1024, blank=True)
+    mirror_runtimes = models.BooleanField(default=False)
+    enabled = models.BooleanField(default=True)
+    interval_minutes = models.PositiveIntegerField(default=60)
+    # The mirrored catalog, served under the mirror publisher like any published catalog.
+    catalog = models.OneToOneField(Catalog, on_delete=models.PROTECT, related_name="mirror_source")
+    # What the last successful run saw upstream (for "unchanged" and conditional requests).
+    last_digest = models.CharField(max_length=100, blank=True)
+    last_etag = models.CharField(max_length=1024, blank=True)
+    last_modified = models.CharField(max_length=100, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    # Verification record of the version being served: which signature checks passed, and how.
+    verification = models.JSONField(default=dict, blank=True)
+    # Container image tag -> digest at the source registry, as resolved by the last sync.
+    image_digests = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [("operate_mirrors", "Can create, change and sync mirror sources")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SyncRun(models.Model):
+    """One attempt to mirror a source: its status, timings, what it saw and why it failed."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        UNCHANGED = "unchanged"
+        FAILED = "failed"
+
+    source = models.ForeignKey(MirrorSource, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    reason = models.TextField(blank=True)
+    digest = models.CharField(max_length=100, blank=True)
+    bytes = models.PositiveBigIntegerField(default=0)
+    function_count = models.PositiveIntegerField(default=0)
+    artifact_count = models.PositiveIntegerField(default=0)
+    provenance = models.JSONField(default=dict, blank=True)
+    verification = models.JSONField(default=dict, blank=True)
+    catalog_version = models.ForeignKey(
+        CatalogVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="sync_runs"
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-queued_at", "-id"]
+        indexes = [models.Index(fields=["source", "status"], name="sync_run_source_status")]
+
+    def __str__(self) -> str:
+        return f"{self.source.name}#{self.pk} {self.status}"
+
+
+class RuntimeArtifact(models.Model):
+    """A mirrored exec binary or starlark script, stored once by its sha256."""
+
+    digest = models.CharField(max_length=71, unique=True)  # "sha256:" + 64 hex
+    size = models.PositiveBigIntegerField()
+    storage_name = models.CharField(max_length=255)
+    source_uri = models.CharField(max_length=2048, blank=True)
+    catalog_versions = models.ManyToManyField(
+        CatalogVersion, related_name="runtime_artifacts", blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["digest"]
+
+    def __str__(self) -> str:
+        return self.digest
+
+
+class DriftEvent(models.Model):
+    """A container image tag that moved to another digest between two syncs of a source."""
+
+    source = models.ForeignKey(MirrorSource, on_delete=models.CASCADE, related_name="drift_events")
+    run = models.ForeignKey(SyncRun, on_delete=models.CASCADE, related_name="drift_events")
+    image = models.CharField(max_length=2048)
+    old_digest = models.CharField(max_length=100)
+    new_digest = models.CharField(max_length=100)
+    detected_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-detected_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.image}: {self.old_digest} -> {self.new_digest}"

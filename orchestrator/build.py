@@ -28,7 +28,8 @@ from orchestrator.filters import base as fbase
 from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader, display, find_kustomization
 from orchestrator.resource import ResMap, Resource, key_str
 
-KUSTOMIZE_VERSION = "v5.5.0"
+# What kubectl's embedded kustomize (the oracle) reports as its version in labels.
+MANAGED_BY = "kustomize-(devel)"
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 TRANSFORMATIONS_ANNOTATION = "alpha.config.kubernetes.io/transformations"
@@ -107,7 +108,13 @@ class _Accumulator:
             )
         from orchestrator.filters import configmapgenerator
 
-        configmapgenerator.merge_into(matches[0], res)
+        old = matches[0]
+        old_origin = ((old.obj.get("metadata") or {}).get("annotations") or {}).get(
+            ORIGIN_ANNOTATION
+        )
+        configmapgenerator.merge_into(old, res)
+        if behavior == "merge" and old_origin is not None:
+            old.metadata.setdefault("annotations", {})[ORIGIN_ANNOTATION] = old_origin
         self.resmap.invalidate()
 
 
@@ -116,6 +123,8 @@ class _Build:
 
     def __init__(self, options: BuildOptions):
         self.options = options
+        # buildMetadata of the top kustomization: add config.kubernetes.io/origin annotations.
+        self.origins = False
         self.warnings: list[str] = []
         self.schema: Any = None
         self.schema_set = False
@@ -125,10 +134,12 @@ class _Build:
 class Target:
     """One Kustomization or Component directory."""
 
-    def __init__(self, build: _Build, loader: Loader, kfile: str | None = None):
+    def __init__(self, build: _Build, loader: Loader, kfile: str | None = None, origin: str = ""):
         from orchestrator import kustomization
 
         self.build = build
+        # Path of this kustomization relative to the top one (for origin annotations).
+        self.origin = origin
         self.loader = loader
         self.kfile = kfile or find_kustomization(loader.root)
         if os.path.basename(self.kfile) == "composition.yaml":
@@ -210,7 +221,12 @@ class Target:
                     ) from None
                 raise exc
             where = display(self.loader.abspath(path))
+            origin = None
+            if self.build.origins:
+                origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
             for res in resources_from_bytes(data, source=where):
+                if origin is not None:
+                    _annotate(res, ORIGIN_ANNOTATION, origin)
                 try:
                     acc.resmap.append(res)
                 except ResourceConflictError as exc:
@@ -225,7 +241,9 @@ class Target:
             )
         child = self.loader.child(path)
         try:
-            sub = Target(self.build, child)
+            sub = Target(
+                self.build, child, origin=os.path.normpath(os.path.join(self.origin, path))
+            )
         except LoadError as exc:
             if "unable to find" in exc.message:
                 what = "component" if component else "resource"
@@ -278,10 +296,29 @@ class Target:
             for res in self.helm(acc):
                 self._absorb(acc, res)
         for config in self.plugin_configs(k.get("generators") or [], "generators"):
+            by = (
+                str(config.get("apiVersion") or ""),
+                str(config.get("kind") or ""),
+                str((config.get("metadata") or {}).get("name") or ""),
+            )
             for res in self.make_plugin(config, acc, generator=True).generate():
-                self._absorb(acc, res)
+                self._absorb(acc, res, by)
 
-    def _absorb(self, acc: _Accumulator, res: Resource) -> None:
+    def _absorb(
+        self, acc: _Accumulator, res: Resource, by: tuple[str, str, str] | None = None
+    ) -> None:
+        if self.build.origins:
+            kind, name = by[1:] if by else (res.kind + "Generator", "")
+            configured_in = os.path.normpath(
+                os.path.join(self.origin, os.path.basename(self.kfile))
+            )
+            text = (
+                f"configuredIn: {configured_in}\nconfiguredBy:\n"
+                f"  apiVersion: {by[0] if by else 'builtin'}\n  kind: {kind}\n"
+            )
+            if name:
+                text += f"  name: {name}\n"
+            _annotate(res, ORIGIN_ANNOTATION, text)
         try:
             acc.absorb(res)
         except KrmError as exc:
@@ -435,13 +472,32 @@ class Target:
     def run_transformers(self, acc: _Accumulator) -> None:
         from orchestrator import filters
 
+        configured_in = os.path.normpath(os.path.join(self.origin, os.path.basename(self.kfile)))
         for kind, config in self.builtin_transformer_configs(acc):
             plugin = filters.lookup(kind)(config, self.ctx(acc))
             plugin.transform(acc.resmap)
             acc.resmap.invalidate()
+            if self.build.origins:
+                _record_transformation(
+                    acc.resmap,
+                    f"configuredIn: {configured_in}\nconfiguredBy:\n"
+                    f"  apiVersion: builtin\n  kind: {kind}\n",
+                )
         for config in self.plugin_configs(self.k.get("transformers") or [], "transformers"):
             self.make_plugin(config, acc, generator=False).transform(acc.resmap)
             acc.resmap.invalidate()
+            md = config.get("metadata") or {}
+            origin = str((md.get("annotations") or {}).get(ORIGIN_ANNOTATION) or "")
+            if self.build.origins and origin.startswith("path: "):
+                entry = (
+                    f"configuredIn: {origin[6:].strip()}\nconfiguredBy:\n"
+                    f"  apiVersion: {config.get('apiVersion')}\n  kind: {config.get('kind')}\n"
+                )
+                if md.get("name"):
+                    entry += f"  name: {md['name']}\n"
+                if md.get("namespace"):
+                    entry += f"  namespace: {md['namespace']}\n"
+                _record_transformation(acc.resmap, entry)
 
     def run_validators(self, acc: _Accumulator) -> None:
         for config in self.plugin_configs(self.k.get("validators") or [], "validators"):
@@ -538,6 +594,34 @@ def _short(doc: dict) -> str:
     return "{" + (text[:80] + "..." if len(text) > 80 else text) + "}"
 
 
+def _record_transformation(resmap: ResMap, entry: str) -> None:
+    """Append one transformer to every resource's transformations annotation."""
+    item = "- " + entry.replace("\n", "\n  ").rstrip(" ")
+    for res in resmap:
+        md = res.metadata
+        ann = md.get("annotations")
+        if not isinstance(ann, dict):
+            ann = md["annotations"] = {}
+        ann[TRANSFORMATIONS_ANNOTATION] = (ann.get(TRANSFORMATIONS_ANNOTATION) or "") + item
+
+
+def _strip_annotation(res: Resource, key: str) -> None:
+    md = res.obj.get("metadata")
+    ann = md.get("annotations") if isinstance(md, dict) else None
+    if isinstance(ann, dict) and key in ann:
+        del ann[key]
+        if not ann:
+            del md["annotations"]
+
+
+def _annotate(res: Resource, key: str, value: str) -> None:
+    md = res.metadata
+    ann = md.get("annotations")
+    if not isinstance(ann, dict):
+        ann = md["annotations"] = {}
+    ann[key] = value
+
+
 def _normalise_annotations(res: Resource) -> None:
     # kustomize rewrites every non-empty annotation map as map[string]string at the end
     # (RemoveBuildAnnotations), so non-string values come out as strings.
@@ -578,6 +662,9 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         raise LoadError(f"'{path}' does not exist", file=path)
     state = _Build(options)
     target = Target(state, Loader(path, restrictor=options.load_restrictor))
+    build_metadata = target.k.get("buildMetadata") or []
+    # Any buildMetadata makes kustomize track origins; it prints only those asked for.
+    state.origins = bool(build_metadata)
     acc = target.accumulate(_Accumulator())
     resmap = acc.resmap
     _add_hashes(resmap)
@@ -608,12 +695,17 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
 
         resources = sort.legacy_sort(resources)
     for r in resources:
+        if state.origins:
+            if "originAnnotations" not in build_metadata:
+                _strip_annotation(r, ORIGIN_ANNOTATION)
+            if "transformerAnnotations" not in build_metadata:
+                _strip_annotation(r, TRANSFORMATIONS_ANNOTATION)
         _normalise_annotations(r)
     meta = target.k.get("buildMetadata") or []
     if "managedByLabel" in meta:
         for r in resources:
             labels = r.metadata.setdefault("labels", {}) or {}
-            labels["app.kubernetes.io/managed-by"] = f"kustomize-{KUSTOMIZE_VERSION}"
+            labels["app.kubernetes.io/managed-by"] = MANAGED_BY
             r.metadata["labels"] = labels
     return BuildResult(
         resources=[r.obj for r in resources], results=state.results, warnings=state.warnings

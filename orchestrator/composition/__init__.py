@@ -160,4 +160,3 @@ def consolidate_text(path: str) -> str:
     if os.path.isdir(path):
         _check_dir(path)
     return format_consolidated(consolidate(path))
-

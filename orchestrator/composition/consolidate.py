@@ -238,7 +238,19 @@ def _dedupe_catalogs(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def _catalog_key(ref: str, directory: str) -> str:
-    # Local paths name the same catalog from different directories; URLs are absolute already.
-    if "://" in ref or ref.startswith(("git@", "oci:")):
+    return absolute_catalog_ref(ref, directory)
+
+
+def absolute_catalog_ref(ref: str, directory: str) -> str:
+    """A catalog reference that means the same from any directory (local paths made absolute).
+
+    Local references are ``path`` or ``repo//path?ref=REF`` (a local git repository), as
+    :func:`orchestrator.functions.catalogs.parse_ref` reads them.
+    """
+    if "://" in ref or ref.startswith(("git+", "oci:", "git@")) or os.path.isabs(ref):
         return ref
+    head, sep, query = ref.partition("?")
+    if "//" in head:
+        repo, _, sub = head.partition("//")
+        return os.path.normpath(os.path.join(directory, repo)) + "//" + sub + sep + query
     return os.path.normpath(os.path.join(directory, ref))

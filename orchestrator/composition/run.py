@@ -25,7 +25,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from orchestrator.composition.consolidate import Consolidated, composition_file, consolidate
+from orchestrator.composition.consolidate import (
+    Consolidated,
+    absolute_catalog_ref,
+    composition_file,
+    consolidate,
+)
 from orchestrator.composition.schema import BUILTIN, FILE_NAME, Transformer
 from orchestrator.errors import KrmError, LoadError, NotSupportedError, ValidationError
 
@@ -193,7 +198,8 @@ def _run_kustomization(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any)
 
     body = {k: v for k, v in cfg.items() if k != "metadata"}
     k = kustomization.parse(
-        yamlio.dump(body), source=f"{display(t.file)} ({t.field}[{t.index}])",
+        yamlio.dump(body),
+        source=f"{display(t.file)} ({t.field}[{t.index}])",
         warnings=run.state.warnings,
     )
     # An inline Kustomization has no file of its own: build a Target around the parsed
@@ -222,8 +228,6 @@ def _run_function(
         from orchestrator import functions
     except ImportError:  # pragma: no cover - the functions package ships with the engine
         raise NotSupportedError("KRM functions are not available in this build") from None
-    if not hasattr(functions, "__getattr__"):
-        raise NotSupportedError("KRM functions are not available in this build")
     cfg = _absolute_runtime(cfg, t, cons)
     catalogs = _catalog_set(run, cons)
     outcome = functions.run_function_config(
@@ -285,7 +289,10 @@ def _catalog_set(run: _Run, cons: Consolidated) -> Any:
         trust = functions.TrustConfig.load(
             trusted=list(getattr(run.options, "trusted_catalogs", None) or [])
         )
-    refs = [_catalog_ref(ref, directory) for ref, directory in cons.catalogs]
+    top = cons.composition.directory
+    # Imported Compositions name local catalogs relative to themselves; the set is read from
+    # the top directory, so those become absolute (same trust key: the real path).
+    refs = [ref if d == top else absolute_catalog_ref(ref, d) for ref, d in cons.catalogs]
     catalogs = functions.CatalogSet.for_kustomization(
         refs,
         kustomization_dir=cons.composition.directory,
@@ -294,13 +301,6 @@ def _catalog_set(run: _Run, cons: Consolidated) -> Any:
     )
     run._catalogs[key] = catalogs
     return catalogs
-
-
-def _catalog_ref(ref: str, directory: str) -> str:
-    # A local catalog named by an imported Composition is relative to that Composition.
-    if "://" in ref or ref.startswith(("git@", "oci:", "git+")) or os.path.isabs(ref):
-        return ref
-    return os.path.normpath(os.path.join(directory, ref))
 
 
 def build_resources(

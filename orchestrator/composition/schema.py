@@ -50,10 +50,11 @@ ORDER_FIELDS = ("name", "kind", "apiVersion", "group", "version", "namespace")
 # KEP: metadata holds only name. namespace is what NamespaceTransformer configs set, and
 # annotations/labels are how KRM function configs carry config.kubernetes.io/* settings.
 META_FIELDS = ("name", "namespace", "annotations", "labels")
+# runtime kind -> (schema type name, its fields; one of them must be set)
 RUNTIME_FIELDS = {
-    "container": ("runtimeutil.ContainerSpec", "image"),
-    "exec": ("runtimeutil.ExecSpec", "path"),
-    "starlark": ("runtimeutil.StarlarkSpec", "path"),
+    "container": ("runtimeutil.ContainerSpec", ("image",)),
+    "exec": ("runtimeutil.ExecSpec", ("path",)),
+    "starlark": ("runtimeutil.StarlarkSpec", ("path", "url")),
 }
 
 _SHORT_TAGS = {
@@ -237,6 +238,7 @@ class _Decoder:
 
     def __init__(self) -> None:
         self.problems: list[str] = []
+        self.key_lines: dict[int, int] = {}
 
     def wrong(self, node: yaml.Node, target: str, path: str, want: str) -> None:
         shown = f" `{node.value}`" if isinstance(node, yaml.ScalarNode) else ""
@@ -257,6 +259,7 @@ class _Decoder:
                 self.problems.append(f"line {_line(k)}: map keys must be strings (at {path})")
                 continue
             out.append((k.value, v))
+            self.key_lines[id(v)] = _line(k)
         return out
 
     def fields(
@@ -266,7 +269,7 @@ class _Decoder:
         for key, value in self.mapping(node, target, path):
             if allowed is not None and key not in allowed:
                 self.problems.append(
-                    f"line {_line(value)}: field {key} not found in type {target} "
+                    f"line {self.key_lines[id(value)]}: field {key} not found in type {target} "
                     f"(at {_join(path, key)}; known fields: {', '.join(allowed)})"
                 )
                 continue
@@ -302,7 +305,9 @@ class _Decoder:
             if key in fields:
                 self.string(fields[key], _join(path, key))
         if "metadata" in fields:
-            md = self.fields(fields["metadata"], "types.ObjectMeta", path + ".metadata", META_FIELDS)
+            md = self.fields(
+                fields["metadata"], "types.ObjectMeta", path + ".metadata", META_FIELDS
+            )
             for key in ("name", "namespace"):
                 if key in md:
                     self.string(md[key], f"{path}.metadata.{key}")
@@ -311,13 +316,16 @@ class _Decoder:
                     self.string_map(md[key], f"{path}.metadata.{key}")
         if "runtime" in fields:
             rt = self.fields(
-                fields["runtime"], "runtimeutil.FunctionSpec", path + ".runtime", tuple(RUNTIME_FIELDS)
+                fields["runtime"],
+                "runtimeutil.FunctionSpec",
+                path + ".runtime",
+                tuple(RUNTIME_FIELDS),
             )
             for key, value in rt.items():
-                target, required = RUNTIME_FIELDS[key]
-                spec = self.fields(value, target, f"{path}.runtime.{key}", (required,))
-                if required in spec:
-                    self.string(spec[required], f"{path}.runtime.{key}.{required}")
+                target, allowed = RUNTIME_FIELDS[key]
+                spec = self.fields(value, target, f"{path}.runtime.{key}", allowed)
+                for name, sub in spec.items():
+                    self.string(sub, f"{path}.runtime.{key}.{name}")
         return yamlio._construct(node)
 
 
@@ -331,6 +339,12 @@ def _compose(text: bytes, source: str) -> yaml.Node | None:
     loader = yamlio.Loader(yamlio.decode(text))
     try:
         return loader.get_single_node()
+    except yaml.composer.ComposerError as exc:
+        mark = exc.problem_mark
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        raise YamlError(
+            f"a Composition file holds one YAML document, found another{line}", file=source
+        ) from None
     except yaml.YAMLError as exc:
         raise YamlError(f"invalid YAML: {yamlio._mark(exc)}", file=source) from None
     finally:
@@ -352,7 +366,8 @@ def parse(data: bytes, *, file: str) -> Composition:
     for key in ("apiVersion", "kind"):
         if key in fields:
             values[key] = dec.string(fields[key], key)
-    lines = {k: _line(v) for k, v in fields.items()}
+    # Lines of the root keys (a list value starts on the next line).
+    lines = {k.value: _line(k) for k, _ in root.value} if isinstance(root, yaml.MappingNode) else {}
 
     catalogs: list[str] = []
     for i, item in enumerate(dec.sequence(fields.get("catalogs", _NULL), "catalogs")):
@@ -377,7 +392,9 @@ def parse(data: bytes, *, file: str) -> Composition:
         lists[key] = out
 
     order: list[OrderEntry] = []
-    for i, item in enumerate(dec.sequence(fields.get("transformerOrder", _NULL), "transformerOrder")):
+    for i, item in enumerate(
+        dec.sequence(fields.get("transformerOrder", _NULL), "transformerOrder")
+    ):
         entry = dec.fields(
             item, "types.TransformerOrderEntry", f"transformerOrder[{i}]", ORDER_FIELDS
         )
@@ -407,8 +424,12 @@ def parse(data: bytes, *, file: str) -> Composition:
         transformers=lists[field_name],
         transformers_field=field_name,
         imports=[
-            Import(path=str(got.get("path")), mode=got.get("importMode") or "prepend", index=i,
-                   line=line)
+            Import(
+                path=str(got.get("path")),
+                mode=got.get("importMode") or "prepend",
+                index=i,
+                line=line,
+            )
             for got, i, line in imports
         ],
         overrides=lists["transformerOverrides"],
@@ -509,10 +530,14 @@ def _check_transformer(t: Transformer) -> list[str]:
         set_keys = [k for k in RUNTIME_FIELDS if runtime.get(k) is not None]
         if len(set_keys) > 1:
             problems.append(f"{where}.runtime: set only one of {', '.join(set_keys)}")
-        for key, (_, required) in RUNTIME_FIELDS.items():
+        for key, (_, allowed) in RUNTIME_FIELDS.items():
             spec = runtime.get(key)
-            if isinstance(spec, dict) and not spec.get(required):
-                problems.append(f"{where}.runtime.{key}.{required}: must not be empty")
+            if isinstance(spec, dict):
+                given = [f for f in allowed if spec.get(f)]
+                if len(given) != 1:
+                    problems.append(
+                        f"{where}.runtime.{key}: set exactly one non-empty {' or '.join(allowed)}"
+                    )
     return problems
 
 

@@ -20,11 +20,15 @@ def generate(
     options: dict[str, Any] | None,
     read_file: Callable[[str], bytes],
     namespace: str | None = None,
+    strict: bool = True,
 ) -> Resource:
-    """Make the ConfigMap of one ``configMapGenerator`` entry (hash suffix not yet applied)."""
+    """Make the ConfigMap of one ``configMapGenerator`` entry (hash suffix not yet applied).
+
+    ``strict=False`` ignores unknown fields, as kustomize does for a ``generators:`` plugin config.
+    """
     # kustomize hands the arguments to its plugin through a JSON/YAML round trip.
     args = generatorutil.fold_nel(args)
-    name, behavior = generatorutil.check_args(args, WHAT)
+    name, behavior = generatorutil.check_args(args, WHAT, strict=strict)
     options = generatorutil.fold_nel(options)
     opts = generatorutil.merge_options(args.get("options"), options, f"{WHAT} {name!r}")
     generatorutil.check_marshallable(args, opts, WHAT)

@@ -57,6 +57,7 @@ _BUILD_ANNOTATIONS = frozenset(
         "config.k8s.io/id",
     }
 )
+_ORIGIN = "config.kubernetes.io/origin"
 _KNOWN_ARGS = frozenset(
     {"name", "namespace", "behavior", "literals", "files", "envs", "env", "options", "type"}
 )
@@ -135,12 +136,16 @@ def check_readable(value: str, where: str) -> None:
         raise ValidationError(f"{where}: yaml: control characters are not allowed")
 
 
-def check_args(args: Any, what: str) -> tuple[str, str]:
-    """Validate a generator entry's shape; return its (name, behavior)."""
+def check_args(args: Any, what: str, *, strict: bool = True) -> tuple[str, str]:
+    """Validate a generator entry's shape; return its (name, behavior).
+
+    ``strict`` rejects unknown fields, as kustomize does in a kustomization file (it ignores
+    them in a ``generators:`` plugin config).
+    """
     if not isinstance(args, dict):
         raise ValidationError(f"{what} entry must be a map, got {type(args).__name__}")
     known = _KNOWN_ARGS if what == "secretGenerator" else _KNOWN_ARGS - {"type"}
-    unknown = sorted(str(k) for k in set(args) - known)
+    unknown = sorted(str(k) for k in set(args) - known) if strict else []
     if unknown:
         raise ValidationError(f"{what} {args.get('name')!r}: unknown field(s) {', '.join(unknown)}")
     name = args.get("name")
@@ -404,6 +409,9 @@ def merge_into(existing: Resource, new: Resource) -> None:
             annotations[key] = old_annotations[key]
         else:
             annotations.pop(key, None)
+    if behavior == "merge" and _ORIGIN in old_annotations:
+        # kustomize keeps where the merged resource was first configured.
+        annotations[_ORIGIN] = old_annotations[_ORIGIN]
     _set_map(md, "labels", labels)
     _set_map(md, "annotations", annotations)
     md["name"] = old_md.get("name")

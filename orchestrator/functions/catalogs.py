@@ -82,8 +82,7 @@ def parse_ref(raw: str, base_dir: str) -> CatalogRef:
         return CatalogRef(text, "oci", text, text[len("oci://") :])
     if text.startswith("git+"):
         repo, sub, ref = _split_git(text[4:])
-        if repo.startswith("file://"):
-            return CatalogRef(text, "git", text, repo[len("file://") :], sub, ref)
+        # git+file:// is cloned into the cache like a remote (the same path as git+https).
         return CatalogRef(text, "git", text, repo, sub, ref)
     if text.startswith(("https://", "http://")):
         return CatalogRef(text, "url", text, text)

@@ -114,12 +114,12 @@ def http_get(
             check_url(current)
             try:
                 with client.stream("GET", current, headers=headers or {}) as resp:
+                    if resp.status_code == 304:
+                        return Response(304, None, resp.headers.get("etag"), current)
                     if resp.is_redirect:
                         location = resp.headers.get("location", "")
                         current = str(resp.url.join(location))
                         continue
-                    if resp.status_code == 304:
-                        return Response(304, None, resp.headers.get("etag"), current)
                     if resp.status_code != 200:
                         raise FetchError(f"downloading {url}: HTTP {resp.status_code}")
                     declared = resp.headers.get("content-length")

@@ -159,3 +159,27 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
 }
+
+# --- Mirroring (issue 6): sources fetched over HTTPS, Git and OCI, verified, served locally. ---
+# Largest catalog document and largest runtime artifact a sync downloads.
+MIRROR_MAX_BYTES = env_int("MIRROR_MAX_BYTES", CATALOG_MAX_BYTES)
+MIRROR_ARTIFACT_MAX_BYTES = env_int("MIRROR_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024)
+MIRROR_TIMEOUT = float(env("MIRROR_TIMEOUT", default="30"))
+MIRROR_MAX_REDIRECTS = env_int("MIRROR_MAX_REDIRECTS", 5)
+# Hosts a source (and every redirect) may point at; "*" allows any public host.
+MIRROR_ALLOWED_HOSTS = env.list("MIRROR_ALLOWED_HOSTS", default=["*"])
+# Private, loopback and link-local destinations are refused unless listed here (CIDRs).
+MIRROR_ALLOWED_NETWORKS = env.list("MIRROR_ALLOWED_NETWORKS", default=[])
+# Local git paths and file:// URLs read this machine's disk: off unless an operator opts in.
+MIRROR_ALLOW_LOCAL_PATHS = env.bool("MIRROR_ALLOW_LOCAL_PATHS", default=False)
+# OCI registries reached over plain HTTP (host:port), e.g. a registry on the operator's LAN.
+MIRROR_OCI_PLAIN_HTTP_HOSTS = env.list("MIRROR_OCI_PLAIN_HTTP_HOSTS", default=[])
+# CA bundle for HTTPS and OCI fetches; empty means the system's trust store (certifi).
+MIRROR_CA_BUNDLE = env("MIRROR_CA_BUNDLE", default="")
+# Sigstore trusted root (JSON); empty means sigstore's embedded production root, offline.
+MIRROR_SIGSTORE_TRUSTED_ROOT = env("MIRROR_SIGSTORE_TRUSTED_ROOT", default="")
+# Publisher under which mirrored catalogs are served; created on first use.
+MIRROR_PUBLISHER_SLUG = env("MIRROR_PUBLISHER_SLUG", default="mirrors")
+MIRROR_DEFAULT_INTERVAL_MINUTES = env_int("MIRROR_DEFAULT_INTERVAL_MINUTES", 60)
+# Mirrored runtime artifacts live in the default storage under this prefix.
+MIRROR_BLOB_PREFIX = "blobs/sha256"

@@ -133,8 +133,10 @@ class Gen:
                     "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
                 }
             )
-            binding_kind = "RoleBinding" if role_kind == "Role" else self.pick(
-                ["RoleBinding", "ClusterRoleBinding"]
+            binding_kind = (
+                "RoleBinding"
+                if role_kind == "Role"
+                else self.pick(["RoleBinding", "ClusterRoleBinding"])
             )
             subject: dict[str, Any] = {"kind": "ServiceAccount", "name": refs["sa"]}
             if self.chance(0.5):
@@ -271,7 +273,9 @@ class Gen:
                 "contact": self.pick(["ops@example.com", "true", "42"]),
             }
         if self.chance(0.4):
-            img: dict[str, Any] = {"name": self.pick(["nginx", "busybox", "docker.io/library/redis"])}
+            img: dict[str, Any] = {
+                "name": self.pick(["nginx", "busybox", "docker.io/library/redis"])
+            }
             choice = self.pick(["tag", "name", "digest", "both", "suffix"])
             if choice in ("tag", "both"):
                 img["newTag"] = self.pick(["1.27", "latest", "2"])
@@ -333,9 +337,7 @@ class Gen:
             elif style == "smp-target":
                 del smp["metadata"]["name"]
                 smp["metadata"]["name"] = "ignored"
-                k["patches"] = [
-                    {"patch": _dump([smp]), "target": {"kind": kind, "name": name}}
-                ]
+                k["patches"] = [{"patch": _dump([smp]), "target": {"kind": kind, "name": name}}]
             else:
                 k["patches"] = [
                     {
@@ -344,9 +346,79 @@ class Gen:
                         "target": {"kind": kind, "labelSelector": f"app={name}"},
                     }
                 ]
+        if self.chance(0.2):
+            k["generatorOptions"] = self.pick(
+                [
+                    {"labels": {"generated": "true"}},
+                    {"annotations": {"gen": "1"}, "disableNameSuffixHash": True},
+                    {"immutable": True},
+                ]
+            )
+        if workloads and self.chance(0.15):
+            kind, name = self.pick(workloads)
+            files["delete.yaml"] = _dump(
+                [
+                    {
+                        "$patch": "delete",
+                        "apiVersion": "batch/v1" if kind == "Job" else "apps/v1",
+                        "kind": kind,
+                        "metadata": {"name": name, **({"namespace": refs["ns"]} if refs["ns"] else {})},
+                    }
+                ]
+            )
+            k.setdefault("patches", []).append({"path": "delete.yaml"})
+            refs["workloads"] = [w for w in workloads if w != (kind, name)]
+        if self.chance(0.3):
+            plugins = []
+            for _ in range(self.r.randint(1, 2)):
+                plugins.append(self.plugin_config(refs))
+            files["plugins.yaml"] = _dump(plugins)
+            k["transformers"] = ["plugins.yaml"]
         if self.chance(0.15):
             k["sortOptions"] = {"order": "fifo"}
         return files
+
+    def plugin_config(self, refs: dict) -> dict:
+        """A builtin transformer plugin config (apiVersion: builtin)."""
+        kind = self.pick(
+            [
+                "LabelTransformer",
+                "AnnotationsTransformer",
+                "NamespaceTransformer",
+                "PrefixSuffixTransformer",
+                "ImageTagTransformer",
+                "ReplicaCountTransformer",
+            ]
+        )
+        cfg: dict[str, Any] = {"apiVersion": "builtin", "kind": kind, "metadata": {"name": "p"}}
+        if kind == "LabelTransformer":
+            cfg["labels"] = {"plugin": "yes"}
+            cfg["fieldSpecs"] = [
+                {"path": "metadata/labels", "create": True},
+                {"path": "spec/selector/matchLabels", "kind": "Deployment", "create": True},
+            ]
+        elif kind == "AnnotationsTransformer":
+            cfg["annotations"] = {"plugin": "on"}
+            cfg["fieldSpecs"] = [{"path": "metadata/annotations", "create": True}]
+        elif kind == "NamespaceTransformer":
+            cfg["metadata"]["namespace"] = self.pick(["plug", "default"])
+            cfg["unsetOnly"] = self.chance(0.5)
+            cfg["setRoleBindingSubjects"] = self.pick(["defaultOnly", "allServiceAccounts", "none"])
+            cfg["fieldSpecs"] = [{"path": "metadata/namespace", "create": True}]
+        elif kind == "PrefixSuffixTransformer":
+            cfg["prefix"] = "pl-"
+            cfg["fieldSpecs"] = [{"path": "metadata/name"}]
+        elif kind == "ImageTagTransformer":
+            cfg["imageTag"] = {"name": "nginx", "newTag": "plugin"}
+            cfg["fieldSpecs"] = [{"path": "spec/template/spec/containers/image"}]
+        else:
+            workloads = refs.get("workloads") or [("Deployment", "none")]
+            cfg["replica"] = {"name": self.pick(workloads)[1], "count": 7}
+            cfg["fieldSpecs"] = [
+                {"path": "spec/replicas", "kind": k, "create": True}
+                for k in ("Deployment", "StatefulSet", "Job")
+            ]
+        return cfg
 
     def write(self, root: str) -> str:
         """Write the tree under ``root``; return the directory to build."""

@@ -87,7 +87,10 @@ def test_cycle_between_kustomizations(tree) -> None:
 
 def test_parent_directory_as_base_is_a_cycle(tree) -> None:
     root = tree(
-        {"kustomization.yaml": "resources:\n- sub\n", "sub/kustomization.yaml": "resources:\n- ..\n"}
+        {
+            "kustomization.yaml": "resources:\n- sub\n",
+            "sub/kustomization.yaml": "resources:\n- ..\n",
+        }
     )
     with pytest.raises(LoadError) as err:
         build(str(root))

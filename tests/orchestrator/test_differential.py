@@ -256,6 +256,96 @@ CASES = {
                     service: {name: svc, namespace: old}
         """,
     },
+    "vars-replacements-and-build-metadata": {
+        "kustomization.yaml": """
+            namePrefix: p-
+            resources: [base]
+            buildMetadata: [originAnnotations, managedByLabel]
+            configMapGenerator:
+            - name: cm
+              literals: [a=b]
+            replacements:
+            - path: repl.yaml
+            - source: {kind: Service, fieldPath: metadata.name}
+              targets:
+              - select: {kind: Deployment}
+                fieldPaths: [metadata.annotations.svc]
+                options: {create: true}
+        """,
+        "repl.yaml": """
+            - source: {kind: ConfigMap, fieldPath: metadata.name}
+              targets:
+              - select: {kind: Deployment}
+                fieldPaths: [spec.template.spec.containers.0.env.0.value]
+        """,
+        "base/kustomization.yaml": """
+            resources: [res.yaml]
+            configMapGenerator:
+            - name: base-cm
+              literals: [x=y]
+            vars:
+            - name: SVC
+              objref: {kind: Service, name: web, apiVersion: v1}
+              fieldref: {fieldpath: metadata.name}
+        """,
+        "base/res.yaml": """
+            apiVersion: v1
+            kind: Service
+            metadata: {name: web}
+            ---
+            apiVersion: apps/v1
+            kind: Deployment
+            metadata: {name: d}
+            spec:
+              template:
+                spec:
+                  containers:
+                  - name: c
+                    image: nginx
+                    args: ["--svc=$(SVC)"]
+                    env:
+                    - {name: HOST, value: "$(SVC).svc"}
+        """,
+    },
+    "transformer-annotations-and-builtin-plugin": {
+        "kustomization.yaml": """
+            namePrefix: p-
+            namespace: foo
+            commonLabels: {a: b}
+            resources: [res.yaml]
+            buildMetadata: [transformerAnnotations, originAnnotations]
+            transformers: [tr.yaml]
+            configMapGenerator:
+            - name: cm
+              literals: [a=b]
+        """,
+        "tr.yaml": """
+            apiVersion: builtin
+            kind: PrefixSuffixTransformer
+            metadata:
+              name: ps
+            prefix: zz-
+            suffix: -yy
+            fieldSpecs:
+            - path: metadata/name
+        """,
+        "res.yaml": """
+            apiVersion: v1
+            kind: Service
+            metadata: {name: web}
+            ---
+            apiVersion: apps/v1
+            kind: Deployment
+            metadata: {name: d}
+            spec:
+              template:
+                spec:
+                  containers:
+                  - name: c
+                    image: nginx
+                    envFrom: [{configMapRef: {name: cm}}]
+        """,
+    },
     "sort-options-legacy-custom": {
         "kustomization.yaml": """
             resources: [res.yaml]
@@ -286,5 +376,6 @@ CASES = {
 def test_feature_matches_kubectl(tmp_path: Path, name: str) -> None:
     for rel, text in CASES[name].items():
         p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text).lstrip("\n"))
     _compare(tmp_path)

@@ -525,3 +525,31 @@ def test_literal_nel_is_folded_before_hashing_but_file_data_is_not():
     assert literal.obj["data"] == {"a": "x y"}
     from_file = _cm({"name": "c", "files": ["f"]}, {"f": "x\x85y".encode()})
     assert from_file.obj["data"] == {"f": "x\x85y"}  # the writer folds it; the hash must not
+
+
+def test_plugin_configs_ignore_unknown_fields():
+    # kustomize's builtin plugin configs (generators: files) are decoded leniently.
+    res = configmapgenerator.generate(
+        {"name": "c", "labels": {"x": "y"}, "literals": ["a=1"]},
+        options=None,
+        read_file=_reader({}),
+        strict=False,
+    )
+    assert res.obj["data"] == {"a": "1"}
+    assert "labels" not in res.obj["metadata"]
+
+
+@pytest.mark.parametrize(("behavior", "origin"), [("merge", "base"), ("replace", "overlay")])
+def test_origin_annotation_kept_on_merge_taken_on_replace(behavior, origin):
+    anno = "config.kubernetes.io/origin"
+    base = _cm({"name": "c", "literals": ["a=1"], "options": {"annotations": {anno: "base"}}})
+    overlay = _cm(
+        {
+            "name": "c",
+            "behavior": behavior,
+            "literals": ["b=2"],
+            "options": {"annotations": {anno: "overlay"}},
+        }
+    )
+    configmapgenerator.merge_into(base, overlay)
+    assert base.obj["metadata"]["annotations"][anno] == origin

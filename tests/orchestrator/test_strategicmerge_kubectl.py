@@ -308,3 +308,47 @@ def test_openapi_field_schema_matches_kubectl(tmp_path: Path) -> None:
     got = kustomize(tmp_path, [t], [p], openapi={"path": "schema.json"})
     assert got["x"] == ours(t, p, PatchSchema.from_openapi(schema_doc))
     assert [i["id"] for i in got["x"]["spec"]["items"]] == ["c", "a", "b"]
+
+
+def test_crds_field_does_not_change_strategic_merge(tmp_path: Path) -> None:
+    # kustomize v5.5.0 reads `crds:` only for name-reference configs, never for SMP keys:
+    # the built-in schema (which does not know the type) decides, and the list is replaced.
+    crd = {
+        "com.example.v1.Thing": {
+            "Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {
+                        "type": "object",
+                        "properties": {
+                            "items": {
+                                "type": "array",
+                                "items": {"type": "object"},
+                                "x-kubernetes-patch-strategy": "merge",
+                                "x-kubernetes-patch-merge-key": "id",
+                            }
+                        },
+                    }
+                },
+                "x-kubernetes-group-version-kind": [
+                    {"group": "example.com", "kind": "Thing", "version": "v1"}
+                ],
+            }
+        }
+    }
+    (tmp_path / "crd.json").write_text(yaml.safe_dump(crd))
+    t = {
+        "apiVersion": "example.com/v1",
+        "kind": "Thing",
+        "metadata": {"name": "x"},
+        "spec": {"items": [{"id": "a", "v": 1}]},
+    }
+    p = {
+        "apiVersion": "example.com/v1",
+        "kind": "Thing",
+        "metadata": {"name": "x"},
+        "spec": {"items": [{"id": "b"}]},
+    }
+    got = kustomize(tmp_path, [t], [p], crds=["crd.json"])
+    assert got["x"]["spec"]["items"] == [{"id": "b"}]
+    assert got["x"] == ours(t, p, PatchSchema.default())

@@ -95,7 +95,7 @@ def test_types_sorting_and_layout() -> None:
         "metadata:\n"
         "  labels:\n"
         "    a.b/c: z\n"
-        "    a9: \"y\"\n"
+        '    a9: "y"\n'
         "    a10: x\n"
         "spec:\n"
         "  a: {}\n"
@@ -105,7 +105,7 @@ def test_types_sorting_and_layout() -> None:
         "  c: []\n"
         "  f: 2.5\n"
         "  i: 1\n"
-        "  \"n\": null\n"
+        '  "n": null\n'
         "  t: true\n"
     )
 

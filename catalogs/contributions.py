@@ -1,0 +1,495 @@
+"""Contributions (KEP-2906 story 6), their review and audit log; catalog change previews.
+
+Services (writes) are ``contribution_<verb>``; selectors (reads) sit below them. A contribution
+is one KRMFunctionDefinition -- a whole ``kind: KRMFunctionDefinition`` document or just its
+spec (the mapping a catalog lists under ``spec.krmFunctions``). Approving one publishes a new
+version of the target catalog through ``services.catalog_version_publish``, in which the
+contributed definition replaces any function with the same group and kind (the contributor
+submits the whole definition, every version of it) or is appended.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from catalogs.exceptions import (
+    InvalidCatalogError,
+    InvalidInputError,
+    NotAllowedError,
+    NotFoundError,
+    ProblemDetail,
+)
+from catalogs.models import (
+    Catalog,
+    CatalogVersion,
+    Contribution,
+    ContributionStatus,
+    ReviewEvent,
+    ReviewEventAction,
+)
+from orchestrator.catalog import API_VERSION, CatalogError, parse_catalog
+from orchestrator.catalog import Catalog as ParsedCatalog
+from orchestrator.catalog import FunctionDefinition as ParsedFunction
+
+User = AbstractBaseUser | AnonymousUser | None
+
+REVIEWERS_GROUP = "reviewers"
+REVIEW_PERMISSION = "catalogs.review_contribution"
+DEFINITION_KIND = "KRMFunctionDefinition"
+
+# --------------------------------------------------------------------------- locating problems
+
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _path_parts(path: str) -> list[str | int]:
+    """``spec.krmFunctions[2].versions`` -> ["spec", "krmFunctions", 2, "versions"]."""
+    return [int(i) if i else key for key, i in _PATH_PART.findall(path)]
+
+
+def yaml_line_of(text: str, path: str) -> int | None:
+    """1-based line of the node at ``path`` in ``text`` (or of its deepest existing parent).
+
+    Only called on text that parse_catalog already read, so composing it is safe: it has no
+    aliases, is within the size limit and nests at most 100 levels.
+    """
+    try:
+        node = yaml.compose(text, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return None
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for part in _path_parts(path):
+        child = None
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            for key, value in node.value:
+                if getattr(key, "value", None) == part:
+                    # The key's line, which is where a person looks for "that field".
+                    line = key.start_mark.line + 1
+                    child = value
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part < len(node.value):
+                child = node.value[part]
+                line = child.start_mark.line + 1
+        if child is None:
+            break
+        node = child
+    return line
+
+
+def problems_located(text: str, problems: list[ProblemDetail]) -> list[ProblemDetail]:
+    """``problems`` with a line filled in from their path where the parser gave none."""
+    out = []
+    for p in problems:
+        if p.line is None and p.path:
+            p = ProblemDetail(path=p.path, message=p.message, line=yaml_line_of(text, p.path))
+        out.append(p)
+    return out
+
+
+def catalog_document_check(*, content: bytes | str) -> ParsedCatalog:
+    """Parse a catalog for the web UI: like catalog_document_parse, with every problem's line."""
+    from catalogs.services import catalog_document_parse
+
+    try:
+        return catalog_document_parse(content=content)
+    except InvalidCatalogError as err:
+        text = content.decode("utf-8", errors="replace") if isinstance(content, bytes) else content
+        raise InvalidCatalogError(err.message, problems_located(text, err.problems))
+
+
+# --------------------------------------------------------------------------- definitions
+
+_WRAP_INDENT = 4
+_WRAP_HEAD = f"apiVersion: {API_VERSION}\nkind: Catalog\nmetadata:\n  name: contribution\n  doc:\n"
+
+
+@dataclass(frozen=True)
+class ParsedDefinition:
+    """A validated contribution: the function as plain data and as parsed by the engine."""
+
+    data: dict[str, Any]
+    function: ParsedFunction
+    prefix: str  # "spec." for a whole KRMFunctionDefinition document, "" for a bare spec
+
+
+def _definition_invalid(problems: list[ProblemDetail]) -> InvalidCatalogError:
+    n = len(problems)
+    return InvalidCatalogError(
+        f"The function definition is invalid ({n} problem{'s' if n != 1 else ''}).", problems
+    )
+
+
+def _read_definition_yaml(text: str) -> Any:
+    """The definition as plain data, read by the engine's hardened YAML reader.
+
+    The text is embedded under ``metadata.doc`` of a wrapper catalog (metadata is free-form), so
+    the same size, alias, depth and encoding checks apply; lines shift back by the wrapper's.
+    """
+    from django.conf import settings
+
+    lines = text.split("\n")
+    meaningful = [i for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")]
+    if meaningful and lines[meaningful[0]].strip() == "---":
+        # A leading document marker cannot be indented; a blank line keeps the numbering.
+        lines[meaningful[0]] = ""
+        meaningful.pop(0)
+    if not meaningful:
+        raise _definition_invalid([ProblemDetail(path="", message="the definition is empty")])
+    body = "\n".join((" " * _WRAP_INDENT + ln) if ln.strip() else "" for ln in lines)
+    wrapped = _WRAP_HEAD + body + "\nspec:\n  krmFunctions: []\n"
+    offset = _WRAP_HEAD.count("\n")
+    try:
+        parsed = parse_catalog(wrapped, max_bytes=settings.CATALOG_MAX_BYTES + len(_WRAP_HEAD))
+    except CatalogError as err:
+        problems = []
+        for p in err.problems:
+            line = p.line - offset if p.line is not None else None
+            column = p.column - _WRAP_INDENT if p.column and p.column > _WRAP_INDENT else p.column
+            path = p.path.removeprefix("metadata.doc").lstrip(".")
+            if p.path.startswith("metadata") and not p.path.startswith("metadata.doc"):
+                path = ""
+            problems.append(ProblemDetail(path=path, message=p.message, line=line, column=column))
+        raise _definition_invalid(problems)
+    return parsed.metadata.get("doc")
+
+
+def contribution_definition_parse(*, content: str) -> ParsedDefinition:
+    """Validate a contributed KRMFunctionDefinition, or InvalidCatalogError with paths and lines."""
+    doc = _read_definition_yaml(content)
+    if not isinstance(doc, dict):
+        raise _definition_invalid(
+            [ProblemDetail(path="", message="a function definition must be a mapping", line=1)]
+        )
+    prefix = ""
+    data = doc
+    if doc.get("kind") == DEFINITION_KIND:
+        problems = []
+        if doc.get("apiVersion") != API_VERSION:
+            problems.append(ProblemDetail(path="apiVersion", message=f"must be {API_VERSION}"))
+        if not isinstance(doc.get("spec"), dict):
+            problems.append(ProblemDetail(path="spec", message="a mapping is required"))
+        if problems:
+            raise _definition_invalid(problems_located(content, problems))
+        prefix, data = "spec.", doc["spec"]
+    wrapper = {
+        "apiVersion": API_VERSION,
+        "kind": "Catalog",
+        "metadata": {"name": "contribution"},
+        "spec": {"krmFunctions": [data]},
+    }
+    try:
+        parsed = ParsedCatalog.from_dict(wrapper)
+    except CatalogError as err:
+        problems = []
+        for p in err.problems:
+            path = p.path
+            if path.startswith("spec.krmFunctions[0]"):
+                path = prefix + path.removeprefix("spec.krmFunctions[0]").lstrip(".")
+                path = path.rstrip(".")
+            problems.append(ProblemDetail(path=path, message=p.message))
+        raise _definition_invalid(problems_located(content, problems))
+    return ParsedDefinition(data=data, function=parsed.functions[0], prefix=prefix)
+
+
+def catalog_parsed_latest(*, catalog: Catalog) -> ParsedCatalog | None:
+    """The latest published version of ``catalog`` as parsed by the engine, or None."""
+    version = catalog.latest_version
+    if version is None:
+        return None
+    content = CatalogVersion.objects.values_list("content", flat=True).get(pk=version.pk)
+    return parse_catalog(bytes(content))
+
+
+def catalog_with_function(
+    *, catalog: Catalog, function: ParsedFunction, name: str | None = None
+) -> ParsedCatalog:
+    """The latest version of ``catalog`` with ``function`` replacing its group/kind, or added."""
+    current = catalog_parsed_latest(catalog=catalog)
+    metadata = dict(current.metadata) if current else {"name": name or catalog.name}
+    functions = list(current.functions) if current else []
+    for i, existing in enumerate(functions):
+        if existing.group == function.group and existing.kind == function.kind:
+            functions[i] = function
+            break
+    else:
+        functions.append(function)
+    return ParsedCatalog(metadata=metadata, functions=functions)
+
+
+# --------------------------------------------------------------------------- change previews
+
+
+def _needs(fn: ParsedFunction) -> set[str]:
+    """What a function's versions ask of the machine that runs them (for capability diffs)."""
+    needs = set()
+    for v in fn.versions:
+        if "exec" in v.runtime:
+            needs.add("exec binary")
+        if v.requires_network:
+            needs.add("network")
+        if v.requires_storage_mount:
+            needs.add("storage mount")
+    return needs
+
+
+@dataclass
+class FunctionChange:
+    """How one function (group/kind) differs between two catalogs."""
+
+    group: str
+    kind: str
+    change: str  # "added", "removed" or "changed"
+    versions_added: list[str] = field(default_factory=list)
+    versions_removed: list[str] = field(default_factory=list)
+    versions_changed: list[str] = field(default_factory=list)
+    needs_added: list[str] = field(default_factory=list)
+    needs_removed: list[str] = field(default_factory=list)
+    fields_changed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CatalogChanges:
+    """What publishing a document would change against the current latest version."""
+
+    functions: list[FunctionChange]
+    first_version: bool = False
+
+    @property
+    def unchanged(self) -> bool:
+        """Nothing differs (publishing would return the existing version)."""
+        return not self.functions and not self.first_version
+
+    def of(self, change: str) -> list[FunctionChange]:
+        """Changes of one type: added, removed or changed."""
+        return [f for f in self.functions if f.change == change]
+
+
+def catalog_changes(*, old: ParsedCatalog | None, new: ParsedCatalog) -> CatalogChanges:
+    """Functions added, removed and changed (versions, fields, capability needs) old -> new."""
+    old_fns = {(f.group, f.kind): f for f in (old.functions if old else [])}
+    new_fns = {(f.group, f.kind): f for f in new.functions}
+    changes: list[FunctionChange] = []
+    for key, fn in new_fns.items():
+        before = old_fns.get(key)
+        if before is None:
+            changes.append(
+                FunctionChange(
+                    group=fn.group,
+                    kind=fn.kind,
+                    change="added",
+                    versions_added=[v.name for v in fn.versions],
+                    needs_added=sorted(_needs(fn)),
+                )
+            )
+            continue
+        if before.to_dict() == fn.to_dict():
+            continue
+        old_v = {v.name: v.to_dict() for v in before.versions}
+        new_v = {v.name: v.to_dict() for v in fn.versions}
+        head_old = {k: v for k, v in before.to_dict().items() if k != "versions"}
+        head_new = {k: v for k, v in fn.to_dict().items() if k != "versions"}
+        changes.append(
+            FunctionChange(
+                group=fn.group,
+                kind=fn.kind,
+                change="changed",
+                versions_added=[n for n in new_v if n not in old_v],
+                versions_removed=[n for n in old_v if n not in new_v],
+                versions_changed=[n for n in new_v if n in old_v and new_v[n] != old_v[n]],
+                needs_added=sorted(_needs(fn) - _needs(before)),
+                needs_removed=sorted(_needs(before) - _needs(fn)),
+                fields_changed=sorted(
+                    k for k in head_old.keys() | head_new.keys() if head_old.get(k) != head_new.get(k)
+                ),
+            )
+        )
+    for key, fn in old_fns.items():
+        if key not in new_fns:
+            changes.append(
+                FunctionChange(
+                    group=fn.group,
+                    kind=fn.kind,
+                    change="removed",
+                    versions_removed=[v.name for v in fn.versions],
+                    needs_removed=sorted(_needs(fn)),
+                )
+            )
+    return CatalogChanges(functions=changes, first_version=old is None)
+
+
+# --------------------------------------------------------------------------- selectors
+
+
+def user_can_review(*, user: User) -> bool:
+    """Reviewers: the review permission, the ``reviewers`` group, or staff (who may publish anyway)."""
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    if user.is_staff or user.has_perm(REVIEW_PERMISSION):
+        return True
+    return user.groups.filter(name=REVIEWERS_GROUP).exists()
+
+
+def contribution_list(
+    *,
+    status: str | None = None,
+    catalog: Catalog | None = None,
+    author: AbstractBaseUser | None = None,
+) -> QuerySet[Contribution]:
+    """Contributions, newest activity first, optionally by status, catalog and author."""
+    qs = Contribution.objects.select_related("catalog__publisher", "author", "reviewer")
+    if status:
+        qs = qs.filter(status=status)
+    if catalog is not None:
+        qs = qs.filter(catalog=catalog)
+    if author is not None:
+        qs = qs.filter(author=author)
+    return qs
+
+
+def contribution_get(*, pk: int) -> Contribution:
+    """Contribution ``pk`` or NotFoundError."""
+    try:
+        return contribution_list().get(pk=pk)
+    except Contribution.DoesNotExist:
+        raise NotFoundError(f"Contribution {pk} does not exist.")
+
+
+def review_event_list(*, contribution: Contribution | None = None) -> QuerySet[ReviewEvent]:
+    """The audit log, oldest first; of one contribution or of all."""
+    qs = ReviewEvent.objects.select_related("actor", "contribution__catalog__publisher")
+    if contribution is not None:
+        qs = qs.filter(contribution=contribution)
+    return qs
+
+
+# --------------------------------------------------------------------------- services
+
+
+def _require_user(actor: User, what: str) -> None:
+    if actor is None or not getattr(actor, "is_authenticated", False):
+        raise NotAllowedError(f"Sign in to {what}.")
+
+
+def _log(
+    contribution: Contribution,
+    actor: User,
+    action: str,
+    *,
+    reason: str = "",
+    version: CatalogVersion | None = None,
+) -> ReviewEvent:
+    return ReviewEvent.objects.create(
+        contribution=contribution,
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        action=action,
+        reason=reason,
+        revision=contribution.revision,
+        catalog_version=version,
+    )
+
+
+@transaction.atomic
+def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contribution:
+    """Propose a function definition for ``catalog``; any signed-in user may."""
+    _require_user(actor, "contribute a function")
+    definition = contribution_definition_parse(content=content)
+    contribution = Contribution.objects.create(
+        catalog=catalog,
+        author=actor,
+        content=content,
+        group=definition.function.group,
+        kind=definition.function.kind,
+    )
+    _log(contribution, actor, ReviewEventAction.SUBMITTED)
+    return contribution
+
+
+@transaction.atomic
+def contribution_resubmit(*, contribution: Contribution, content: str, actor: User) -> Contribution:
+    """Edit a rejected contribution and send it back to review; only its author may."""
+    _require_user(actor, "edit a contribution")
+    locked = Contribution.objects.select_for_update().get(pk=contribution.pk)
+    if locked.author_id != actor.pk:
+        raise NotAllowedError("Only the author of a contribution may edit it.")
+    if locked.status != ContributionStatus.REJECTED:
+        raise InvalidInputError(
+            f"Only a rejected contribution can be resubmitted; this one is {locked.status}."
+        )
+    definition = contribution_definition_parse(content=content)
+    locked.content = content
+    locked.group = definition.function.group
+    locked.kind = definition.function.kind
+    locked.status = ContributionStatus.PENDING
+    locked.revision += 1
+    locked.reviewer = None
+    locked.reviewed_at = None
+    locked.save()
+    _log(locked, actor, ReviewEventAction.RESUBMITTED)
+    return locked
+
+
+def _check_can_review(contribution: Contribution, actor: User) -> None:
+    if not user_can_review(user=actor):
+        raise NotAllowedError("Only reviewers may approve or reject contributions.")
+    if contribution.author_id == actor.pk:
+        raise NotAllowedError("Nobody reviews their own contribution.")
+    if contribution.status != ContributionStatus.PENDING:
+        raise InvalidInputError(
+            f"Only a pending contribution can be reviewed; this one is {contribution.status}."
+        )
+
+
+@transaction.atomic
+def contribution_approve(*, contribution: Contribution, actor: User) -> Contribution:
+    """Approve: publish a new version of the target catalog that includes the definition."""
+    from catalogs.services import catalog_version_publish
+
+    locked = Contribution.objects.select_for_update().select_related("catalog").get(
+        pk=contribution.pk
+    )
+    _check_can_review(locked, actor)
+    definition = contribution_definition_parse(content=locked.content)
+    merged = catalog_with_function(catalog=locked.catalog, function=definition.function)
+    # The reviewer may not own the publisher: the review permission is what authorises this.
+    version, created = catalog_version_publish(
+        catalog=locked.catalog, content=merged.canonical_bytes(), actor=None
+    )
+    if created:
+        CatalogVersion.objects.filter(pk=version.pk).update(created_by=actor)
+    locked.status = ContributionStatus.APPROVED
+    locked.reviewer = actor
+    locked.reviewed_at = timezone.now()
+    locked.reason = ""
+    locked.published_version = version
+    locked.save()
+    _log(locked, actor, ReviewEventAction.APPROVED, version=version)
+    return locked
+
+
+@transaction.atomic
+def contribution_reject(*, contribution: Contribution, actor: User, reason: str) -> Contribution:
+    """Reject with a reason the author sees; the author may edit and resubmit."""
+    locked = Contribution.objects.select_for_update().get(pk=contribution.pk)
+    _check_can_review(locked, actor)
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInputError("A reason is required to reject a contribution.")
+    locked.status = ContributionStatus.REJECTED
+    locked.reviewer = actor
+    locked.reviewed_at = timezone.now()
+    locked.reason = reason
+    locked.save()
+    _log(locked, actor, ReviewEventAction.REJECTED, reason=reason)
+    return locked

@@ -1,0 +1,154 @@
+"""Web forms: they only check the shape of input; services decide everything else."""
+
+from __future__ import annotations
+
+import django_filters
+from django import forms
+from django.conf import settings
+from django.contrib.auth.forms import UserCreationForm
+from django.db.models import QuerySet
+
+from catalogs.api.filters import FunctionVersionFilter
+from catalogs.models import Catalog, ContributionStatus, Publisher
+from catalogs.services import OversizedDocument
+
+
+def _document_from(
+    cleaned: dict, *, file_field: str = "file", text_field: str = "content"
+) -> bytes | str | OversizedDocument:
+    """The uploaded file's bytes if one came, else the pasted text."""
+    upload = cleaned.get(file_field)
+    if upload:
+        limit = settings.CATALOG_MAX_BYTES
+        if upload.size > limit:
+            return OversizedDocument(size=upload.size)
+        return upload.read()
+    return cleaned.get(text_field) or ""
+
+
+class DocumentForm(forms.Form):
+    """A YAML document, uploaded as a file or pasted."""
+
+    file = forms.FileField(required=False, label="Upload a YAML file")
+    content = forms.CharField(
+        required=False,
+        label="…or paste YAML",
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false", "class": "code"}),
+    )
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        if not cleaned.get("file") and not (cleaned.get("content") or "").strip():
+            raise forms.ValidationError("Upload a YAML file or paste the YAML text.")
+        return cleaned
+
+    def document(self) -> bytes | str | OversizedDocument:
+        """The submitted document."""
+        return _document_from(self.cleaned_data)
+
+
+class PublishForm(DocumentForm):
+    """A catalog document to preview or publish."""
+
+
+class ContributionForm(DocumentForm):
+    """A KRMFunctionDefinition for a chosen catalog."""
+
+    catalog = forms.ModelChoiceField(queryset=Catalog.objects.none(), label="Target catalog")
+
+    field_order = ["catalog", "file", "content"]
+
+    def __init__(self, *args, catalogs: QuerySet[Catalog], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["catalog"].queryset = catalogs
+
+    def text(self) -> str:
+        """The definition as text (uploads must be UTF-8)."""
+        doc = self.document()
+        if isinstance(doc, OversizedDocument):
+            raise forms.ValidationError(
+                f"The file is {doc.size} bytes, over the limit of {settings.CATALOG_MAX_BYTES}."
+            )
+        if isinstance(doc, bytes):
+            try:
+                return doc.decode("utf-8")
+            except UnicodeDecodeError:
+                raise forms.ValidationError("The file is not UTF-8 text.")
+        return doc
+
+
+class ResubmitForm(forms.Form):
+    """The edited definition of a rejected contribution."""
+
+    content = forms.CharField(
+        strip=False,
+        label="Definition (YAML)",
+        widget=forms.Textarea(attrs={"rows": 22, "spellcheck": "false", "class": "code"}),
+    )
+
+
+class RejectForm(forms.Form):
+    """A rejection needs a reason, which the author sees."""
+
+    reason = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), label="Reason (required)"
+    )
+
+
+class CatalogCreateForm(forms.Form):
+    """A new, empty catalog under a publisher the user owns."""
+
+    publisher = forms.ModelChoiceField(queryset=Publisher.objects.none())
+    name = forms.CharField(max_length=100, help_text="Letters, numbers, hyphens, underscores.")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+    def __init__(self, *args, publishers: QuerySet[Publisher], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["publisher"].queryset = publishers
+
+
+class ReviewFilterForm(forms.Form):
+    """Review queue filters."""
+
+    status = forms.ChoiceField(
+        required=False,
+        choices=[("", "Any status"), *ContributionStatus.choices],
+    )
+    catalog = forms.ModelChoiceField(
+        required=False, queryset=Catalog.objects.select_related("publisher"), empty_label="Any"
+    )
+
+
+class SignUpForm(UserCreationForm):
+    """Self sign-up (only when SIGNUP_ENABLED)."""
+
+
+class FunctionSearchFilter(FunctionVersionFilter):
+    """The API's search plus the web's trust and capability filters (checkboxes)."""
+
+    verified = django_filters.BooleanFilter(
+        field_name="catalog_version__catalog__publisher__verified",
+        widget=forms.CheckboxInput,
+        label="Verified publisher",
+        method="filter_true",
+    )
+    network = django_filters.BooleanFilter(
+        field_name="requires_network",
+        widget=forms.CheckboxInput,
+        label="Needs network",
+        method="filter_true",
+    )
+    storage = django_filters.BooleanFilter(
+        field_name="requires_storage_mount",
+        widget=forms.CheckboxInput,
+        label="Needs storage mount",
+        method="filter_true",
+    )
+
+    class Meta(FunctionVersionFilter.Meta):
+        fields = [*FunctionVersionFilter.Meta.fields, "verified", "network", "storage"]
+
+    def filter_true(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
+        """An unticked box means "any", not "false"."""
+        return queryset.filter(**{name: True}) if value else queryset

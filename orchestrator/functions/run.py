@@ -1,0 +1,197 @@
+"""``run_function_config``: resolve, fetch, run one function config over a resource list."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from orchestrator.functions import resourcelist as rl
+from orchestrator.functions.catalogs import CatalogSet
+from orchestrator.functions.options import FnOptions, FnOutcome, FunctionError
+from orchestrator.functions.resolve import Resolved, describe, resolve
+from orchestrator.resource import Resource
+
+ROLES = ("generator", "transformer", "validator")
+
+
+def _label(resolved: Resolved) -> str:
+    spec = resolved.spec
+    if resolved.kind == "container":
+        return f"image {spec.get('image')}"
+    if resolved.kind == "exec":
+        return f"exec {spec.get('path') or spec.get('uri')}"
+    return f"starlark {spec.get('path') or spec.get('url') or spec.get('uri')}"
+
+
+def _local(path: str, base: str) -> str:
+    return path if os.path.isabs(path) else os.path.normpath(os.path.join(base, path))
+
+
+def _starlark_script(resolved: Resolved, kdir: str, options: FnOptions) -> tuple[str, str]:
+    """(script text, filename) for a starlark runtime; verified when a sha256 is given."""
+    from orchestrator.functions import fetch
+
+    spec = resolved.spec
+    sha = spec.get("sha256")
+    base = resolved.catalog.base_dir if resolved.catalog is not None else kdir
+    uri = spec.get("url") or spec.get("uri")
+    path = spec.get("path")
+    if resolved.catalog is not None and path and not uri:
+        if base is None:
+            raise FunctionError(
+                f"starlark path {path!r} in {resolved.origin} is relative to a remote catalog; "
+                "catalogs must give a uri"
+            )
+        uri = _local(path, base)
+    elif path and not uri:
+        uri = _local(path, kdir)
+    assert uri is not None
+    if sha:
+        blob = fetch.fetch_blob(uri, sha, options=options, base_dir=base)
+        data = fetch.read_limited(blob, options.max_download)
+    elif resolved.catalog is not None and fetch.local_path(uri, base) is None:
+        raise FunctionError(
+            f"starlark {uri} in {resolved.origin} has no sha256; refusing an unverified script"
+        )
+    else:
+        local = fetch.local_path(uri, base)
+        if local is not None:
+            data = fetch.read_limited(local, options.max_download)
+        else:
+            resp = fetch.http_get(uri, options=options, max_bytes=options.max_download)
+            data = resp.body or b""
+    try:
+        return data.decode("utf-8"), os.path.basename(uri)
+    except UnicodeDecodeError:
+        raise FunctionError(f"starlark script {uri} is not UTF-8") from None
+
+
+def _argv(resolved: Resolved, kdir: str, options: FnOptions, name: str) -> tuple[list[str], bool]:
+    """(argv, whether to pass the caller's full environment) for exec and container."""
+    spec = resolved.spec
+    if resolved.kind == "exec":
+        if resolved.catalog is None:
+            args = spec.get("args") or []
+            path = str(spec["path"])
+            # A bare name is looked up on PATH, as kpt does; anything with a slash is a file.
+            program = path if "/" not in path else _local(path, kdir)
+            return [program, *[str(a) for a in args]], False
+        from orchestrator.functions.fetch import exec_binary
+
+        return [exec_binary(spec, options=options, base_dir=resolved.catalog.base_dir)], False
+    from orchestrator.functions import container
+
+    engine = container.detect_engine(options)
+    image = container.pinned_image(spec["image"], spec.get("sha256"))
+    argv = container.command(
+        engine,
+        image,
+        options=options,
+        require_network=resolved.require_network,
+        require_mount=resolved.require_mount,
+        function=name,
+    )
+    return argv, True  # the docker/podman CLI needs DOCKER_HOST etc.; the function does not
+
+
+def _record(options: FnOptions, resolved: Resolved, results: list[dict], code: int, err: str):
+    entry: dict[str, Any] = {}
+    if resolved.kind == "container":
+        entry["image"] = resolved.spec.get("image")
+    elif resolved.kind == "exec":
+        entry["exec"] = resolved.spec.get("path") or resolved.spec.get("uri")
+    else:
+        entry["starlark"] = resolved.spec.get("path") or resolved.spec.get("url") or (
+            resolved.spec.get("uri")
+        )
+    entry["exitCode"] = code
+    if results:
+        entry["results"] = results
+    if err:
+        entry["stderr"] = err
+    log: list[dict[str, Any]] = getattr(options, "_results_log", None) or []
+    log.append(entry)
+    options._results_log = log  # type: ignore[attr-defined]
+    if options.results_dir:
+        rl.write_results(options.results_dir, log)
+
+
+def run_function_config(
+    config: dict[str, Any],
+    resources: list[Resource],
+    *,
+    role: str,
+    kustomization_dir: str,
+    catalogs: CatalogSet | None,
+    options: FnOptions,
+    openapi: dict[str, Any] | None = None,
+) -> FnOutcome:
+    """Run one function config; generators get no input and return only what they generate."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    name = describe(config)
+    resolved = resolve(config, catalogs, options)
+    name = f"{name} ({_label(resolved)}, from {resolved.origin})"
+    inputs = [] if role == "generator" else list(resources)
+    items = rl.to_items(inputs, kustomization_dir)
+    stderr = ""
+    try:
+        if resolved.kind == "starlark":
+            from orchestrator.functions import starlark
+
+            script, filename = _starlark_script(resolved, kustomization_dir, options)
+            doc = {
+                "apiVersion": rl.API_VERSION,
+                "kind": "ResourceList",
+                "items": items,
+                "functionConfig": config,
+            }
+            out, stderr = starlark.run(
+                script,
+                filename=filename,
+                resource_list=doc,
+                options=options,
+                function=name,
+                openapi=openapi,
+            )
+            out_items = out.get("items") or []
+            results = out.get("results") or []
+            if not isinstance(out_items, list) or not all(isinstance(i, dict) for i in out_items):
+                raise FunctionError(f"{name}: ctx.resource_list['items'] must be a list of dicts")
+            if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+                raise FunctionError(f"{name}: results must be a list of dicts")
+        else:
+            from orchestrator.functions import exec as exec_runtime
+
+            argv, full_env = _argv(resolved, kustomization_dir, options, name)
+            stdout, stderr = exec_runtime.run(
+                argv,
+                rl.encode(items, config),
+                cwd=kustomization_dir,
+                options=options,
+                function=name,
+                env=dict(os.environ) if full_env else None,
+            )
+            decoded = rl.decode(stdout, function=name)
+            out_items, results = decoded["items"], decoded["results"]
+    except FunctionError as exc:
+        _record(options, resolved, [], 1, exc.message)
+        raise
+    failed = rl.has_errors(results)
+    _record(options, resolved, results, 1 if failed else 0, stderr)
+    summary = rl.format_summary(name, results)
+    if failed:
+        detail = summary + (f"stderr:\n{stderr.strip()}\n" if stderr.strip() else "")
+        raise FunctionError(f"{name} reported errors:\n{detail.rstrip()}")
+    if summary:
+        sys.stderr.write(summary)
+    if role == "validator":
+        before = [r.obj for r in inputs]
+        after = [dict(o) for o in out_items]
+        for o in after:
+            rl.strip_internal(o)
+        if after != before:
+            raise FunctionError(f"{name} is a validator but modified the resources")
+        return FnOutcome(list(resources), results, stderr)
+    return FnOutcome(rl.from_items(out_items, inputs, function=name), results, stderr)

@@ -1,0 +1,113 @@
+"""``krm view catalog REF``: what a catalog would let a build run, for the trust decision."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from orchestrator.functions.catalogs import CatalogStore, LoadedCatalog, parse_ref
+from orchestrator.functions.options import FnOptions
+
+
+def load(ref: str, *, options: FnOptions, cwd: str | None = None) -> LoadedCatalog:
+    """Fetch a catalog without any trust check (viewing is how one decides to trust)."""
+    return CatalogStore(options).get(parse_ref(ref, cwd or os.getcwd()))
+
+
+def _needs(version: Any) -> list[str]:
+    needs = []
+    if "exec" in version.runtime:
+        needs.append("exec binary")
+    if version.requires_network:
+        needs.append("network")
+    if version.requires_storage_mount:
+        needs.append("storage mount")
+    return needs
+
+
+def _platforms(version: Any) -> list[str]:
+    exec_ = version.runtime.get("exec") or {}
+    return [f"{p['os']}/{p['arch']}" for p in exec_.get("platforms", [])]
+
+
+def summary(loaded: LoadedCatalog) -> dict[str, Any]:
+    """Plain data for -o yaml|json: publisher, name, digest, source and every function."""
+    cat = loaded.catalog
+    md = cat.metadata
+    annotations = md.get("annotations") or {}
+    publishers = sorted({f.publisher for f in cat.functions if f.publisher})
+    publisher = annotations.get("publisher") or (", ".join(publishers) if publishers else None)
+    functions = []
+    for f in cat.functions:
+        for v in f.versions:
+            entry: dict[str, Any] = {
+                "apiVersion": f"{f.group}/{v.name}" if f.group else v.name,
+                "kind": f.kind,
+                "runtimes": v.runtime_kinds,
+                "needs": _needs(v),
+            }
+            if _platforms(v):
+                entry["platforms"] = _platforms(v)
+            container = v.runtime.get("container")
+            if container:
+                entry["image"] = container["image"]
+                if container.get("sha256"):
+                    entry["imageDigest"] = "sha256:" + container["sha256"]
+            if f.publisher:
+                entry["publisher"] = f.publisher
+            if f.description:
+                entry["description"] = f.description
+            functions.append(entry)
+    out: dict[str, Any] = {
+        "name": cat.name,
+        "publisher": publisher,
+        "digest": cat.digest,
+        "source": loaded.source,
+    }
+    if loaded.etag:
+        out["revision"] = loaded.etag
+    out["functions"] = functions
+    return out
+
+
+def render(loaded: LoadedCatalog, output: str | None = None) -> str:
+    """Human table (default), or the summary as yaml or json."""
+    data = summary(loaded)
+    if output == "json":
+        return json.dumps(data, indent=2) + "\n"
+    if output == "yaml":
+        from orchestrator import yamlio
+
+        return yamlio.dump(data)
+    if output not in (None, "", "table"):
+        raise ValueError(f"unknown output format {output!r}: use yaml or json")
+    lines = [
+        f"Catalog:   {data['name']}",
+        f"Publisher: {data['publisher'] or '(not stated)'}",
+        f"Digest:    {data['digest']}",
+        f"Source:    {data['source']}",
+        "",
+    ]
+    header = ("APIVERSION", "KIND", "RUNTIMES", "PLATFORMS", "NEEDS")
+    rows = [header] + [
+        (
+            f["apiVersion"],
+            f["kind"],
+            ",".join(f["runtimes"]),
+            ",".join(f.get("platforms", [])) or "-",
+            ",".join(f["needs"]) or "-",
+        )
+        for f in data["functions"]
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    if not data["functions"]:
+        lines.append("(no functions)")
+    return "\n".join(lines) + "\n"
+
+
+def main(ref: str, output: str | None, *, options: FnOptions) -> str:
+    """What the CLI prints for ``krm view catalog REF``."""
+    return render(load(ref, options=options), output)

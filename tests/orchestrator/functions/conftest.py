@@ -1,0 +1,176 @@
+"""Real peers for the function tests: archives on disk, a local HTTPS server (trustme), git repos."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import os
+import ssl
+import sys
+import tarfile
+import threading
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import trustme
+
+from orchestrator.functions.options import FnOptions
+
+# An exec function: adds a label to every item (awk over the YAML ResourceList) and, as proof
+# that it ran, touches the marker file named by $MARKER (when set) in its working directory.
+LABEL_FN = r"""#!/bin/sh
+if [ -n "$MARKER" ]; then touch "$MARKER"; fi
+exec {python} -c '
+import sys, yaml
+rl = yaml.safe_load(sys.stdin)
+for item in rl.get("items") or []:
+    item.setdefault("metadata", {}).setdefault("labels", {})["exec-fn"] = "ran"
+yaml.safe_dump(rl, sys.stdout)
+'
+""".replace("{python}", sys.executable)
+
+
+def sha256_of(path: Path | str) -> str:
+    """Hex sha256 of a file."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def make_tgz(path: Path, files: dict[str, str | bytes], *, mode: int = 0o755) -> str:
+    """Write a .tar.gz holding files (all with mode); returns its sha256."""
+    with tarfile.open(path, "w:gz") as tar:
+        for name, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = mode
+            tar.addfile(info, io.BytesIO(data))
+    return sha256_of(path)
+
+
+def make_zip(path: Path, files: dict[str, str], *, mode: int = 0o755) -> str:
+    """Write a .zip holding files (unix mode kept in external_attr); returns its sha256."""
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, content in files.items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o100000 | mode) << 16
+            zf.writestr(info, content)
+    return sha256_of(path)
+
+
+@dataclass
+class Server:
+    """A local HTTPS (or HTTP) file server over a dict of path -> bytes, with ETags."""
+
+    base: str
+    ca_file: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    requests: list[tuple[str, str, int]] = field(default_factory=list)  # (path, INM, status)
+
+    def url(self, path: str) -> str:
+        return f"{self.base}/{path.lstrip('/')}"
+
+
+def _serve(tmp_path: Path, *, tls: bool) -> Iterator[Server]:
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    state = Server(base="", ca_file=str(ca_file))
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            path = self.path.split("?", 1)[0]
+            data = state.files.get(path)
+            inm = self.headers.get("If-None-Match") or ""
+            if data is None:
+                status = 404
+                self.send_response(404)
+                self.end_headers()
+            else:
+                etag = '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
+                if inm == etag:
+                    status = 304
+                    self.send_response(304)
+                    self.send_header("ETag", etag)
+                    self.end_headers()
+                else:
+                    status = 200
+                    self.send_response(200)
+                    self.send_header("ETag", etag)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+            state.requests.append((path, inm, status))
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls:
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert("127.0.0.1", "localhost").configure_cert(ctx)
+        httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    scheme = "https" if tls else "http"
+    state.base = f"{scheme}://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def https_server(tmp_path: Path) -> Iterator[Server]:
+    """A real HTTPS server on a free loopback port, its certificate from a trustme CA."""
+    (tmp_path / "tls").mkdir()
+    yield from _serve(tmp_path / "tls", tls=True)
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[Server]:
+    """A plain HTTP server on a free loopback port (http is allowed to loopback only)."""
+    (tmp_path / "plain").mkdir()
+    yield from _serve(tmp_path / "plain", tls=False)
+
+
+@pytest.fixture
+def kit() -> SimpleNamespace:
+    """The helpers above, for tests (conftest modules are not importable by name)."""
+    return SimpleNamespace(
+        make_tgz=make_tgz, make_zip=make_zip, sha256_of=sha256_of, LABEL_FN=LABEL_FN
+    )
+
+
+@pytest.fixture
+def options(tmp_path: Path) -> Callable[..., FnOptions]:
+    """FnOptions with a cache in the test's tmp dir."""
+
+    def make(**kw: object) -> FnOptions:
+        kw.setdefault("cache_dir", str(tmp_path / "cache"))
+        return FnOptions(**kw)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Callable[[str, str | bytes], Path]:
+    """Write a file under tmp_path (parents created); returns its path."""
+
+    def _write(rel: str, content: str | bytes, mode: int | None = None) -> Path:
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content)
+        if mode is not None:
+            os.chmod(p, mode)
+        return p
+
+    return _write

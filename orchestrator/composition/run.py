@@ -192,24 +192,27 @@ def _append(acc: Any, resources: Any, where: str) -> None:
 
 
 def _run_kustomization(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> Any:
-    from orchestrator import kustomization, yamlio
+    import tempfile
+
+    from orchestrator import yamlio
     from orchestrator.build import Target, _Accumulator
     from orchestrator.fs import Loader, display
 
     body = {k: v for k, v in cfg.items() if k != "metadata"}
-    k = kustomization.parse(
-        yamlio.dump(body),
-        source=f"{display(t.file)} ({t.field}[{t.index}])",
-        warnings=run.state.warnings,
-    )
-    # An inline Kustomization has no file of its own: build a Target around the parsed
-    # document, rooted at the Composition's directory.
-    target = Target.__new__(Target)
-    target.build = run.state
-    target.loader = Loader(t.base_dir, restrictor=run.options.load_restrictor)
+    # An inline Kustomization has no file of its own: the engine reads it from a private
+    # temporary file while its loader stays rooted at the Composition's directory, so its
+    # relative paths mean what they say there.
+    with tempfile.TemporaryDirectory(prefix="krm-inline-") as tmp:
+        kfile = os.path.join(tmp, "kustomization.yaml")
+        with open(kfile, "w", encoding="utf-8") as f:
+            f.write(yamlio.dump(body))
+        loader = Loader(t.base_dir, restrictor=run.options.load_restrictor)
+        try:
+            target = Target(run.state, loader, kfile)
+        except KrmError as exc:
+            exc.file = display(t.file)
+            raise
     target.kfile = t.file
-    target.k = k
-    target.kind = k["kind"]
     target.source = display(t.file)
     new = _Accumulator()
     new.tconfig = acc.tconfig

@@ -183,3 +183,9 @@ MIRROR_PUBLISHER_SLUG = env("MIRROR_PUBLISHER_SLUG", default="mirrors")
 MIRROR_DEFAULT_INTERVAL_MINUTES = env_int("MIRROR_DEFAULT_INTERVAL_MINUTES", 60)
 # Mirrored runtime artifacts live in the default storage under this prefix.
 MIRROR_BLOB_PREFIX = "blobs/sha256"
+
+# Web UI (issue 7): sign-in pages, self sign-up (off by default: an admin creates accounts).
+LOGIN_URL = "web:login"
+LOGIN_REDIRECT_URL = "web:search"
+LOGOUT_REDIRECT_URL = "web:search"
+SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)

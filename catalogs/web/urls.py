@@ -1,0 +1,40 @@
+"""Web UI URLs (mounted at the site root)."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from catalogs.web import views
+
+app_name = "web"
+
+urlpatterns = [
+    path("", views.search, name="search"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(template_name="catalogs/registration/login.html"),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/tokens/", views.api_tokens, name="tokens"),
+    path("catalogs/new/", views.catalog_create, name="catalog-create"),
+    path("catalogs/<slug:publisher>/<slug:catalog>/", views.catalog_detail, name="catalog"),
+    path(
+        "catalogs/<slug:publisher>/<slug:catalog>/publish/",
+        views.catalog_publish,
+        name="catalog-publish",
+    ),
+    path(
+        "catalogs/<slug:publisher>/<slug:catalog>/functions/<str:group>/<str:kind>/",
+        views.function_detail,
+        name="function",
+    ),
+    path("contribute/", views.contribution_create, name="contribute"),
+    path("contributions/", views.contribution_list_mine, name="contributions"),
+    path("contributions/<int:pk>/edit/", views.contribution_edit, name="contribution-edit"),
+    path("review/", views.review_queue, name="review-queue"),
+    path("review/log/", views.review_log, name="review-log"),
+    path("review/<int:pk>/", views.review_detail, name="review-detail"),
+    path("review/<int:pk>/approve/", views.review_approve, name="review-approve"),
+    path("review/<int:pk>/reject/", views.review_reject, name="review-reject"),
+]

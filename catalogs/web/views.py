@@ -1,0 +1,540 @@
+"""Web pages: validate input, call one service or selector, render a template.
+
+Domain errors map to pages the same way the API maps them to statuses: NotAllowedError -> 403,
+NotFoundError -> 404, invalid input -> the form again with the errors inline.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework.authtoken.models import Token
+
+from catalogs import contributions, selectors, services
+from catalogs.exceptions import (
+    InvalidCatalogError,
+    InvalidInputError,
+    NotAllowedError,
+    NotFoundError,
+    RegistryError,
+)
+from catalogs.models import Catalog, ContributionStatus, FunctionDefinition, Publisher
+from catalogs.web import forms
+
+PAGE_SIZE = 20
+
+
+def _render(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200):
+    """Render with what the layout needs on every page."""
+    context.setdefault("is_reviewer", contributions.user_can_review(user=request.user))
+    context.setdefault("signup_enabled", settings.SIGNUP_ENABLED)
+    return render(request, f"catalogs/{template}", context, status=status)
+
+
+def _forbidden(request: HttpRequest, message: str) -> HttpResponse:
+    response = _render(request, "error.html", {"title": "Not allowed", "message": message}, 403)
+    return HttpResponseForbidden(response.content)
+
+
+def domain_errors(view: Callable) -> Callable:
+    """Turn NotAllowedError and NotFoundError into 403 and 404 pages."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except NotAllowedError as err:
+            return _forbidden(request, err.message)
+        except NotFoundError as err:
+            raise Http404(err.message)
+
+    return wrapper
+
+
+def _catalog(publisher: str, catalog: str) -> Catalog:
+    return selectors.catalog_get(publisher_slug=publisher, name=catalog)
+
+
+def _owned_publishers(user) -> Any:
+    if user.is_staff:
+        return Publisher.objects.all()
+    return Publisher.objects.filter(owners=user)
+
+
+# --------------------------------------------------------------------------- browse and search
+
+
+def search(request: HttpRequest) -> HttpResponse:
+    """Full-text search and filters over the functions of every catalog's latest version."""
+    qs = selectors.function_version_list().order_by("group", "kind", "name", "pk")
+    flt = forms.FunctionSearchFilter(request.GET or None, queryset=qs)
+    results = flt.qs if flt.is_bound and flt.is_valid() else qs
+    page = Paginator(results, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "filter": flt,
+        "page": page,
+        "query": query.urlencode(),
+        "catalogs": selectors.catalog_list().published()[:50] if not request.GET else None,
+    }
+    return _render(request, "search.html", context)
+
+
+def _trust_rows(parsed) -> list[dict[str, Any]]:
+    """What ``krm view catalog`` shows for each function version, for the trust decision."""
+    rows = []
+    for fn in parsed.functions if parsed else []:
+        for v in fn.versions:
+            needs = []
+            if "exec" in v.runtime:
+                needs.append("exec binary")
+            if v.requires_network:
+                needs.append("network")
+            if v.requires_storage_mount:
+                needs.append("storage mount")
+            exec_ = v.runtime.get("exec") or {}
+            container = v.runtime.get("container") or {}
+            rows.append(
+                {
+                    "api_version": f"{fn.group}/{v.name}" if fn.group else v.name,
+                    "group": fn.group,
+                    "kind": fn.kind,
+                    "runtimes": v.runtime_kinds,
+                    "platforms": [f"{p['os']}/{p['arch']}" for p in exec_.get("platforms", [])],
+                    "needs": needs,
+                    "image": container.get("image", ""),
+                    "image_digest": f"sha256:{container['sha256']}" if container.get("sha256") else "",
+                    "publisher": fn.publisher or "",
+                }
+            )
+    return rows
+
+
+@domain_errors
+def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpResponse:
+    """Publisher, versions, download links, the --trusted-catalog line and the trust view."""
+    cat = _catalog(publisher, catalog)
+    latest_url = request.build_absolute_uri(
+        reverse("catalogs:latest", kwargs={"publisher": publisher, "catalog": catalog})
+    )
+    parsed = contributions.catalog_parsed_latest(catalog=cat)
+    functions = (
+        FunctionDefinition.objects.filter(catalog_version=cat.latest_version).prefetch_related(
+            "versions"
+        )
+        if cat.latest_version
+        else []
+    )
+    context = {
+        "catalog": cat,
+        "versions": selectors.catalog_version_list(catalog=cat),
+        "latest_url": latest_url,
+        "build_line": f"krm build . --trusted-catalog={latest_url}",
+        "trust_rows": _trust_rows(parsed),
+        "functions": functions,
+        "can_publish": selectors.user_is_owner_or_staff(publisher=cat.publisher, user=request.user),
+    }
+    return _render(request, "catalog_detail.html", context)
+
+
+def _schema_rows(schema: Any, prefix: str = "", required: set | None = None, depth: int = 0):
+    """openAPIV3Schema properties as flat rows: field path, type, required, description."""
+    rows: list[dict[str, Any]] = []
+    if not isinstance(schema, dict) or depth > 20:
+        return rows
+    props = schema.get("properties") or {}
+    req = set(schema.get("required") or [])
+    for name, sub in props.items():
+        if not isinstance(sub, dict):
+            continue
+        path = f"{prefix}.{name}" if prefix else name
+        kind = sub.get("type", "")
+        if kind == "array" and isinstance(sub.get("items"), dict):
+            kind = f"array of {sub['items'].get('type', 'object')}"
+        rows.append(
+            {
+                "path": path,
+                "type": kind,
+                "required": name in req,
+                "description": sub.get("description", ""),
+                "enum": sub.get("enum") or [],
+                "default": sub.get("default"),
+            }
+        )
+        rows += _schema_rows(sub, path, depth=depth + 1)
+        if isinstance(sub.get("items"), dict):
+            rows += _schema_rows(sub["items"], f"{path}[]", depth=depth + 1)
+    return rows
+
+
+@domain_errors
+def function_detail(
+    request: HttpRequest, publisher: str, catalog: str, group: str, kind: str
+) -> HttpResponse:
+    """One function of a catalog's latest version: versions, runtimes, badges, schema."""
+    cat = _catalog(publisher, catalog)
+    fn = (
+        FunctionDefinition.objects.filter(catalog_version=cat.latest_version, group=group, kind=kind)
+        .prefetch_related("versions")
+        .first()
+        if cat.latest_version
+        else None
+    )
+    if fn is None:
+        raise Http404(f"Catalog '{cat}' has no function {group}/{kind}.")
+    versions = []
+    for v in sorted(fn.versions.all(), key=lambda v: v.position):
+        schema = (v.schema or {}).get("openAPIV3Schema") if isinstance(v.schema, dict) else None
+        runtime = v.runtime or {}
+        versions.append(
+            {
+                "row": v,
+                "exec_platforms": (runtime.get("exec") or {}).get("platforms", []),
+                "container": runtime.get("container"),
+                "starlark": runtime.get("starlark"),
+                "schema_rows": _schema_rows(schema),
+                "has_schema": bool(schema),
+            }
+        )
+    context = {"catalog": cat, "function": fn, "versions": versions}
+    return _render(request, "function_detail.html", context)
+
+
+# --------------------------------------------------------------------------- publish
+
+
+@login_required
+@domain_errors
+@require_http_methods(["GET", "POST"])
+def catalog_create(request: HttpRequest) -> HttpResponse:
+    """Create an empty catalog under a publisher the user owns."""
+    publishers = _owned_publishers(request.user)
+    if not publishers.exists():
+        raise NotAllowedError("You own no publisher; ask an administrator to add you to one.")
+    form = forms.CatalogCreateForm(request.POST or None, publishers=publishers)
+    if request.method == "POST" and form.is_valid():
+        try:
+            cat = services.catalog_create(
+                publisher=form.cleaned_data["publisher"],
+                name=form.cleaned_data["name"],
+                description=form.cleaned_data["description"],
+                actor=request.user,
+            )
+        except InvalidInputError as err:
+            form.add_error("name", err.message)
+        except RegistryError as err:
+            form.add_error(None, err.message)
+        else:
+            messages.success(request, f"Catalog {cat} created. Publish its first version.")
+            return redirect("web:catalog-publish", publisher=cat.publisher.slug, catalog=cat.name)
+    return _render(request, "catalog_create.html", {"form": form})
+
+
+@login_required
+@domain_errors
+@require_http_methods(["GET", "POST"])
+def catalog_publish(request: HttpRequest, publisher: str, catalog: str) -> HttpResponse:
+    """Upload or paste a catalog; preview errors (path and line) and changes; then publish."""
+    cat = _catalog(publisher, catalog)
+    if not selectors.user_is_owner_or_staff(publisher=cat.publisher, user=request.user):
+        raise NotAllowedError(f"Only owners of publisher '{cat.publisher.slug}' may publish here.")
+    form = forms.PublishForm(request.POST or None, request.FILES or None)
+    context: dict[str, Any] = {"catalog": cat, "form": form}
+    if request.method == "POST" and form.is_valid():
+        document = form.document()
+        text = document.decode("utf-8", errors="replace") if isinstance(document, bytes) else ""
+        if isinstance(document, str):
+            text = document
+        context["text"] = text
+        try:
+            parsed = contributions.catalog_document_check(content=document)
+        except InvalidCatalogError as err:
+            context["problems"] = err.problems
+            context["error"] = err.message
+        else:
+            if request.POST.get("action") == "publish":
+                version, created = services.catalog_version_publish(
+                    catalog=cat, content=document, actor=request.user
+                )
+                if created:
+                    messages.success(request, f"Published version {version.number}.")
+                else:
+                    messages.info(
+                        request, f"Nothing changed: version {version.number} has this content."
+                    )
+                return redirect("web:catalog", publisher=publisher, catalog=catalog)
+            old = contributions.catalog_parsed_latest(catalog=cat)
+            context["changes"] = contributions.catalog_changes(old=old, new=parsed)
+            context["preview_ok"] = True
+        # Re-show what was uploaded as text, so the user can fix it in place.
+        form = forms.PublishForm(initial={"content": text})
+        context["form"] = form
+    if request.headers.get("HX-Request"):
+        return _render(request, "partials/publish_result.html", context)
+    return _render(request, "catalog_publish.html", context)
+
+
+# --------------------------------------------------------------------------- contributions
+
+
+@login_required
+@domain_errors
+@require_http_methods(["GET", "POST"])
+def contribution_create(request: HttpRequest) -> HttpResponse:
+    """Any signed-in user proposes a function definition for any catalog."""
+    catalogs = selectors.catalog_list()
+    initial = {}
+    if request.GET.get("catalog"):
+        initial["catalog"] = request.GET["catalog"]
+    form = forms.ContributionForm(
+        request.POST or None, request.FILES or None, catalogs=catalogs, initial=initial
+    )
+    context: dict[str, Any] = {"form": form}
+    if request.method == "POST" and form.is_valid():
+        try:
+            text = form.text()
+            contribution = contributions.contribution_submit(
+                catalog=form.cleaned_data["catalog"], content=text, actor=request.user
+            )
+        except forms.forms.ValidationError as err:
+            form.add_error(None, err)
+        except InvalidCatalogError as err:
+            context["problems"] = err.problems
+            context["error"] = err.message
+        else:
+            messages.success(request, f"Contribution #{contribution.pk} sent for review.")
+            return redirect("web:contributions")
+    return _render(request, "contribution_create.html", context)
+
+
+@login_required
+def contribution_list_mine(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's contributions with status and the reviewer's reason."""
+    items = contributions.contribution_list(author=request.user)
+    return _render(request, "contribution_list.html", {"contributions": items})
+
+
+def _visible_contribution(request: HttpRequest, pk: int):
+    contribution = contributions.contribution_get(pk=pk)
+    if contribution.author_id != request.user.pk and not contributions.user_can_review(
+        user=request.user
+    ):
+        raise NotAllowedError("Only its author and reviewers may see a contribution.")
+    return contribution
+
+
+@login_required
+@domain_errors
+@require_http_methods(["GET", "POST"])
+def contribution_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """The author edits a rejected contribution and resubmits it."""
+    contribution = _visible_contribution(request, pk)
+    if contribution.author_id != request.user.pk:
+        raise NotAllowedError("Only the author of a contribution may edit it.")
+    form = forms.ResubmitForm(request.POST or None, initial={"content": contribution.content})
+    context: dict[str, Any] = {"contribution": contribution, "form": form}
+    if contribution.status != ContributionStatus.REJECTED:
+        context["error"] = (
+            f"Only a rejected contribution can be resubmitted; this one is {contribution.status}."
+        )
+        status = 400 if request.method == "POST" else 200
+        return _render(request, "contribution_edit.html", context, status=status)
+    if request.method == "POST" and form.is_valid():
+        try:
+            contributions.contribution_resubmit(
+                contribution=contribution, content=form.cleaned_data["content"], actor=request.user
+            )
+        except InvalidCatalogError as err:
+            context["problems"] = err.problems
+            context["error"] = err.message
+        except InvalidInputError as err:
+            context["error"] = err.message
+        else:
+            messages.success(request, f"Contribution #{contribution.pk} resubmitted.")
+            return redirect("web:contributions")
+    context["events"] = contributions.review_event_list(contribution=contribution)
+    return _render(request, "contribution_edit.html", context)
+
+
+# --------------------------------------------------------------------------- review
+
+
+def _require_reviewer(request: HttpRequest) -> None:
+    if not contributions.user_can_review(user=request.user):
+        raise NotAllowedError("Only reviewers may see the review queue.")
+
+
+@login_required
+@domain_errors
+def review_queue(request: HttpRequest) -> HttpResponse:
+    """Contributions to review, filtered by catalog and status (pending by default)."""
+    _require_reviewer(request)
+    data = request.GET.copy()
+    if "status" not in data:
+        data["status"] = ContributionStatus.PENDING
+    form = forms.ReviewFilterForm(data)
+    status = catalog = None
+    if form.is_valid():
+        status = form.cleaned_data["status"] or None
+        catalog = form.cleaned_data["catalog"]
+    items = contributions.contribution_list(status=status, catalog=catalog)
+    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    return _render(request, "review_queue.html", {"form": form, "page": page})
+
+
+def _review_context(contribution) -> dict[str, Any]:
+    """Definition, runtimes, capability needs, diff against the current function, validity."""
+    context: dict[str, Any] = {"contribution": contribution}
+    try:
+        definition = contributions.contribution_definition_parse(content=contribution.content)
+    except InvalidCatalogError as err:
+        context["problems"] = err.problems
+        context["valid"] = False
+        return context
+    context["valid"] = True
+    fn = definition.function
+    current = contributions.catalog_parsed_latest(catalog=contribution.catalog)
+    before = next(
+        (f for f in (current.functions if current else []) if (f.group, f.kind) == (fn.group, fn.kind)),
+        None,
+    )
+    from orchestrator.catalog import Catalog as ParsedCatalog
+
+    old = ParsedCatalog(metadata={"name": "x"}, functions=[before] if before else [])
+    new = ParsedCatalog(metadata={"name": "x"}, functions=[fn])
+    context["changes"] = contributions.catalog_changes(old=old, new=new).functions
+    context["is_new_function"] = before is None
+    context["trust_rows"] = _trust_rows(new)
+    if before is not None:
+        import difflib
+
+        from orchestrator.catalog import dump_canonical
+
+        context["diff"] = list(
+            difflib.unified_diff(
+                dump_canonical(before.to_dict()).splitlines(),
+                dump_canonical(fn.to_dict()).splitlines(),
+                "current",
+                "contributed",
+                lineterm="",
+            )
+        )
+    return context
+
+
+@login_required
+@domain_errors
+def review_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One contribution for review, with its audit log."""
+    _require_reviewer(request)
+    contribution = contributions.contribution_get(pk=pk)
+    context = _review_context(contribution)
+    context["events"] = contributions.review_event_list(contribution=contribution)
+    context["own"] = contribution.author_id == request.user.pk
+    context["reject_form"] = forms.RejectForm()
+    return _render(request, "review_detail.html", context)
+
+
+@login_required
+@domain_errors
+@require_POST
+def review_approve(request: HttpRequest, pk: int) -> HttpResponse:
+    """Approve: publishes a new catalog version including the function."""
+    contribution = contributions.contribution_get(pk=pk)
+    try:
+        contribution = contributions.contribution_approve(
+            contribution=contribution, actor=request.user
+        )
+    except (InvalidInputError, InvalidCatalogError) as err:
+        messages.error(request, err.message)
+        return redirect("web:review-detail", pk=pk)
+    messages.success(
+        request,
+        f"Approved; published {contribution.catalog} version "
+        f"{contribution.published_version.number}.",
+    )
+    return redirect("web:review-detail", pk=pk)
+
+
+@login_required
+@domain_errors
+@require_POST
+def review_reject(request: HttpRequest, pk: int) -> HttpResponse:
+    """Reject with a required reason."""
+    contribution = contributions.contribution_get(pk=pk)
+    form = forms.RejectForm(request.POST)
+    form.is_valid()
+    try:
+        contributions.contribution_reject(
+            contribution=contribution,
+            actor=request.user,
+            reason=form.cleaned_data.get("reason", ""),
+        )
+    except InvalidInputError as err:
+        # Keep the reviewer on the page with the error next to the reason box.
+        _require_reviewer(request)
+        form.add_error("reason", err.message)
+        context = _review_context(contribution)
+        context["events"] = contributions.review_event_list(contribution=contribution)
+        context["own"] = contribution.author_id == request.user.pk
+        context["reject_form"] = form
+        return _render(request, "review_detail.html", context, status=400)
+    messages.success(request, f"Rejected contribution #{pk}.")
+    return redirect("web:review-detail", pk=pk)
+
+
+@login_required
+@domain_errors
+def review_log(request: HttpRequest) -> HttpResponse:
+    """The whole audit log, newest first."""
+    _require_reviewer(request)
+    events = contributions.review_event_list().order_by("-created_at", "-pk")
+    page = Paginator(events, 50).get_page(request.GET.get("page"))
+    return _render(request, "review_log.html", {"page": page})
+
+
+# --------------------------------------------------------------------------- accounts
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    """Self sign-up, only when settings.SIGNUP_ENABLED; otherwise an admin creates accounts."""
+    if not settings.SIGNUP_ENABLED:
+        return _forbidden(request, "Sign-up is closed; ask an administrator for an account.")
+    form = forms.SignUpForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("web:search")
+    return _render(request, "registration/signup.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    """The user's API token (DRF token auth): create, regenerate or revoke it."""
+    token = Token.objects.filter(user=request.user).first()
+    new_key = None
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if action in ("create", "regenerate"):
+            Token.objects.filter(user=request.user).delete()
+            token = Token.objects.create(user=request.user)
+            new_key = token.key
+        elif action == "revoke":
+            Token.objects.filter(user=request.user).delete()
+            token = None
+            messages.success(request, "Token revoked.")
+    return _render(request, "tokens.html", {"token": token, "new_key": new_key})

@@ -78,3 +78,117 @@ class FunctionVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return request.user.is_active and request.user.is_staff
+
+
+# --- Contributions (issue 7): the review actions call the same services as the web UI. ---
+
+from django import forms as _forms  # noqa: E402
+from django.contrib import messages as _messages  # noqa: E402
+from django.template.response import TemplateResponse  # noqa: E402
+
+from catalogs import contributions as _contributions  # noqa: E402
+from catalogs.exceptions import RegistryError as _RegistryError  # noqa: E402
+from catalogs.models import Contribution, ReviewEvent  # noqa: E402
+
+
+class _RejectReasonForm(_forms.Form):
+    reason = _forms.CharField(widget=_forms.Textarea(attrs={"rows": 3}))
+
+
+class ReviewEventInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = ReviewEvent
+    fields = ["created_at", "actor", "action", "revision", "reason", "catalog_version"]
+    readonly_fields = fields
+    extra = 0
+
+
+@admin.register(Contribution)
+class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["pk", "group", "kind", "catalog", "author", "status", "revision", "updated_at"]
+    list_filter = ["status", "catalog"]
+    list_select_related = ["catalog__publisher", "author"]
+    search_fields = ["group", "kind", "author__username"]
+    fields = ["catalog", "author", "group", "kind", "status", "revision", "reason", "content"]
+    readonly_fields = fields
+    inlines = [ReviewEventInline]
+    actions = ["approve_selected", "reject_selected"]
+
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return _contributions.user_can_review(user=request.user)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _contributions.user_can_review(user=request.user)
+
+    def _each(self, request: HttpRequest, queryset, call) -> None:
+        done = 0
+        for contribution in queryset:
+            try:
+                call(contribution)
+                done += 1
+            except _RegistryError as err:
+                self.message_user(request, f"#{contribution.pk}: {err.message}", _messages.ERROR)
+        if done:
+            self.message_user(request, f"{done} contribution(s) done.", _messages.SUCCESS)
+
+    @admin.action(description="Approve (publish a new catalog version)")
+    def approve_selected(self, request: HttpRequest, queryset) -> None:
+        self._each(
+            request,
+            queryset,
+            lambda c: _contributions.contribution_approve(contribution=c, actor=request.user),
+        )
+
+    @admin.action(description="Reject (a reason is required)")
+    def reject_selected(self, request: HttpRequest, queryset):
+        form = _RejectReasonForm(request.POST if "reason" in request.POST else None)
+        if not form.is_bound or not form.is_valid():
+            # Ask for the reason first; the same action runs again with it.
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Reject contributions",
+                "queryset": queryset,
+                "form": form,
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                "opts": self.model._meta,
+            }
+            return TemplateResponse(request, "admin/catalogs/contribution/reject.html", context)
+        reason = form.cleaned_data["reason"]
+        self._each(
+            request,
+            queryset,
+            lambda c: _contributions.contribution_reject(
+                contribution=c, actor=request.user, reason=reason
+            ),
+        )
+        return None
+
+
+# --- Mirroring (issue 6): sources are managed through the API's services; runs are records. ---
+
+from catalogs.models import DriftEvent, MirrorSource, RuntimeArtifact, SyncRun  # noqa: E402
+
+
+@admin.register(MirrorSource)
+class MirrorSourceAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["name", "url", "enabled", "mirror_runtimes", "last_digest", "last_synced_at"]
+    list_filter = ["enabled", "mirror_runtimes"]
+    search_fields = ["name", "url"]
+
+
+@admin.register(SyncRun)
+class SyncRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["id", "source", "status", "digest", "queued_at", "finished_at"]
+    list_filter = ["status"]
+    search_fields = ["source__name", "reason", "digest"]
+
+
+@admin.register(RuntimeArtifact)
+class RuntimeArtifactAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["digest", "size", "source_uri", "created_at"]
+    search_fields = ["digest", "source_uri"]
+
+
+@admin.register(DriftEvent)
+class DriftEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["source", "image", "old_digest", "new_digest", "detected_at"]
+    search_fields = ["image", "source__name"]

@@ -78,10 +78,11 @@ def yaml_line_of(text: str, path: str) -> int | None:
                     line = key.start_mark.line + 1
                     child = value
                     break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if part < len(node.value):
-                child = node.value[part]
-                line = child.start_mark.line + 1
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
+            child = node.value[part]
+            line = child.start_mark.line + 1
         if child is None:
             break
         node = child
@@ -311,7 +312,9 @@ def catalog_changes(*, old: ParsedCatalog | None, new: ParsedCatalog) -> Catalog
                 needs_added=sorted(_needs(fn) - _needs(before)),
                 needs_removed=sorted(_needs(before) - _needs(fn)),
                 fields_changed=sorted(
-                    k for k in head_old.keys() | head_new.keys() if head_old.get(k) != head_new.get(k)
+                    k
+                    for k in head_old.keys() | head_new.keys()
+                    if head_old.get(k) != head_new.get(k)
                 ),
             )
         )
@@ -333,7 +336,7 @@ def catalog_changes(*, old: ParsedCatalog | None, new: ParsedCatalog) -> Catalog
 
 
 def user_can_review(*, user: User) -> bool:
-    """Reviewers: the review permission, the ``reviewers`` group, or staff (who may publish anyway)."""
+    """Reviewers: the review permission, the ``reviewers`` group, or staff (who publish anyway)."""
     if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
     if user.is_staff or user.has_perm(REVIEW_PERMISSION):
@@ -456,8 +459,8 @@ def contribution_approve(*, contribution: Contribution, actor: User) -> Contribu
     """Approve: publish a new version of the target catalog that includes the definition."""
     from catalogs.services import catalog_version_publish
 
-    locked = Contribution.objects.select_for_update().select_related("catalog").get(
-        pk=contribution.pk
+    locked = (
+        Contribution.objects.select_for_update().select_related("catalog").get(pk=contribution.pk)
     )
     _check_can_review(locked, actor)
     definition = contribution_definition_parse(content=locked.content)

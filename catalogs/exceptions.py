@@ -86,5 +86,5 @@ class SignatureError(SyncError):
     """A required signature is missing, invalid, or made by another key or identity."""
 
 
-class SyncInProgressError(RegistryError):
-    """Another run of the same source is queued or running."""
+class SyncInProgressError(AlreadyExistsError):
+    """Another run of the same source is queued or running (a conflict, like AlreadyExists)."""

@@ -26,3 +26,31 @@ def catalog_version_verify_task(version_pk: int) -> dict:
     version = CatalogVersion.objects.get(pk=version_pk)
     actual = "sha256:" + hashlib.sha256(bytes(version.content)).hexdigest()
     return {"version": version.number, "digest": version.digest, "ok": actual == version.digest}
+
+
+# --- Mirroring (issue 6). Late acknowledgement: a worker killed mid-run leaves the message in
+# the queue, the next worker restarts the run, and a finished run is never redone. ---
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def mirror_source_sync_task(run_pk: int) -> dict:
+    """Execute the queued sync run ``run_pk``."""
+    from catalogs import mirrors
+
+    run = mirrors.sync_run_execute(run_pk=run_pk)
+    return {"run": run.pk, "status": run.status, "reason": run.reason, "digest": run.digest}
+
+
+@shared_task
+def mirror_sources_sync_due_task() -> dict:
+    """Queue a sync of every enabled source whose interval has passed (run by celery beat)."""
+    from catalogs import mirrors
+    from catalogs.exceptions import SyncInProgressError
+
+    queued = []
+    for source in mirrors.mirror_sources_due():
+        try:
+            queued.append(mirrors.mirror_source_sync_request(source=source, actor=None).pk)
+        except SyncInProgressError:
+            continue
+    return {"queued": queued}

@@ -2,11 +2,14 @@
 
 from django.urls import path, re_path
 
-from catalogs import views
+from catalogs import mirror_views, views
 
 app_name = "catalogs"
 
 urlpatterns = [
+    re_path(
+        r"^blobs/sha256/(?P<hexdigest>[0-9a-f]{64})$", mirror_views.blob_by_digest, name="blob"
+    ),
     path("<slug:publisher>/<slug:catalog>/catalog.yaml", views.catalog_latest, name="latest"),
     path(
         "<slug:publisher>/<slug:catalog>/versions/<int:number>/catalog.yaml",

@@ -37,17 +37,34 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write_dir(directory: str, resources: list[dict]) -> None:
-    from orchestrator import yamlio
+def _file_name(obj: dict) -> str:
+    """kustomize's per-resource file name: ``group_version_kind_name.yaml``, lower-cased."""
+    api = str(obj.get("apiVersion") or "")
+    group, _, version = api.rpartition("/")
+    parts = [p for p in (group, version, str(obj.get("kind") or "")) if p]
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    return f"{'_'.join(parts).lower()}_{name.lower()}.yaml"
 
-    os.makedirs(directory, exist_ok=True)
+
+def _write_dir(directory: str, resources: list[dict]) -> None:
+    """One file per resource, namespace-prefixed when resources span several namespaces."""
+    from orchestrator import yamlio
+    from orchestrator.resource import is_cluster_scoped
+
+    namespaced = [
+        o
+        for o in resources
+        if not is_cluster_scoped(str(o.get("apiVersion") or ""), str(o.get("kind") or ""))
+    ]
+    # kustomize groups by effective namespace, where "" means "default".
+    namespaces = {str((o.get("metadata") or {}).get("namespace") or "default") for o in namespaced}
     for obj in resources:
-        md = obj.get("metadata") or {}
-        ns = md.get("namespace")
-        name = "_".join(
-            x for x in ((ns or ""), str(obj.get("kind", "")).lower(), str(md.get("name", ""))) if x
-        )
-        with open(os.path.join(directory, f"{name}.yaml"), "w", encoding="utf-8") as f:
+        name = _file_name(obj)
+        cluster = is_cluster_scoped(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+        if not cluster and len(namespaces) > 1:
+            ns = str((obj.get("metadata") or {}).get("namespace") or "default")
+            name = f"{ns.lower()}_{name}"
+        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
             f.write(yamlio.dump(obj))
 
 

@@ -11,44 +11,200 @@ from orchestrator.errors import LoadError, ValidationError
 KUSTOMIZATION_VERSION = "kustomize.config.k8s.io/v1beta1"
 COMPONENT_VERSION = "kustomize.config.k8s.io/v1alpha1"
 
-# field -> expected YAML type ("list", "map", "str", "any")
-FIELDS: dict[str, str] = {
-    "apiVersion": "str",
-    "kind": "str",
-    "metadata": "map",
-    "openapi": "map",
-    "namePrefix": "str",
-    "nameSuffix": "str",
-    "namespace": "str",
-    "commonLabels": "map",
-    "labels": "list",
-    "commonAnnotations": "map",
-    "patchesStrategicMerge": "list",
-    "patchesJson6902": "list",
-    "patches": "list",
-    "images": "list",
-    "imageTags": "list",
-    "replacements": "list",
-    "replicas": "list",
-    "vars": "list",
-    "sortOptions": "map",
-    "resources": "list",
-    "components": "list",
-    "crds": "list",
-    "bases": "list",
-    "configMapGenerator": "list",
-    "secretGenerator": "list",
-    "helmGlobals": "map",
-    "helmCharts": "list",
-    "helmChartInflationGenerator": "list",
-    "generatorOptions": "map",
-    "configurations": "list",
-    "generators": "list",
-    "transformers": "list",
-    "validators": "list",
-    "buildMetadata": "list",
-    "catalogs": "list",
+# The Kustomization schema (kustomize v5.5.0's Go types): kustomize decodes the file strictly
+# (unknown fields and wrong scalar types are errors), after reading it as YAML 1.1.
+S, B, INT, ANY = "string", "bool", "int64", "any"
+
+
+def _map(v: Any) -> tuple:
+    return ("map", v)
+
+
+def _list(v: Any) -> tuple:
+    return ("list", v)
+
+
+def _struct(name: str, fields: dict[str, Any]) -> tuple:
+    return ("struct", name, fields)
+
+
+_GVK = {"group": S, "version": S, "kind": S}
+_FIELDSPEC = _struct("FieldSpec", {**_GVK, "path": S, "create": B})
+_SELECTOR = _struct(
+    "Selector",
+    {**_GVK, "name": S, "namespace": S, "labelSelector": S, "annotationSelector": S},
+)
+_GEN_OPTIONS = _struct(
+    "GeneratorOptions",
+    {"labels": _map(S), "annotations": _map(S), "disableNameSuffixHash": B, "immutable": B},
+)
+_GEN_ARGS = {
+    "namespace": S,
+    "name": S,
+    "behavior": S,
+    "literals": _list(S),
+    "files": _list(S),
+    "envs": _list(S),
+    "env": S,
+    "options": _GEN_OPTIONS,
 }
+_PATCH = _struct("Patch", {"path": S, "patch": S, "target": _SELECTOR, "options": _map(B)})
+_OBJECT_META = _struct(
+    "ObjectMeta", {"name": S, "namespace": S, "labels": _map(S), "annotations": _map(S)}
+)
+KUSTOMIZATION = _struct(
+    "Kustomization",
+    {
+        "apiVersion": S,
+        "kind": S,
+        "metadata": _OBJECT_META,
+        "openapi": _map(S),
+        "namePrefix": S,
+        "nameSuffix": S,
+        "namespace": S,
+        "commonLabels": _map(S),
+        "labels": _list(
+            _struct(
+                "Label",
+                {
+                    "pairs": _map(S),
+                    "includeSelectors": B,
+                    "includeTemplates": B,
+                    "fields": _list(_FIELDSPEC),
+                },
+            )
+        ),
+        "commonAnnotations": _map(S),
+        "patchesStrategicMerge": _list(S),
+        "patchesJson6902": _list(_PATCH),
+        "patches": _list(_PATCH),
+        "images": _list(
+            _struct(
+                "Image",
+                {"name": S, "newName": S, "tagSuffix": S, "newTag": S, "digest": S},
+            )
+        ),
+        "imageTags": _list(
+            _struct(
+                "Image",
+                {"name": S, "newName": S, "tagSuffix": S, "newTag": S, "digest": S},
+            )
+        ),
+        "replacements": _list(ANY),
+        "replicas": _list(_struct("Replica", {"name": S, "count": INT})),
+        "vars": _list(
+            _struct(
+                "Var",
+                {
+                    "name": S,
+                    "objref": _struct(
+                        "Target", {**_GVK, "apiVersion": S, "name": S, "namespace": S}
+                    ),
+                    "fieldref": _struct("FieldSelector", {"fieldPath": S}),
+                },
+            )
+        ),
+        "sortOptions": _struct(
+            "SortOptions",
+            {
+                "order": S,
+                "legacySortOptions": _struct(
+                    "LegacySortOptions", {"orderFirst": _list(S), "orderLast": _list(S)}
+                ),
+            },
+        ),
+        "resources": _list(S),
+        "components": _list(S),
+        "crds": _list(S),
+        "bases": _list(S),
+        "configMapGenerator": _list(_struct("ConfigMapArgs", _GEN_ARGS)),
+        "secretGenerator": _list(_struct("SecretArgs", {**_GEN_ARGS, "type": S})),
+        "helmGlobals": _struct("HelmGlobals", {"chartHome": S, "configHome": S}),
+        "helmCharts": _list(ANY),
+        "helmChartInflationGenerator": _list(ANY),
+        "generatorOptions": _GEN_OPTIONS,
+        "configurations": _list(S),
+        "generators": _list(S),
+        "transformers": _list(S),
+        "validators": _list(S),
+        "buildMetadata": _list(S),
+        "catalogs": _list(ANY),
+    },
+)
+FIELDS = KUSTOMIZATION[2]
+
+
+def _json_type(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, dict):
+        return "object"
+    return "array"
+
+
+def _type_name(spec: Any) -> str:
+    if isinstance(spec, str):
+        return "interface {}" if spec == ANY else spec
+    if spec[0] == "map":
+        return f"map[string]{_type_name(spec[1])}"
+    if spec[0] == "list":
+        return f"[]{_type_name(spec[1])}"
+    return f"types.{spec[1]}"
+
+
+def check(value: Any, spec: Any, path: str, struct: str, source: str) -> None:
+    """Check ``value`` against ``spec`` like Go's strict JSON decoding; raise on mismatch."""
+    if value is None or spec == ANY:
+        return
+
+    def bad() -> ValidationError:
+        return ValidationError(
+            f"invalid Kustomization: json: cannot unmarshal {_json_type(value)} into Go struct "
+            f"field {struct}.{path} of type {_type_name(spec)}",
+            file=source,
+        )
+
+    if spec == S:
+        if not isinstance(value, str):
+            raise bad()
+    elif spec == B:
+        if not isinstance(value, bool):
+            raise bad()
+    elif spec == INT:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad()
+        if isinstance(value, float) and value != int(value):
+            raise bad()
+    elif spec[0] == "map":
+        if not isinstance(value, dict):
+            raise bad()
+        for v in value.values():
+            check(v, spec[1], path, struct, source)
+    elif spec[0] == "list":
+        if not isinstance(value, list):
+            raise bad()
+        for v in value:
+            check(v, spec[1], path, struct, source)
+    else:
+        if not isinstance(value, dict):
+            raise bad()
+        name, fields = spec[1], spec[2]
+        for k in list(value):
+            key = k
+            if k not in fields:
+                # Go's JSON decoding matches field names case-insensitively.
+                key = next((f for f in fields if f.lower() == k.lower()), None)
+                if key is None:
+                    raise ValidationError(
+                        f'invalid Kustomization: json: unknown field "{k}"', file=source
+                    )
+                value[key] = value.pop(k)
+            check(value[key], fields[key], f"{path}.{key}" if path else key, name, source)
+
 
 _DEPRECATED = {
     "bases": "# Warning: 'bases' is deprecated. Please use 'resources' instead.",
@@ -64,8 +220,6 @@ _FIX_EXPERIMENTAL = (
     " [EXPERIMENTAL] Run 'kustomize edit fix' to update your Kustomization automatically."
 )
 
-_TYPES = {"list": list, "map": dict, "str": str}
-
 
 def load(path: str, *, warnings: list[str] | None = None) -> dict[str, Any]:
     """Read, check and normalise the kustomization file at ``path``."""
@@ -78,31 +232,15 @@ def load(path: str, *, warnings: list[str] | None = None) -> dict[str, Any]:
 
 def parse(data: bytes | str, *, source: str, warnings: list[str] | None = None) -> dict[str, Any]:
     """Check and normalise a kustomization document (legacy fields folded in)."""
-    docs = yamlio.load_all(data, source=source)
-    if len(docs) > 1:
-        raise ValidationError("invalid Kustomization: more than one YAML document", file=source)
+    docs = yamlio.load_yaml11(data, source=source)
     k = docs[0] if docs else {}
     if not isinstance(k, dict):
-        raise ValidationError("invalid Kustomization: not a YAML map", file=source)
-    for key, value in k.items():
-        want = FIELDS.get(key)
-        if want is None:
-            raise ValidationError(f"invalid Kustomization: unknown field {key!r}", file=source)
-        if value is None:
-            continue
-        typ = _TYPES.get(want)
-        if typ is str and isinstance(value, (int, float, bool)):
-            k[key] = (
-                yamlio.format_float(value)
-                if isinstance(value, float)
-                else (str(value).lower() if isinstance(value, bool) else str(value))
-            )
-            continue
-        if typ is not None and not isinstance(value, typ):
-            raise ValidationError(
-                f"invalid Kustomization: field {key!r} must be a {want}, got {value!r}",
-                file=source,
-            )
+        raise ValidationError(
+            f"invalid Kustomization: json: cannot unmarshal {_json_type(k)} into Go value of "
+            "type types.Kustomization",
+            file=source,
+        )
+    check(k, KUSTOMIZATION, "", "Kustomization", source)
     k = {key: v for key, v in k.items() if v is not None}
     # A `patches:` list with plain strings is the legacy patchesStrategicMerge.
     if any(isinstance(p, str) for p in k.get("patches") or []):

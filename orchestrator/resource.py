@@ -167,7 +167,8 @@ class Resource:
             previous=list(self.previous),
             behavior=self.behavior,
             needs_hash=self.needs_hash,
-            extra=_copy.deepcopy(self.extra),
+            # Value aliases point into this object's containers; a copy starts without them.
+            extra=_copy.deepcopy({k: v for k, v in self.extra.items() if k != "value_aliases"}),
         )
 
 

@@ -122,7 +122,7 @@ def _fast_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
 Loader.resolve = _fast_resolve  # type: ignore[method-assign]
 
 
-def _scalar(node: yaml.ScalarNode) -> Any:
+def _scalar(node: yaml.ScalarNode, bools: dict[str, bool] = _BOOLS) -> Any:
     tag = node.tag
     value = node.value
     if tag == _STR:
@@ -144,7 +144,7 @@ def _scalar(node: yaml.ScalarNode) -> Any:
         except ValueError:
             return value
     if tag == _BOOL:
-        b = _BOOLS.get(value)
+        b = bools.get(value)
         return value if b is None else b
     if tag == _NULL:
         return None if value in _NULLS else value
@@ -152,13 +152,13 @@ def _scalar(node: yaml.ScalarNode) -> Any:
     return value
 
 
-def _construct(node: Any) -> Any:
+def _construct(node: Any, bools: dict[str, bool] = _BOOLS) -> Any:
     """Plain Python data from a composed node (faster than PyYAML's constructor)."""
     cls = node.__class__
     if cls is yaml.ScalarNode:
-        return _scalar(node)
+        return _scalar(node, bools)
     if cls is yaml.SequenceNode:
-        return [_construct(c) for c in node.value]
+        return [_construct(c, bools) for c in node.value]
     result: dict[str, Any] = {}
     merged: list[Any] = []
     seen: dict[str, Any] = {}
@@ -170,7 +170,7 @@ def _construct(node: Any) -> Any:
             raise yaml.constructor.ConstructorError(
                 None, None, "mapping keys must be scalars", key_node.start_mark
             )
-        key = _key_str(_scalar(key_node))
+        key = _key_str(_scalar(key_node, bools))
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None,
@@ -179,7 +179,7 @@ def _construct(node: Any) -> Any:
                 key_node.start_mark,
             )
         seen[key] = key_node.start_mark
-        result[key] = _construct(value_node)
+        result[key] = _construct(value_node, bools)
     if merged:
         base: dict[str, Any] = {}
         for m in merged:
@@ -189,7 +189,7 @@ def _construct(node: Any) -> Any:
                     raise yaml.constructor.ConstructorError(
                         None, None, "merge value must be a mapping", src.start_mark
                     )
-                for k, v in _construct(src).items():
+                for k, v in _construct(src, bools).items():
                     base[k] = v
         base.update(result)
         result = base
@@ -207,6 +207,80 @@ def load_all(text: str | bytes, *, source: str | None = None) -> list[Any]:
             node = loader.get_node()
             if node is not None:
                 doc = _construct(node)
+                if doc is not None:
+                    docs.append(doc)
+    except yaml.YAMLError as exc:
+        raise YamlError(f"invalid YAML: {_mark(exc)}", file=source) from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+class Loader11(yaml.CSafeLoader):
+    """go-yaml v2 (YAML 1.1) scalar typing: how kustomize reads kustomization files."""
+
+
+_V2_BOOLS = {
+    **{w: True for w in ["y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"]},
+    **{
+        w: False
+        for w in ["n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"]
+    },
+}
+_V2_FLOAT_RE = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+
+
+def _v2_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
+    if kind is yaml.ScalarNode:
+        if not implicit[0]:
+            return _STR
+        if value in _NULLS:
+            return _NULL
+        if value in _V2_BOOLS:
+            return _BOOL
+        if value == "<<":
+            return _MERGE
+        if value in (
+            ".inf",
+            ".Inf",
+            ".INF",
+            "+.inf",
+            "+.Inf",
+            "+.INF",
+            "-.inf",
+            "-.Inf",
+            "-.INF",
+            ".nan",
+            ".NaN",
+            ".NAN",
+        ):
+            return _FLOAT
+        if value[0] in _NUM_START:
+            plain = value.replace("_", "")
+            if _INT_RE.match(value) and _parse_go_int(value) is not None:
+                return _INT
+            if _V2_FLOAT_RE.match(plain):
+                return _FLOAT
+        return _STR
+    if kind is yaml.SequenceNode:
+        return _SEQ
+    return _MAP
+
+
+Loader11.resolve = _v2_resolve  # type: ignore[method-assign]
+
+
+def load_yaml11(text: str | bytes, *, source: str | None = None) -> list[Any]:
+    """Parse a YAML stream with go-yaml v2's YAML 1.1 typing (y/yes/on are booleans)."""
+    if isinstance(text, bytes):
+        text = decode(text)
+    loader = Loader11(text)
+    docs = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                doc = _construct(node, bools=_V2_BOOLS)
                 if doc is not None:
                     docs.append(doc)
     except yaml.YAMLError as exc:

@@ -9,3 +9,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings.base")
 app = Celery("registry")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Celery beat: look for mirror sources whose interval has passed once a minute; each source's
+# own interval (MirrorSource.interval_minutes) decides whether it is synced.
+app.conf.beat_schedule = {
+    **(app.conf.beat_schedule or {}),
+    "mirror-sources-sync-due": {
+        "task": "catalogs.tasks.mirror_sources_sync_due_task",
+        "schedule": 60.0,
+    },
+}

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from catalogs.api import views
+from catalogs.api import mirrors, views
 
 app_name = "api"
 
@@ -48,5 +48,30 @@ urlpatterns = [
         "functions/<int:pk>/",
         views.FunctionVersionViewSet.as_view({"get": "retrieve"}),
         name="function-detail",
+    ),
+    path(
+        "sources/",
+        mirrors.MirrorSourceViewSet.as_view({"get": "list", "post": "create"}),
+        name="source-list",
+    ),
+    path(
+        "sources/<int:pk>/",
+        mirrors.MirrorSourceViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
+        name="source-detail",
+    ),
+    path(
+        "sources/<int:pk>/sync/",
+        mirrors.MirrorSourceViewSet.as_view({"post": "sync"}),
+        name="source-sync",
+    ),
+    path(
+        "sources/<int:pk>/runs/",
+        mirrors.MirrorSourceViewSet.as_view({"get": "runs"}),
+        name="source-runs",
+    ),
+    path(
+        "runs/<int:pk>/",
+        mirrors.SyncRunViewSet.as_view({"get": "retrieve"}),
+        name="sync-run-detail",
     ),
 ]

@@ -137,7 +137,9 @@ def fetch_git(ref: str, *, limits: Limits, options: FetchOptions | None = None) 
         bundle = None
         if options.signatures:
             try:
-                bundle = run(["cat-file", "blob", f"{commit}:{parsed.path}{SIGSTORE_BUNDLE_SUFFIX}"])
+                bundle = run(
+                    ["cat-file", "blob", f"{commit}:{parsed.path}{SIGSTORE_BUNDLE_SUFFIX}"]
+                )
             except _GitFailed:
                 bundle = None
     provenance = {

@@ -19,8 +19,6 @@ from catalogs.fetchers.base import (
     register,
 )
 
-CHUNK = 1024 * 1024
-
 
 class HttpsSession:
     """One pooled HTTPS client for a sync: the catalog, its bundle and its runtime artifacts."""
@@ -71,7 +69,9 @@ class HttpsSession:
             check_destination(current, limits=limits)
             try:
                 with self.client.stream("GET", current, headers=headers or {}) as response:
-                    if response.is_redirect:
+                    if response.status_code == 304:
+                        return 304, "", response.headers, current
+                    if response.status_code in (301, 302, 303, 307, 308):
                         location = response.headers.get("location", "")
                         target = urljoin(current, location)
                         try:
@@ -86,8 +86,6 @@ class HttpsSession:
                             ) from None
                         current = target
                         continue
-                    if response.status_code == 304:
-                        return 304, "", response.headers, current
                     if response.status_code == 404 and missing_ok:
                         return None
                     if response.status_code != 200:
@@ -118,7 +116,8 @@ class HttpsSession:
         hasher = hashlib.sha256()
         received = 0
         try:
-            for chunk in response.iter_raw(CHUNK):
+            # Unbuffered: a chunk size would hold back the bytes read before a truncation.
+            for chunk in response.iter_raw():
                 received += len(chunk)
                 if received > max_bytes:
                     raise FetchError(f"Body of {url} is over the size limit of {max_bytes} bytes")

@@ -1,4 +1,4 @@
-"""OCI fetcher (oras): resolve the tag to the manifest digest, take the KEP catalog layer, verify it.
+"""OCI fetcher (oras): resolve the tag to its manifest digest, verify the KEP catalog layer.
 
 References: ``oci://host[:port]/repo:tag`` or ``oci://host[:port]/repo@sha256:<hex>``. Cosign
 simple-signing signatures are read from the ``sha256-<hex>.sig`` tag of the same repository.
@@ -80,7 +80,9 @@ class OciClient:
         try:
             return do_request(self.registry, url, method, headers=headers or {}, stream=stream)
         except requests.Timeout:
-            raise FetchError(f"Timed out after {self.limits.timeout:g} s waiting for {url}") from None
+            raise FetchError(
+                f"Timed out after {self.limits.timeout:g} s waiting for {url}"
+            ) from None
         except requests.RequestException as exc:
             raise FetchError(f"Cannot read {url}: {exc}") from None
 

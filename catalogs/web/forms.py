@@ -78,6 +78,43 @@ class ContributionForm(DocumentForm):
         return doc
 
 
+class DefinitionFieldsForm(forms.Form):
+    """The common case of a KRMFunctionDefinition as form fields: one version, a container image."""
+
+    catalog = forms.ModelChoiceField(queryset=Catalog.objects.none(), label="Target catalog")
+    group = forms.CharField(max_length=253, help_text="e.g. example.org")
+    kind = forms.CharField(max_length=253, help_text="e.g. SetLabels")
+    version = forms.CharField(max_length=100, initial="v1")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    image = forms.CharField(max_length=2048, label="Container image")
+    license = forms.CharField(max_length=200, required=False, initial="Apache-2.0")
+    usage = forms.URLField(required=False, assume_scheme="https", label="Usage URL")
+    requires_network = forms.BooleanField(required=False, label="Needs network")
+
+    def __init__(self, *args, catalogs: QuerySet[Catalog], **kwargs):
+        super().__init__(*args, prefix="fn", **kwargs)
+        self.fields["catalog"].queryset = catalogs
+
+    def text(self) -> str:
+        """The definition as a KRMFunctionDefinition YAML document."""
+        from orchestrator.catalog import API_VERSION, dump_canonical
+
+        d = self.cleaned_data
+        container: dict = {"image": d["image"]}
+        if d["requires_network"]:
+            container["requireNetwork"] = True
+        version: dict = {"name": d["version"], "runtime": {"container": container}}
+        for key in ("usage", "license"):
+            if d[key]:
+                version[key] = d[key]
+        spec: dict = {"group": d["group"], "names": {"kind": d["kind"]}}
+        if d["description"]:
+            spec["description"] = d["description"]
+        spec["versions"] = [version]
+        doc = {"apiVersion": API_VERSION, "kind": "KRMFunctionDefinition", "spec": spec}
+        return dump_canonical(doc)
+
+
 class ResubmitForm(forms.Form):
     """The edited definition of a rejected contribution."""
 
@@ -146,8 +183,31 @@ class FunctionSearchFilter(FunctionVersionFilter):
         method="filter_true",
     )
 
+    mirrored = django_filters.BooleanFilter(
+        widget=forms.CheckboxInput, label="Mirrored", method="filter_mirrored"
+    )
+    signed = django_filters.BooleanFilter(
+        widget=forms.CheckboxInput, label="Signature verified", method="filter_signed"
+    )
+
     class Meta(FunctionVersionFilter.Meta):
-        fields = [*FunctionVersionFilter.Meta.fields, "verified", "network", "storage"]
+        fields = [
+            *FunctionVersionFilter.Meta.fields,
+            *["verified", "network", "storage", "mirrored", "signed"],
+        ]
+
+    def filter_mirrored(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
+        """Functions of catalogs mirrored from elsewhere."""
+        if not value:
+            return queryset
+        return queryset.filter(catalog_version__catalog__mirror_source__isnull=False)
+
+    def filter_signed(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
+        """Mirrored catalogs whose last sync verified a cosign or sigstore signature."""
+        if not value:
+            return queryset
+        key = "catalog_version__catalog__mirror_source__verification__type__in"
+        return queryset.filter(**{key: ["cosign", "sigstore"]})
 
     def filter_true(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
         """An unticked box means "any", not "false"."""

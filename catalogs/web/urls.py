@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from catalogs.web import views
+from catalogs.web import mirror_pages, views
 
 app_name = "web"
 
@@ -37,4 +37,7 @@ urlpatterns = [
     path("review/<int:pk>/", views.review_detail, name="review-detail"),
     path("review/<int:pk>/approve/", views.review_approve, name="review-approve"),
     path("review/<int:pk>/reject/", views.review_reject, name="review-reject"),
+    path("mirrors/", mirror_pages.mirror_list, name="mirrors"),
+    path("mirrors/<int:pk>/", mirror_pages.mirror_detail, name="mirror"),
+    path("mirrors/<int:pk>/sync/", mirror_pages.mirror_sync, name="mirror-sync"),
 ]

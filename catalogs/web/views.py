@@ -39,7 +39,24 @@ def _render(request: HttpRequest, template: str, context: dict[str, Any], status
     """Render with what the layout needs on every page."""
     context.setdefault("is_reviewer", contributions.user_can_review(user=request.user))
     context.setdefault("signup_enabled", settings.SIGNUP_ENABLED)
+    context.setdefault("is_operator", _is_operator(request.user))
     return render(request, f"catalogs/{template}", context, status=status)
+
+
+def _is_operator(user) -> bool:
+    from catalogs.mirrors import user_is_mirror_operator
+
+    return getattr(user, "is_authenticated", False) and user_is_mirror_operator(user)
+
+
+def image_digest(container: dict[str, Any] | None) -> str:
+    """The digest a container runtime pins: its sha256, or the one in ``image@sha256:...``."""
+    if not container:
+        return ""
+    if container.get("sha256"):
+        return f"sha256:{container['sha256']}"
+    _, at, digest = str(container.get("image", "")).partition("@")
+    return digest if at else ""
 
 
 def _forbidden(request: HttpRequest, message: str) -> HttpResponse:
@@ -115,7 +132,7 @@ def _trust_rows(parsed) -> list[dict[str, Any]]:
                     "platforms": [f"{p['os']}/{p['arch']}" for p in exec_.get("platforms", [])],
                     "needs": needs,
                     "image": container.get("image", ""),
-                    "image_digest": f"sha256:{container['sha256']}" if container.get("sha256") else "",
+                    "image_digest": image_digest(container),
                     "publisher": fn.publisher or "",
                 }
             )
@@ -186,7 +203,9 @@ def function_detail(
     """One function of a catalog's latest version: versions, runtimes, badges, schema."""
     cat = _catalog(publisher, catalog)
     fn = (
-        FunctionDefinition.objects.filter(catalog_version=cat.latest_version, group=group, kind=kind)
+        FunctionDefinition.objects.filter(
+            catalog_version=cat.latest_version, group=group, kind=kind
+        )
         .prefetch_related("versions")
         .first()
         if cat.latest_version
@@ -203,6 +222,7 @@ def function_detail(
                 "row": v,
                 "exec_platforms": (runtime.get("exec") or {}).get("platforms", []),
                 "container": runtime.get("container"),
+                "image_digest": image_digest(runtime.get("container")),
                 "starlark": runtime.get("starlark"),
                 "schema_rows": _schema_rows(schema),
                 "has_schema": bool(schema),
@@ -293,23 +313,27 @@ def catalog_publish(request: HttpRequest, publisher: str, catalog: str) -> HttpR
 @domain_errors
 @require_http_methods(["GET", "POST"])
 def contribution_create(request: HttpRequest) -> HttpResponse:
-    """Any signed-in user proposes a function definition for any catalog."""
+    """Any signed-in user proposes a function definition (YAML, or simple form fields)."""
     catalogs = selectors.catalog_list()
-    initial = {}
-    if request.GET.get("catalog"):
-        initial["catalog"] = request.GET["catalog"]
+    initial = {"catalog": request.GET["catalog"]} if request.GET.get("catalog") else {}
+    by_fields = request.POST.get("mode") == "fields"
+    post = request.POST or None
     form = forms.ContributionForm(
-        request.POST or None, request.FILES or None, catalogs=catalogs, initial=initial
+        None if by_fields else post, request.FILES or None, catalogs=catalogs, initial=initial
     )
-    context: dict[str, Any] = {"form": form}
-    if request.method == "POST" and form.is_valid():
+    fields_form = forms.DefinitionFieldsForm(
+        post if by_fields else None, catalogs=catalogs, initial=initial
+    )
+    context: dict[str, Any] = {"form": form, "fields_form": fields_form, "by_fields": by_fields}
+    active = fields_form if by_fields else form
+    if request.method == "POST" and active.is_valid():
         try:
-            text = form.text()
+            text = active.text()
             contribution = contributions.contribution_submit(
-                catalog=form.cleaned_data["catalog"], content=text, actor=request.user
+                catalog=active.cleaned_data["catalog"], content=text, actor=request.user
             )
         except forms.forms.ValidationError as err:
-            form.add_error(None, err)
+            active.add_error(None, err)
         except InvalidCatalogError as err:
             context["problems"] = err.problems
             context["error"] = err.message
@@ -407,7 +431,11 @@ def _review_context(contribution) -> dict[str, Any]:
     fn = definition.function
     current = contributions.catalog_parsed_latest(catalog=contribution.catalog)
     before = next(
-        (f for f in (current.functions if current else []) if (f.group, f.kind) == (fn.group, fn.kind)),
+        (
+            f
+            for f in (current.functions if current else [])
+            if (f.group, f.kind) == (fn.group, fn.kind)
+        ),
         None,
     )
     from orchestrator.catalog import Catalog as ParsedCatalog

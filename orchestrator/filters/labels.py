@@ -7,20 +7,81 @@ from typing import Any
 from orchestrator import fieldspec
 from orchestrator.errors import KrmError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, string_map
-from orchestrator.resource import ResMap
+from orchestrator.resource import ResMap, Resource
+
+ALIAS = "value_aliases"
 
 
-def _map_setter(pairs: dict[str, str], what: str):
+def _map_setter(pairs: dict[str, str], what: str, res: Resource):
+    """Set ``pairs`` in each map reached, emulating kyaml's shared value nodes.
+
+    kustomize inserts ONE scalar node per label key and resource into every field it
+    creates, and overwrites existing values in place; so a later transformer that
+    overwrites such a value in one place changes it everywhere the node was inserted
+    (e.g. an overlay's plain ``labels`` entry also rewrites selectors that a base's
+    ``includeSelectors`` label created). ``res.extra[ALIAS]`` maps a location
+    (container id, key) to the group of locations sharing its node.
+    """
+    aliases: dict[tuple[int, str], list] = res.extra.setdefault(ALIAS, {})
+    created: dict[str, list] = {}
+
     def setter(value: Any) -> Any:
         if value is None or value == "":
             value = {}
         if not isinstance(value, dict):
             raise KrmError(f"{what} field is not a map: {value!r}")
         for k in sorted(pairs):
-            value[k] = pairs[k]
+            v = pairs[k]
+            if k in value:
+                group = aliases.get((id(value), k))
+                if group is not None:
+                    for container, key in group:
+                        container[key] = v
+                else:
+                    value[k] = v
+            else:
+                value[k] = v
+                group = created.setdefault(k, [])
+                group.append((value, k))
+                aliases[(id(value), k)] = group
         return value
 
     return setter
+
+
+def rebind_aliases(res: Resource, old: Any, new: Any) -> None:
+    """Carry value aliases over to a patched copy of the object (kyaml patches in place,
+    keeping the nodes a patch does not touch)."""
+    aliases = res.extra.get(ALIAS)
+    if not aliases:
+        return
+    mapping: dict[int, dict] = {}
+
+    def walk(o: Any, n: Any) -> None:
+        if isinstance(o, dict) and isinstance(n, dict):
+            mapping[id(o)] = n
+            for k, ov in o.items():
+                if k in n:
+                    walk(ov, n[k])
+        elif isinstance(o, list) and isinstance(n, list) and len(o) == len(n):
+            for a, b in zip(o, n, strict=True):
+                walk(a, b)
+
+    walk(old, new)
+    rebuilt: dict[tuple[int, str], list] = {}
+    done: dict[int, list] = {}
+    for group in aliases.values():
+        if id(group) in done:
+            continue
+        fresh: list = []
+        for container, key in group:
+            nc = mapping.get(id(container))
+            if nc is not None and key in nc and nc[key] == container.get(key):
+                fresh.append((nc, key))
+        done[id(group)] = fresh
+        for nc, key in fresh:
+            rebuilt[(id(nc), key)] = fresh
+    res.extra[ALIAS] = rebuilt
 
 
 class LabelTransformer:
@@ -37,10 +98,13 @@ class LabelTransformer:
     def transform(self, resmap: ResMap) -> None:
         if not self.pairs:
             return
-        setter = _map_setter(self.pairs, self.key)
         cache: dict = {}
         for res in resmap:
-            for fs in fieldspec.select(self.specs, res.gvk, cache):
+            specs = fieldspec.select(self.specs, res.gvk, cache)
+            if not specs:
+                continue
+            setter = _map_setter(self.pairs, self.key, res)
+            for fs in specs:
                 apply_spec(res, fs, setter, "map", selected=True)
 
 

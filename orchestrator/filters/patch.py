@@ -177,6 +177,9 @@ def apply_smp(res: Resource, patch: Resource, ctx: PluginContext, *, options: di
         raise
     if merged is None or not merged:
         return False
+    from orchestrator.filters.labels import rebind_aliases
+
+    rebind_aliases(res, res.obj, merged)
     res.obj = merged
     md = res.metadata
     if not allow_kind:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -86,28 +87,39 @@ def resolve_scalar(text: str) -> Any:
     return text
 
 
+def _yaml_tag(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return "str"
+
+
 def _typed_like(target: Any, text: str) -> Any:
-    """``text`` as a value of the same YAML type as ``target`` (kyaml keeps the target's tag)."""
+    """``text`` as a value of the same YAML type as ``target`` (kyaml keeps the target's tag).
+
+    A text that does not fit the tag (``abc`` under ``!!int``) makes kustomize's writer fail;
+    so does it here, with the same message.
+    """
     if isinstance(target, str):
         return text
     resolved = resolve_scalar(text)
-    if target is None:
-        if resolved is None:
-            return None
-        # The node keeps its !!null tag, which kustomize's writer then cannot decode.
-        tag = {bool: "bool", int: "int", float: "float"}.get(type(resolved), "str")
-        raise ReplacementError(f"yaml: cannot decode !!{tag} `{text}` as a !!null")
-    if isinstance(target, bool) and isinstance(resolved, bool):
-        return resolved
-    target_int = isinstance(target, int) and not isinstance(target, bool)
-    resolved_num = isinstance(resolved, int | float) and not isinstance(resolved, bool)
-    if target_int and resolved_num and isinstance(resolved, int):
-        return resolved
-    if isinstance(target, float) and resolved_num:
-        return float(resolved)
-    # kustomize would write the text under the old tag (e.g. "!!int abc"); plain text is the
-    # closest a dict can hold.
-    return text
+    have, want = _yaml_tag(resolved), _yaml_tag(target)
+    if have == want or (want == "float" and have == "int"):
+        return float(resolved) if want == "float" else resolved
+    raise _Undecodable(f"yaml: cannot decode !!{have} `{text}` as a !!{want}", text)
+
+
+class _Undecodable(Exception):
+    """Text under a YAML tag it cannot have; kustomize only notices when it writes the result."""
+
+    def __init__(self, message: str, text: str):
+        super().__init__(message)
+        self.text = text
 
 
 class _Scalar:
@@ -254,112 +266,135 @@ class _Slot:
         self.container[self.key] = value
 
 
-class _Untagged:
-    """A scalar created by ``options.create``: it has no YAML tag yet (see _write)."""
+class _Plain(str):
+    """Text of a scalar that ``options.create`` made: untagged, so YAML rules decide its type.
+
+    It lives in the object only while a replacement runs; :meth:`_Matcher.settle` resolves it.
+    """
+
+    __slots__ = ()
 
 
-_UNTAGGED = _Untagged()
+class _Matcher:
+    """kyaml's PathMatcher over PyYAML data, remembering the scalars it creates."""
 
+    __slots__ = ("create", "created", "out")
 
-def _new_node(next_part: str | None, create_kind: str) -> Any:
-    """kyaml's getPathPartKind: what an intermediate (or the leaf) node is created as."""
-    if next_part is None:
-        kind = create_kind
-    elif _is_list_index(next_part) or _IDX_RE.fullmatch(next_part) or next_part == "*":
-        kind = _SEQ
-    else:
-        kind = _MAP
-    if kind == _MAP:
-        return {}
-    if kind == _SEQ:
-        return []
-    return _UNTAGGED
+    def __init__(self, create: str | None):
+        self.create = create
+        self.out: list[_Slot] = []
+        self.created: list[_Slot] = []
 
+    def new_node(self, container: Any, key: Any, next_part: str | None) -> Any:
+        """kyaml's getPathPartKind: what an intermediate (or the leaf) node is created as."""
+        if next_part is None:
+            kind = self.create
+        elif _is_list_index(next_part) or _IDX_RE.fullmatch(next_part) or next_part == "*":
+            kind = _SEQ
+        else:
+            kind = _MAP
+        node: Any = {} if kind == _MAP else [] if kind == _SEQ else _Plain("")
+        if isinstance(container, list):
+            container.append(node)
+        else:
+            container[key] = node
+        if isinstance(node, _Plain):
+            self.created.append(_Slot(container, key))
+        return node
 
-def _match(slot: _Slot, parts: tuple[str, ...], create: str | None, out: list[_Slot]) -> None:
-    """kyaml PathMatcher: collect every slot matching ``parts`` below ``slot``."""
-    if not parts:
-        out.append(slot)
-        return
-    node = slot.get()
-    part, rest = parts[0], parts[1:]
-    next_part = rest[0] if rest else None
-    if part.isdigit():
-        if node is None:
-            if not create:
-                raise ReplacementError(f"index {part} specified but only 0 elements found")
-            node = []
-            slot.set(node)
-        if not isinstance(node, list):
-            raise _kind_error(_SEQ, node)
-        index = int(part)
-        if index == len(node) and create:
-            node.append(_new_node(next_part, create))
-        if index >= len(node):
-            raise ReplacementError(f"index {index} specified but only {len(node)} elements found")
-        _match(_Slot(node, index), rest, create, out)
-    elif _is_list_index(part):
-        name, pattern = _split_index(part)
-        if node is None:
-            if not create:
-                return
-            node = []
-            slot.set(node)
-        if not isinstance(node, list):
-            raise _kind_error(_SEQ, node)
-        regex = _regex(pattern)
-        found = _match_elements(node, name, regex, rest, create, out)
-        if not found and create:
-            text_value = resolve_scalar(pattern)
-            node.append(text_value if name == "" else {name: text_value})
-            _match_elements(node, name, regex, rest, create, out)
-    elif part == "*":
-        if node is None:
+    def settle(self) -> None:
+        """Give created scalars that nothing overwrote their YAML-resolved value."""
+        for slot in self.created:
+            value = slot.get()
+            if isinstance(value, _Plain):
+                slot.set(resolve_scalar(str(value)))
+        self.created.clear()
+
+    def match(self, slot: _Slot, parts: tuple[str, ...]) -> None:
+        """Collect every slot matching ``parts`` below ``slot`` into ``out``."""
+        if not parts:
+            self.out.append(slot)
             return
-        if not isinstance(node, list):
-            raise _kind_error(_SEQ, node)
-        for i in range(len(node)):
-            _match(_Slot(node, i), rest, create, out)
-    else:
-        if node is None:
-            if not create:
+        node = slot.get()
+        part, rest = parts[0], parts[1:]
+        next_part = rest[0] if rest else None
+        create = self.create
+        if part.isdigit():
+            if node is None:
+                if not create:
+                    raise ReplacementError(f"index {part} specified but only 0 elements found")
+                node = []
+                slot.set(node)
+            if not isinstance(node, list):
+                raise _kind_error(_SEQ, node)
+            index = int(part)
+            if index == len(node) and create:
+                self.new_node(node, index, next_part)
+            if index >= len(node):
+                raise ReplacementError(
+                    f"index {index} specified but only {len(node)} elements found"
+                )
+            self.match(_Slot(node, index), rest)
+        elif _is_list_index(part):
+            name, pattern = _split_index(part)
+            if node is None:
+                if not create:
+                    return
+                node = []
+                slot.set(node)
+            if not isinstance(node, list):
+                raise _kind_error(_SEQ, node)
+            regex = _regex(pattern)
+            if not self.match_elements(node, name, regex, rest) and create:
+                # kyaml appends an element whose (untagged) value is the pattern, then looks again.
+                if name == "":
+                    node.append(_Plain(pattern))
+                    self.created.append(_Slot(node, len(node) - 1))
+                else:
+                    node.append({name: _Plain(pattern)})
+                    self.created.append(_Slot(node[-1], name))
+                self.match_elements(node, name, regex, rest)
+        elif part == "*":
+            if node is None:
                 return
-            node = {}
-            slot.set(node)
-        if not isinstance(node, dict):
-            raise _kind_error(_MAP, node)
-        if part not in node:
-            if not create:
-                return
-            node[part] = _new_node(next_part, create)
-        _match(_Slot(node, part), rest, create, out)
+            if not isinstance(node, list):
+                raise _kind_error(_SEQ, node)
+            for i in range(len(node)):
+                self.match(_Slot(node, i), rest)
+        else:
+            if node is None:
+                if not create:
+                    return
+                node = {}
+                slot.set(node)
+            if not isinstance(node, dict):
+                raise _kind_error(_MAP, node)
+            if part not in node:
+                if not create:
+                    return
+                self.new_node(node, part, next_part)
+            self.match(_Slot(node, part), rest)
 
-
-def _match_elements(
-    node: list[Any],
-    name: str,
-    regex: re.Pattern[str],
-    rest: tuple[str, ...],
-    create: str | None,
-    out: list[_Slot],
-) -> bool:
-    """Visit list elements whose field ``name`` (or the element itself) matches ``regex``."""
-    found = False
-    for i, elem in enumerate(node):
-        if name == "":
-            # kyaml matches the element's YAML text, unanchored, and does not recurse.
-            if regex.search(scalar_text(elem).strip()):
-                out.append(_Slot(node, i))
-                found = True
-            continue
-        if not isinstance(elem, dict) or elem.get(name) is None:
-            continue
-        if not regex.search(scalar_text(elem[name]).strip()):
-            continue
-        before = len(out)
-        _match(_Slot(node, i), rest, create, out)
-        found = found or len(out) > before
-    return found
+    def match_elements(
+        self, node: list[Any], name: str, regex: re.Pattern[str], rest: tuple[str, ...]
+    ) -> bool:
+        """Visit list elements whose field ``name`` (or the element itself) matches ``regex``."""
+        found = False
+        for i, elem in enumerate(node):
+            if name == "":
+                # kyaml matches the element's YAML text, unanchored, and does not recurse.
+                if not isinstance(elem, dict | list) and regex.search(scalar_text(elem).strip()):
+                    self.out.append(_Slot(node, i))
+                    found = True
+                continue
+            if not isinstance(elem, dict) or elem.get(name) is None:
+                continue
+            if not regex.search(scalar_text(elem[name]).strip()):
+                continue
+            before = len(self.out)
+            self.match(_Slot(node, i), rest)
+            found = found or len(self.out) > before
+        return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -547,7 +582,8 @@ def _source_string(
     return ":".join(parts)
 
 
-def _source_value(resources: list[Resource], spec: Any, where: str) -> Any:
+def _source_value(resources: list[Resource], spec: Any, where: str) -> Callable[[], Any]:
+    """The replacement's value, as a function: kyaml hands out the live source node."""
     if not isinstance(spec, dict):
         raise ValidationError(f"{where}.source must be a map")
     sel = _Selector(spec, f"{where}.source", with_labels=False)
@@ -571,7 +607,15 @@ def _source_value(resources: list[Resource], spec: Any, where: str) -> Any:
             resource=matches[0].describe(),
         )
     if not delimiter:
-        return value
+        # Without a delimiter kustomize keeps a reference to the source node itself: a target
+        # that rewrites the source changes what later targets receive. Re-read it each time.
+        obj, parts = matches[0].obj, split_path(field_path)
+
+        def live() -> Any:
+            current = lookup(obj, parts)
+            return value if current is MISSING else current
+
+        return live
     if isinstance(value, dict | list):
         raise ReplacementError("delimiter option can only be used with scalar nodes")
     pieces = scalar_text(value).split(delimiter)
@@ -579,20 +623,31 @@ def _source_value(resources: list[Resource], spec: Any, where: str) -> Any:
         raise ReplacementError(
             f"options.index {index} is out of bounds for value {scalar_text(value)}"
         )
-    return _Scalar(value, pieces[index])
+    snapshot = _Scalar(value, pieces[index])
+    return lambda: snapshot
 
 
 def _value_text(value: Any) -> str:
     return value.text if isinstance(value, _Scalar) else scalar_text(value)
 
 
-def _write(slot: _Slot, value: Any, delimiter: str, index: int) -> None:
-    """kustomize's setFieldValue for one target field."""
+def _write(slot: _Slot, value: Any, delimiter: str, index: int) -> str | None:
+    """kustomize's setFieldValue for one target field; returns a deferred decode error."""
+    try:
+        _set_value(slot, value, delimiter, index)
+    except _Undecodable as err:
+        # Keep the text (as kustomize keeps it under the old tag) and report at the end.
+        slot.set(err.text)
+        return str(err)
+    return None
+
+
+def _set_value(slot: _Slot, value: Any, delimiter: str, index: int) -> None:
     target = slot.get()
     if delimiter:
         if isinstance(target, dict | list):
             raise ReplacementError("delimiter option can only be used with scalar nodes")
-        pieces = scalar_text(target).split(delimiter) if target is not _UNTAGGED else [""]
+        pieces = scalar_text(target).split(delimiter)
         text = _value_text(value)
         if index < 0:
             pieces.insert(0, text)
@@ -602,9 +657,9 @@ def _write(slot: _Slot, value: Any, delimiter: str, index: int) -> None:
             pieces[index] = text
         like = value.like if isinstance(value, _Scalar) else value
         value = _Scalar(like if not isinstance(like, dict | list) else "", delimiter.join(pieces))
-    if target is _UNTAGGED:
+    if isinstance(target, _Plain):
         # A created scalar has no tag: the text is written plain and read back by YAML rules.
-        slot.set(resolve_scalar(_value_text(value)))
+        slot.set(_Plain(_value_text(value)))
     elif not isinstance(target, dict | list):
         slot.set(_typed_like(target, _value_text(value)))
     elif isinstance(value, _Scalar):
@@ -619,7 +674,14 @@ def _field_error(field_path: str, create: bool) -> str:
     return f'unable to find field "{field_path}" in replacement target'
 
 
-def _apply_target(resources: list[Resource], value: Any, spec: Any, where: str) -> None:
+def _apply_target(
+    resources: list[Resource],
+    value_of: Callable[[], Any],
+    spec: Any,
+    where: str,
+    deferred: list[KrmError],
+    touched: list[Resource],
+) -> None:
     if not isinstance(spec, dict):
         raise ValidationError(f"{where} must be a map")
     select_spec = _get(spec, "select")
@@ -636,9 +698,6 @@ def _apply_target(resources: list[Resource], value: Any, spec: Any, where: str) 
     if not isinstance(field_paths, list) or not all(isinstance(p, str) for p in field_paths):
         raise ValidationError(f"{where}.fieldPaths must be a list of strings")
     delimiter, index, create = _options(spec, where)
-    create_kind = None
-    if create:
-        create_kind = _kind_of(value) if not isinstance(value, _Scalar) else _SCALAR
     for res in resources:
         if not select.matches_labels(res):
             continue
@@ -650,24 +709,39 @@ def _apply_target(resources: list[Resource], value: Any, spec: Any, where: str) 
         if any(not r.id_empty() and r.selects_any(ids) for r in rejects):
             continue
         for field_path in field_paths:
-            slots: list[_Slot] = []
+            if not touched or touched[-1] is not res:
+                touched.append(res)
+            create_kind = None
+            if create:
+                value = value_of()
+                create_kind = _kind_of(value) if not isinstance(value, _Scalar) else _SCALAR
+            matcher = _Matcher(create_kind)
             root = {"": res.obj}
             try:
-                _match(_Slot(root, ""), split_path(field_path), create_kind, slots)
-            except (ReplacementError, ValidationError) as err:
-                raise ReplacementError(
-                    f"{_field_error(field_path, create)}: {err.message}",
-                    resource=res.describe(),
-                ) from None
-            if not slots:
-                raise ReplacementError(_field_error(field_path, create), resource=res.describe())
-            for slot in slots:
-                if slot.container is root:
+                try:
+                    matcher.match(_Slot(root, ""), split_path(field_path))
+                except (ReplacementError, ValidationError) as err:
                     raise ReplacementError(
-                        f"fieldPath {field_path!r} addresses the whole resource",
+                        f"{_field_error(field_path, create)}: {err.message}",
                         resource=res.describe(),
+                    ) from None
+                if not matcher.out:
+                    raise ReplacementError(
+                        _field_error(field_path, create), resource=res.describe()
                     )
-                _write(slot, value, delimiter, index)
+                for slot in matcher.out:
+                    if slot.container is root:
+                        raise ReplacementError(
+                            f"fieldPath {field_path!r} addresses the whole resource",
+                            resource=res.describe(),
+                        )
+                    problem = _write(slot, value_of(), delimiter, index)
+                    if problem:
+                        deferred.append(ReplacementError(problem, resource=res.describe()))
+                    if isinstance(slot.get(), _Plain):
+                        matcher.created.append(slot)
+            finally:
+                matcher.settle()
 
 
 def apply(
@@ -679,6 +753,8 @@ def apply(
     """
     if not isinstance(replacements, list):
         raise ValidationError("replacements must be a list", file=source)
+    deferred: list[KrmError] = []
+    touched: list[Resource] = []
     for i, spec in enumerate(replacements):
         where = f"replacements[{i}]"
         try:
@@ -692,10 +768,29 @@ def apply(
                 raise ValidationError(f"{where}.targets must be a list")
             value = _source_value(resources, source_spec, where)
             for j, target in enumerate(targets):
-                _apply_target(resources, value, target, f"{where}.targets[{j}]")
+                before = len(deferred)
+                _apply_target(resources, value, target, f"{where}.targets[{j}]", deferred, touched)
+                for err in deferred[before:]:
+                    _name_error(err, where, source)
         except KrmError as err:
-            err.file = err.file or source
-            if not err.message.startswith(where):
-                err.message = f"{where}: {err.message}"
-                err.args = (err.message,)
-            raise
+            raise _name_error(err, where, source)
+    for res in touched:
+        name = (res.obj.get("metadata") or {}).get("name")
+        if not name or not isinstance(name, str):
+            deferred.append(
+                ReplacementError(
+                    f"missing metadata.name in object {res.api_version} {res.kind}", file=source
+                )
+            )
+    if deferred:
+        # kustomize's writer reports these only after every replacement ran.
+        raise deferred[0]
+
+
+def _name_error(err: KrmError, where: str, source: str | None) -> KrmError:
+    """Prefix an error with the replacement it is about and the file it came from."""
+    err.file = err.file or source
+    if not err.message.startswith(where):
+        err.message = f"{where}: {err.message}"
+        err.args = (err.message,)
+    return err

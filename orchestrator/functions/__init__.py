@@ -15,11 +15,18 @@ INTERFACE for the build (core calls exactly these; everything else is internal):
                                             trust=trust, options=options)
     outcome = run_function_config(config, resources, role="transformer",  # or generator/validator
                                   kustomization_dir=dir, catalogs=catalogs, options=options)
-    outcome.resources  # list[Resource]: the new resource list (generators: input + generated;
-                       # validators: the input, unchanged)
+    outcome.resources  # list[Resource]: the new resource list (generators: only what they
+                       # generated, they get no input; validators: the input, unchanged)
     outcome.results    # list[dict]: the function's results, each with "function" added
 
     is_function_config(config) -> bool   # not ``apiVersion: builtin`` (cheap, no imports)
+
+Convenience for build.py (orchestrator/functions/plugin.py): one ``FunctionsContext(options,
+trusted)`` per build; ``ctx.catalogs(k.get("catalogs"), kdir, kfile)`` per kustomization;
+``ctx.plugin(config, role=..., kustomization_dir=..., catalogs=...)`` returns an object with the
+builtin plugins' ``generate()`` / ``transform(resmap)``. CLI flags and ``krm view catalog``:
+orchestrator/functions/cli.py (``add_build_flags``, ``fn_options``, ``add_view_command``,
+``run_view``).
 
 Resolution order (KEP-2906): a ``runtime:`` field in the config, then the
 ``config.kubernetes.io/function`` annotation, then the official catalog, the referenced catalogs

@@ -113,7 +113,10 @@ class TrustConfig:
 
     @classmethod
     def load(
-        cls, trusted: list[str] | tuple[str, ...] = (), *, config: str | None = None,
+        cls,
+        trusted: list[str] | tuple[str, ...] = (),
+        *,
+        config: str | None = None,
         cwd: str | None = None,
     ) -> TrustConfig:
         """From --trusted-catalog values (relative to cwd) and the config file, if present."""
@@ -185,8 +188,9 @@ class CatalogStore:
             return LoadedCatalog(ref, parse_catalog(data, source=ref.location), ref.location)
         if ref.kind == "url":
             data, etag, cached = self._fetch_url(ref.location)
-            return LoadedCatalog(ref, parse_catalog(data, source=ref.location), ref.location,
-                                 etag, cached)
+            return LoadedCatalog(
+                ref, parse_catalog(data, source=ref.location), ref.location, etag, cached
+            )
         if ref.kind == "git":
             data, commit = self._fetch_git(ref)
             return LoadedCatalog(ref, parse_catalog(data, source=ref.raw), ref.raw, commit)
@@ -230,7 +234,10 @@ class CatalogStore:
         env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
         proc = subprocess.run(
             ["git", "-c", "protocol.file.allow=always", *args],
-            capture_output=True, env=env, timeout=300, check=False,
+            capture_output=True,
+            env=env,
+            timeout=300,
+            check=False,
         )
         if proc.returncode != 0:
             detail = proc.stderr.decode("utf-8", errors="replace").strip()
@@ -251,15 +258,31 @@ class CatalogStore:
                 self._git(["clone", "--bare", "--quiet", repo, git_dir], what=f"cloning {repo}")
             elif not self.options.offline:
                 self._git(
-                    ["--git-dir", git_dir, "fetch", "--quiet", "--prune", "origin",
-                     "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
+                    [
+                        "--git-dir",
+                        git_dir,
+                        "fetch",
+                        "--quiet",
+                        "--prune",
+                        "origin",
+                        "+refs/heads/*:refs/heads/*",
+                        "+refs/tags/*:refs/tags/*",
+                    ],
                     what=f"fetching {repo}",
                 )
             prefix = ["--git-dir", git_dir]
-        commit = self._git([*prefix, "rev-parse", "--verify", f"{rev}^{{commit}}"],
-                           what=f"{ref}: no such ref {rev!r}").decode().strip()
-        data = self._git([*prefix, "show", f"{commit}:{ref.subpath}"],
-                         what=f"{ref}: no file {ref.subpath!r} at {rev}")
+        commit = (
+            self._git(
+                [*prefix, "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                what=f"{ref}: no such ref {rev!r}",
+            )
+            .decode()
+            .strip()
+        )
+        data = self._git(
+            [*prefix, "show", f"{commit}:{ref.subpath}"],
+            what=f"{ref}: no file {ref.subpath!r} at {rev}",
+        )
         if len(data) > MAX_CATALOG_BYTES:
             raise FetchError(f"{ref}: over the limit of {MAX_CATALOG_BYTES} bytes")
         return data, commit
@@ -273,10 +296,13 @@ class CatalogStore:
                 return read_limited(body_path, MAX_CATALOG_BYTES), f.read().strip()
         if self.options.offline:
             raise FetchError(f"{ref} is not in the cache and --offline forbids downloading")
-        import oras.client  # heavy; only OCI references pay for it
+        import oras.provider  # heavy; only OCI references pay for it
 
         host = ref.location.split("/", 1)[0]
-        client = oras.client.OrasClient(hostname=host, insecure=is_loopback(host.split(":")[0]))
+        loopback = is_loopback(host.rsplit(":", 1)[0])
+        client = oras.provider.Registry(
+            hostname=host, insecure=loopback, tls_verify=self.options.ca_file or True
+        )
         try:
             manifest = client.get_manifest(ref.location)
             layers = manifest.get("layers") or []

@@ -64,9 +64,7 @@ def _explicit(config: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
     runtime = config.get("runtime")
     if runtime is not None:
         if not isinstance(runtime, dict) or not any(k in runtime for k in KINDS):
-            raise FunctionError(
-                f"{describe(config)}: runtime must set container, exec or starlark"
-            )
+            raise FunctionError(f"{describe(config)}: runtime must set container, exec or starlark")
         return runtime, "runtime field"
     md = config.get("metadata")
     annotations = md.get("annotations") if isinstance(md, dict) else None
@@ -78,8 +76,7 @@ def _explicit(config: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
                 value = yamlio.load(str(annotations[key]), source=f"annotation {key}")
                 if not isinstance(value, dict) or not any(k in value for k in KINDS):
                     raise FunctionError(
-                        f"{describe(config)}: annotation {key} must set container, exec or "
-                        "starlark"
+                        f"{describe(config)}: annotation {key} must set container, exec or starlark"
                     )
                 return value, "annotation"
     return None

@@ -40,13 +40,20 @@ INTERNAL = (
 SEVERITIES = ("error", "warning", "info")
 
 
-def _item_path(res: Resource, kustomization_dir: str | None) -> str:
+def _item_path(res: Resource, kustomization_dir: str | None, seen: dict[str, str | None]) -> str:
     """A relative file path for the item, as kpt gives it (synthetic when there is no file)."""
     source = res.source
-    if source and kustomization_dir and os.path.isabs(source):
-        rel = os.path.relpath(source, kustomization_dir)
-        if not rel.startswith(".."):
-            return rel
+    if source and kustomization_dir:
+        if source not in seen:
+            rel = None
+            full = source if os.path.isabs(source) else os.path.abspath(source)
+            if os.path.isfile(full):
+                rel = os.path.relpath(full, kustomization_dir)
+                if rel.startswith(".."):
+                    rel = None
+            seen[source] = rel
+        if seen[source]:
+            return seen[source]  # type: ignore[return-value]
     kind = (res.kind or "resource").lower()
     return f"{kind}_{res.name or 'unnamed'}.yaml"
 
@@ -55,6 +62,7 @@ def to_items(resources: Iterable[Resource], kustomization_dir: str | None) -> li
     """Deep copies of the resources with path/index/id annotations set."""
     items = []
     per_path: dict[str, int] = {}
+    seen: dict[str, str | None] = {}
     for i, res in enumerate(resources):
         obj = copy.deepcopy(res.obj)
         md = obj.get("metadata")
@@ -63,7 +71,7 @@ def to_items(resources: Iterable[Resource], kustomization_dir: str | None) -> li
         ann = md.get("annotations")
         if not isinstance(ann, dict):
             ann = md["annotations"] = {}
-        path = ann.get(PATH) or ann.get(LEGACY_PATH) or _item_path(res, kustomization_dir)
+        path = ann.get(PATH) or ann.get(LEGACY_PATH) or _item_path(res, kustomization_dir, seen)
         index = per_path.get(path, 0)
         per_path[path] = index + 1
         ann[PATH] = ann[LEGACY_PATH] = path
@@ -97,7 +105,9 @@ def decode(data: bytes | str, *, function: str) -> dict[str, Any]:
         )
     items = doc.get("items") or []
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        raise FunctionError(f"{function} wrote a ResourceList whose items are not a list of objects")
+        raise FunctionError(
+            f"{function} wrote a ResourceList whose items are not a list of objects"
+        )
     results = doc.get("results") or []
     if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
         raise FunctionError(f"{function} wrote results that are not a list of objects")

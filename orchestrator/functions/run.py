@@ -102,8 +102,8 @@ def _record(options: FnOptions, resolved: Resolved, results: list[dict], code: i
     elif resolved.kind == "exec":
         entry["exec"] = resolved.spec.get("path") or resolved.spec.get("uri")
     else:
-        entry["starlark"] = resolved.spec.get("path") or resolved.spec.get("url") or (
-            resolved.spec.get("uri")
+        entry["starlark"] = (
+            resolved.spec.get("path") or resolved.spec.get("url") or (resolved.spec.get("uri"))
         )
     entry["exitCode"] = code
     if results:

@@ -38,8 +38,12 @@ def _globals() -> Any:
         import starlark as sl
 
         _GLOBALS = sl.Globals.extended_by(
-            [sl.LibraryExtension.StructType, sl.LibraryExtension.Json, sl.LibraryExtension.Map,
-             sl.LibraryExtension.Filter]
+            [
+                sl.LibraryExtension.StructType,
+                sl.LibraryExtension.Json,
+                sl.LibraryExtension.Map,
+                sl.LibraryExtension.Filter,
+            ]
         )
     return _GLOBALS
 

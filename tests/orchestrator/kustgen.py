@@ -362,7 +362,10 @@ class Gen:
                         "$patch": "delete",
                         "apiVersion": "batch/v1" if kind == "Job" else "apps/v1",
                         "kind": kind,
-                        "metadata": {"name": name, **({"namespace": refs["ns"]} if refs["ns"] else {})},
+                        "metadata": {
+                            "name": name,
+                            **({"namespace": refs["ns"]} if refs["ns"] else {}),
+                        },
                     }
                 ]
             )
@@ -420,8 +423,44 @@ class Gen:
             ]
         return cfg
 
+    def write_multibase(self, root: str) -> str:
+        """Two variants of one base (own namespace/prefix each) combined by an overlay."""
+        docs, refs = self.base()
+        for d in docs:
+            d["metadata"].pop("namespace", None)
+        refs["ns"] = None
+        base = os.path.join(root, "base")
+        os.makedirs(base)
+        with open(os.path.join(base, "resources.yaml"), "w") as f:
+            f.write(_dump(docs))
+        self._write_k(base, {"resources": ["resources.yaml"]}, {})
+        variants = []
+        for i, ns in enumerate(self.r.sample(["blue", "green", "red"], 2)):
+            v = os.path.join(root, f"v{i}")
+            os.makedirs(v)
+            kv: dict[str, Any] = {"resources": ["../base"], "namespace": ns}
+            if self.chance(0.7):
+                kv["namePrefix"] = f"{ns}-"
+            if self.chance(0.3):
+                kv["nameSuffix"] = f"-{i}"
+            if self.chance(0.5):
+                kv["configMapGenerator"] = [{"name": "shared", "literals": [f"ns={ns}"]}]
+            self._write_k(v, kv, {})
+            variants.append(f"../v{i}")
+        overlay = os.path.join(root, "overlay")
+        os.makedirs(overlay)
+        ko: dict[str, Any] = {"resources": variants}
+        if self.chance(0.5):
+            ko["namePrefix"] = "all-"
+        if self.chance(0.3):
+            ko["commonLabels"] = {"fleet": "yes"}
+        self._write_k(overlay, ko, {})
+        return overlay
+
     def write(self, root: str) -> str:
         """Write the tree under ``root``; return the directory to build."""
+        if self.chance(0.2):
+            return self.write_multibase(root)
         docs, refs = self.base()
         base = os.path.join(root, "base")
         os.makedirs(base)

@@ -70,7 +70,60 @@ def test_unknown_field(tree) -> None:
     root = tree({"kustomization.yaml": "resources: []\nnamePrefx: a-\n"})
     with pytest.raises(ValidationError) as err:
         build(str(root))
-    assert err.value.message == "invalid Kustomization: unknown field 'namePrefx'"
+    assert err.value.message == 'invalid Kustomization: json: unknown field "namePrefx"'
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            "commonLabels: {version: 1}",
+            "json: cannot unmarshal number into Go struct field Kustomization.commonLabels "
+            "of type string",
+        ),
+        (
+            "namePrefix: yes",
+            "json: cannot unmarshal bool into Go struct field Kustomization.namePrefix "
+            "of type string",
+        ),
+        (
+            "images: [{name: nginx, newTag: 1.20}]",
+            "json: cannot unmarshal number into Go struct field Image.images.newTag of type string",
+        ),
+        (
+            'replicas: [{name: web, count: "3"}]',
+            "json: cannot unmarshal string into Go struct field Replica.replicas.count "
+            "of type int64",
+        ),
+        ("images: [{name: x, newTagz: v}]", 'json: unknown field "newTagz"'),
+    ],
+)
+def test_kustomization_fields_are_strictly_typed_yaml11(tree, body: str, message: str) -> None:
+    root = tree({"kustomization.yaml": f"resources: [d.yaml]\n{body}\n", "d.yaml": DEPLOY})
+    with pytest.raises(ValidationError) as err:
+        build(str(root))
+    assert err.value.message == f"invalid Kustomization: {message}"
+
+
+def test_yaml11_booleans_and_case_insensitive_fields(tree) -> None:
+    root = tree(
+        {
+            "kustomization.yaml": """
+                resources: [d.yaml]
+                NamePrefix: a-
+                labels:
+                - pairs: {team: web}
+                  includeSelectors: no
+                  includeTemplates: on
+            """,
+            "d.yaml": DEPLOY,
+        }
+    )
+    (res,) = build(str(root)).resources
+    assert res["metadata"]["name"] == "a-web"
+    assert res["metadata"]["labels"] == {"team": "web"}
+    assert res["spec"]["template"]["metadata"]["labels"] == {"team": "web"}
+    assert "selector" not in res["spec"]
 
 
 def test_cycle_between_kustomizations(tree) -> None:

@@ -71,10 +71,25 @@ def test_output_to_directory_one_file_per_resource(tree, tmp_path: Path) -> None
     outdir = tmp_path / "out"
     outdir.mkdir()
     assert cli.main(["build", str(root), "-o", str(outdir)]) == 0
+    # kustomize's naming: group_version_kind_name, lower case.
     assert sorted(p.name for p in outdir.iterdir()) == [
-        "deployment_web.yaml",
-        "namespace_demo.yaml",
-        "service_web.yaml",
+        "apps_v1_deployment_web.yaml",
+        "v1_namespace_demo.yaml",
+        "v1_service_web.yaml",
+    ]
+    assert _kinds((outdir / "v1_service_web.yaml").read_text()) == ["Service"]
+
+
+def test_output_directory_prefixes_namespaces_when_several(tree, tmp_path: Path) -> None:
+    res = RES.replace("name: web\n---", "name: web\n  namespace: a\n---", 1)
+    root = tree({"kustomization.yaml": KUST, "res.yaml": res})
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    assert cli.main(["build", str(root), "-o", str(outdir)]) == 0
+    assert sorted(p.name for p in outdir.iterdir()) == [
+        "a_apps_v1_deployment_web.yaml",
+        "default_v1_service_web.yaml",
+        "v1_namespace_demo.yaml",
     ]
 
 
@@ -90,6 +105,23 @@ def test_helm_charts_need_enable_helm(tree) -> None:
     p = _run("build", str(root))
     assert p.returncode == 1
     assert p.stderr.strip().endswith("must specify --enable-helm to use helmCharts")
+
+
+def test_enable_helm_without_helm_binary(tree) -> None:
+    root = tree({"kustomization.yaml": "helmCharts:\n- name: mychart\n"})
+    p = _run("build", str(root), "--enable-helm", "--helm-command", "no-such-helm-binary")
+    assert p.returncode == 1
+    assert p.stderr.strip().endswith(
+        "helmCharts need the 'no-such-helm-binary' binary, which is not on PATH"
+    )
+
+
+def test_krm_console_script(tree) -> None:
+    root = tree({"kustomization.yaml": KUST, "res.yaml": RES})
+    krm = Path(sys.executable).parent / "krm"
+    p = subprocess.run([str(krm), "build", str(root)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert _kinds(p.stdout) == ["Namespace", "Service", "Deployment"]
 
 
 def test_public_api_build(tree) -> None:

@@ -567,3 +567,33 @@ def test_a_null_target_fails_like_kubectl(tmp_path, field, tag):
     with pytest.raises(KrmError) as err:
         replacements.apply(_resources(text), spec)
     assert err.value.message.endswith(message)
+
+
+def test_undecodable_text_is_reported_after_all_replacements():
+    # kustomize keeps "db.example.com" under the int tag of spec.replicas and fails only when it
+    # writes the result, so a later error in the same run wins.
+    replicas = {"select": {"name": "worker"}, "fieldPaths": ["spec.replicas"]}
+    spec = [
+        {"source": _src("data.host"), "targets": [replicas]},
+        {"source": _src("data.nope"), "targets": [{"select": {"kind": "Service"}}]},
+    ]
+    with pytest.raises(KrmError) as err:
+        replacements.apply(_resources(), copy.deepcopy(spec))
+    assert "fieldPath `data.nope` is missing" in err.value.message
+    with pytest.raises(KrmError) as err:
+        replacements.apply(_resources(), copy.deepcopy(spec[:1]))
+    assert err.value.message == (
+        "replacements[0]: yaml: cannot decode !!str `db.example.com` as a !!int"
+    )
+
+
+@needs_kubectl
+def test_a_list_as_metadata_name_fails_like_kubectl(tmp_path):
+    target = {"select": {"kind": "Deployment"}, "fieldPaths": ["metadata.name"]}
+    spec = [{"source": {"kind": "Service", "fieldPath": "spec.ports"}, "targets": [target]}]
+    proc = _kubectl(tmp_path, RESOURCES, spec)
+    assert proc.returncode != 0
+    assert "missing metadata.name in object" in proc.stderr
+    with pytest.raises(KrmError) as err:
+        replacements.apply(_resources(), spec)
+    assert err.value.message == "missing metadata.name in object apps/v1 Deployment"

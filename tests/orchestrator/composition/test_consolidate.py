@@ -187,7 +187,10 @@ def test_override_of_a_path_field_moves_its_base_directory(tree: Tree) -> None:
 @pytest.mark.parametrize(
     ("override", "ident"),
     [
-        ("kind: LabelTransformer\n  metadata: {name: nope}", "~G_builtin_LabelTransformer|default|nope"),
+        (
+            "kind: LabelTransformer\n  metadata: {name: nope}",
+            "~G_builtin_LabelTransformer|default|nope",
+        ),
         (
             "apiVersion: example.com/v1\n  kind: LabelTransformer\n  metadata: {name: x}",
             "example.com_v1_LabelTransformer|default|x",
@@ -218,8 +221,10 @@ def test_override_cannot_target_own_transformers(tree: Tree) -> None:
             "transformers:\n" + labeller("own") + "transformerOverrides:\n" + labeller("own"),
         }
     )
-    assert fail(root).problems[0].startswith(
-        'no transformer found for override "~G_builtin_LabelTransformer|default|own"'
+    assert (
+        fail(root)
+        .problems[0]
+        .startswith('no transformer found for override "~G_builtin_LabelTransformer|default|own"')
     )
 
 
@@ -265,7 +270,7 @@ def test_order_disambiguates_by_kind_or_api_version(tree: Tree) -> None:
         ),
         (
             "- name: x\n  kind: Other\n- name: x\n  group: example.com\n",
-            "line 13: transformerOrder[1]: \"example.com_v1_Other|default|x\" is listed twice",
+            'line 13: transformerOrder[1]: "example.com_v1_Other|default|x" is listed twice',
         ),
     ],
 )

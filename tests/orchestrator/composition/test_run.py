@@ -214,8 +214,7 @@ def test_resource_generator_reads_kustomizations_and_compositions(tree: Tree, or
 def test_composition_reading_itself_is_a_cycle(tree: Tree) -> None:
     root = tree(
         {
-            "composition.yaml": HEAD + "transformers:\n- kind: ResourceGenerator\n"
-            "  paths: [sub]\n",
+            "composition.yaml": HEAD + "transformers:\n- kind: ResourceGenerator\n  paths: [sub]\n",
             "sub/composition.yaml": HEAD + "transformers:\n- kind: ResourceGenerator\n"
             "  paths: [..]\n",
         }
@@ -274,9 +273,10 @@ def test_inline_kustomization_errors_name_the_transformer(tree: Tree) -> None:
         (
             "- kind: Kubeval\n",
             "unknown builtin kind 'Kubeval'; builtin kinds are: AnnotationsTransformer, "
-            "ConfigMapGenerator, HashTransformer, HelmChartInflationGenerator, ImageTagTransformer, "
-            "LabelTransformer, NamespaceTransformer, PatchJson6902Transformer, "
-            "PatchStrategicMergeTransformer, PatchTransformer, PrefixSuffixTransformer, PrefixTransformer, "
+            "ConfigMapGenerator, HashTransformer, HelmChartInflationGenerator, "
+            "ImageTagTransformer, LabelTransformer, NamespaceTransformer, "
+            "PatchJson6902Transformer, PatchStrategicMergeTransformer, PatchTransformer, "
+            "PrefixSuffixTransformer, PrefixTransformer, "
             "ReplacementTransformer, ReplicaCountTransformer, ResourceAccumulator, "
             "ResourceGenerator, SecretGenerator, SortOrderTransformer, SuffixTransformer",
         ),
@@ -325,8 +325,9 @@ def test_both_composition_and_kustomization_is_an_error(tree: Tree) -> None:
 def test_build_composition_transforms_given_resources(tree: Tree) -> None:
     from orchestrator.resource import Resource
 
-    root = tree({"composition.yaml": HEAD + "transformers:\n- kind: LabelTransformer\n"
-                 "  labels: {x: y}\n"})
+    root = tree(
+        {"composition.yaml": HEAD + "transformers:\n- kind: LabelTransformer\n  labels: {x: y}\n"}
+    )
     res = Resource(obj={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"}})
     out = build_composition(str(root), None, [res])
     assert [r.obj["metadata"] for r in out] == [{"name": "m", "labels": {"x": "y"}}]
@@ -374,8 +375,12 @@ def test_story_1_sequence_of_plugin_abstractions(tree: Tree) -> None:
             "logger.star": ANNOTATE_STAR,
             "app/composition.yaml": HEAD
             + "transformers:\n"
-            + _fn("JavaApplication", "../java.star", "{application: team/my-app, version: v1.0}",
-                  "my-app")
+            + _fn(
+                "JavaApplication",
+                "../java.star",
+                "{application: team/my-app, version: v1.0}",
+                "my-app",
+            )
             + _fn("Logger", "../logger.star", "{key: logger, value: injected}", "logger"),
         }
     )
@@ -395,8 +400,12 @@ def test_story_2_reuse_and_override_imported_transformers(tree: Tree) -> None:
             "logger.star": ANNOTATE_STAR,
             "app/composition.yaml": HEAD
             + "transformers:\n"
-            + _fn("JavaApplication", "../java.star", "{application: team/my-app, version: v1.0}",
-                  "my-app")
+            + _fn(
+                "JavaApplication",
+                "../java.star",
+                "{application: team/my-app, version: v1.0}",
+                "my-app",
+            )
             + _fn("Logger", "../logger.star", "{key: logger, value: injected}", "logger"),
             "prod/composition.yaml": HEAD
             + "transformersFrom:\n- path: ../app/composition.yaml\n"
@@ -423,7 +432,8 @@ def _catalog(entries: dict[str, tuple[str, str]]) -> str:
     for kind, (path, digest) in entries.items():
         fns.append(
             f"  - group: example.com\n    names: {{kind: {kind}}}\n    versions:\n"
-            f"    - name: v1\n      runtime:\n        starlark: {{path: {path}, sha256: {digest}}}\n"
+            f"    - name: v1\n      runtime:\n"
+            f"        starlark: {{path: {path}, sha256: {digest}}}\n"
         )
     return (
         "apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\n"
@@ -471,3 +481,20 @@ def test_kep_2906_story_3_catalog_with_a_pinned_runtime(tree: Tree) -> None:
     opts.trusted_catalogs = [str(root / "catalog.yaml")]  # type: ignore[attr-defined]
     (dep,) = build(str(root / "app"), opts).resources
     assert dep["metadata"]["annotations"] == {"log-path": "/var/logs", "secret": "pinned"}
+
+
+def test_load_restrictor_applies_to_resource_paths(tree: Tree) -> None:
+    root = tree(
+        {
+            "outside.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: o}\n",
+            "c/composition.yaml": HEAD + "transformers:\n- kind: ResourceGenerator\n"
+            "  paths: [../outside.yaml]\n",
+        }
+    )
+    with pytest.raises(LoadError) as info:
+        build(str(root / "c"))
+    assert info.value.message.endswith(
+        f"security; file '{root}/outside.yaml' is not in or below '{root}/c'"
+    )
+    opts = BuildOptions(load_restrictor="LoadRestrictionsNone")
+    assert [r["metadata"]["name"] for r in build(str(root / "c"), opts).resources] == ["o"]

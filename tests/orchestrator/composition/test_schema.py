@@ -76,7 +76,10 @@ transformerOrder:
     assert comp.transformers[1].ident() == "~G_builtin_LabelTransformer|default|label-transformer"
     assert comp.transformers[0].ident() == "example.com_v1_Prometheus|default|metrics-injector"
     assert comp.overrides[0].key() == ("example.com/v1", "JavaApplication", "my-app")
-    assert [(o.name, o.kind) for o in comp.order] == [("my-app", ""), ("metrics-injector", "Prometheus")]
+    assert [(o.name, o.kind) for o in comp.order] == [
+        ("my-app", ""),
+        ("metrics-injector", "Prometheus"),
+    ]
     assert comp.transformers[0].line == 13
 
 
@@ -115,7 +118,8 @@ DECODE_CASES = [
         "transformers[0].runtime.docker; known fields: container, exec, starlark)",
     ),
     (
-        "transformers:\n- kind: A\n  runtime:\n    container:\n      image: x\n      network: true\n",
+        "transformers:\n- kind: A\n  runtime:\n    container:\n      image: x\n"
+        "      network: true\n",
         "line 8: field network not found in type runtimeutil.ContainerSpec (at "
         "transformers[0].runtime.container.network; known fields: image)",
     ),

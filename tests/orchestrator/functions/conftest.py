@@ -1,4 +1,4 @@
-"""Real peers for the function tests: archives on disk, a local HTTPS server (trustme), git repos."""
+"""Real peers for the function tests: archives on disk, a local HTTPS server (trustme)."""
 
 from __future__ import annotations
 

@@ -55,12 +55,15 @@ def test_untrusted_reference_is_an_error_naming_it(tmp_path, write, options):
 
 def test_order_referenced_then_trusted_first_match_wins(tmp_path, write, options):
     write("app/one.yaml", _cat("one", ("example.com", "App", "v1", "img:one")))
-    write("two.yaml", _cat(
-        "two",
-        ("example.com", "App", "v1", "img:two"),
-        ("example.com", "Other", "v1", "img:two-other"),
-        ("example.com", "Other", "v1", "img:two-other-dup"),
-    ))
+    write(
+        "two.yaml",
+        _cat(
+            "two",
+            ("example.com", "App", "v1", "img:two"),
+            ("example.com", "Other", "v1", "img:two-other"),
+            ("example.com", "Other", "v1", "img:two-other-dup"),
+        ),
+    )
     opts = options()
     cs = _set(tmp_path, ["one.yaml"], ["two.yaml", "app/one.yaml"], opts)
     assert [r.raw for r in cs.refs] == ["one.yaml", "two.yaml"]

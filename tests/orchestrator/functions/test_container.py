@@ -59,11 +59,13 @@ def _catalog(tmp_path, *, network: bool = False, mount: bool = False) -> Catalog
 
 
 def _run(tmp_path, trust, opts):
-    cs = CatalogSet.for_kustomization([], kustomization_dir=str(tmp_path), trust=trust,
-                                      options=opts)
+    cs = CatalogSet.for_kustomization(
+        [], kustomization_dir=str(tmp_path), trust=trust, options=opts
+    )
     cfg = {"apiVersion": "example.com/v1", "kind": "App", "metadata": {"name": "a"}}
-    return run_function_config(cfg, _res(), role="transformer", kustomization_dir=str(tmp_path),
-                               catalogs=cs, options=opts)
+    return run_function_config(
+        cfg, _res(), role="transformer", kustomization_dir=str(tmp_path), catalogs=cs, options=opts
+    )
 
 
 def test_catalog_container_command_is_locked_down_and_pinned(tmp_path, engines, options):
@@ -72,8 +74,17 @@ def test_catalog_container_command_is_locked_down_and_pinned(tmp_path, engines, 
     rec = json.loads(engines.read_text())
     assert rec["name"] == "docker"
     assert rec["argv"][1:] == [
-        "run", "--rm", "-i", "--network", "none", "--user", "65534",
-        "--security-opt=no-new-privileges", "-e", "A=1", f"ghcr.io/example/app@sha256:{SHA}",
+        "run",
+        "--rm",
+        "-i",
+        "--network",
+        "none",
+        "--user",
+        "65534",
+        "--security-opt=no-new-privileges",
+        "-e",
+        "A=1",
+        f"ghcr.io/example/app@sha256:{SHA}",
     ]
 
 

@@ -19,7 +19,9 @@ def _res() -> list[Resource]:
 def _cfg(path: str, how: str = "annotation", **extra: object) -> dict:
     cfg: dict = {"apiVersion": "example.com/v1", "kind": "Fn", "metadata": {"name": "f"}, **extra}
     if how == "annotation":
-        cfg["metadata"]["annotations"] = {"config.kubernetes.io/function": f"exec:\n  path: {path}\n"}
+        cfg["metadata"]["annotations"] = {
+            "config.kubernetes.io/function": f"exec:\n  path: {path}\n"
+        }
     else:
         cfg["runtime"] = {"exec": {"path": path}}
     return cfg
@@ -43,8 +45,12 @@ def test_explicit_exec_needs_enable_exec(tmp_path, options, write, how):
     write("fn.sh", f"#!/bin/sh\ntouch {marker}\ncat\n", 0o755)
     with pytest.raises(FunctionError) as exc:
         run_function_config(
-            _cfg("./fn.sh", how), _res(), role="transformer", kustomization_dir=str(tmp_path),
-            catalogs=None, options=options(),
+            _cfg("./fn.sh", how),
+            _res(),
+            role="transformer",
+            kustomization_dir=str(tmp_path),
+            catalogs=None,
+            options=options(),
         )
     assert str(exc.value) == (
         "function example.com/v1/Fn 'f': running exec.path ./fn.sh needs --enable-exec"
@@ -59,8 +65,11 @@ def test_exec_runs_in_kustomization_dir_with_minimal_env(tmp_path, options, writ
     monkeypatch.setenv("SECRET_TOKEN", "must-not-leak")
     monkeypatch.setenv("GREETING", "hello")
     out = run_function_config(
-        _cfg("./fn.py", "runtime"), _res(), role="transformer",
-        kustomization_dir=str(tmp_path / "app"), catalogs=None,
+        _cfg("./fn.py", "runtime"),
+        _res(),
+        role="transformer",
+        kustomization_dir=str(tmp_path / "app"),
+        catalogs=None,
         options=options(enable_exec=True, env=["GREETING", "EXTRA=1"]),
     )
     seen = json.loads(out.resources[0].obj["metadata"]["annotations"]["seen"])
@@ -79,8 +88,12 @@ def test_nonzero_exit_fails_with_stderr(tmp_path, options, write):
     write("fn.sh", "#!/bin/sh\necho 'bad config: replicas missing' >&2\nexit 3\n", 0o755)
     with pytest.raises(FunctionError) as exc:
         run_function_config(
-            _cfg("./fn.sh"), _res(), role="transformer", kustomization_dir=str(tmp_path),
-            catalogs=None, options=options(enable_exec=True),
+            _cfg("./fn.sh"),
+            _res(),
+            role="transformer",
+            kustomization_dir=str(tmp_path),
+            catalogs=None,
+            options=options(enable_exec=True),
         )
     assert str(exc.value) == (
         "function example.com/v1/Fn 'f' (exec ./fn.sh, from annotation) failed with exit code 3:\n"
@@ -99,8 +112,12 @@ def test_error_result_fails_and_is_written_to_results_dir(tmp_path, options, wri
     )
     with pytest.raises(FunctionError) as exc:
         run_function_config(
-            _cfg("./fn.sh"), _res(), role="transformer", kustomization_dir=str(tmp_path),
-            catalogs=None, options=options(enable_exec=True, results_dir=str(tmp_path / "res")),
+            _cfg("./fn.sh"),
+            _res(),
+            role="transformer",
+            kustomization_dir=str(tmp_path),
+            catalogs=None,
+            options=options(enable_exec=True, results_dir=str(tmp_path / "res")),
         )
     assert str(exc.value) == (
         "function example.com/v1/Fn 'f' (exec ./fn.sh, from annotation) reported errors:\n"
@@ -122,8 +139,12 @@ def test_generator_gets_no_items_and_returns_generated(tmp_path, options, write)
         0o755,
     )
     out = run_function_config(
-        _cfg("./gen.sh"), _res(), role="generator", kustomization_dir=str(tmp_path),
-        catalogs=None, options=options(enable_exec=True),
+        _cfg("./gen.sh"),
+        _res(),
+        role="generator",
+        kustomization_dir=str(tmp_path),
+        catalogs=None,
+        options=options(enable_exec=True),
     )
     assert [r.name for r in out.resources] == ["generated"]
     assert out.stderr.strip() == "0"
@@ -133,15 +154,23 @@ def test_validator_output_is_discarded_and_must_not_modify(tmp_path, options, wr
     write("ok.sh", "#!/bin/sh\ncat\n", 0o755)
     res = _res()
     out = run_function_config(
-        _cfg("./ok.sh"), res, role="validator", kustomization_dir=str(tmp_path),
-        catalogs=None, options=options(enable_exec=True),
+        _cfg("./ok.sh"),
+        res,
+        role="validator",
+        kustomization_dir=str(tmp_path),
+        catalogs=None,
+        options=options(enable_exec=True),
     )
     assert out.resources == res
     write("bad.sh", "#!/bin/sh\nsed 's/name: a/name: z/'\n", 0o755)
     with pytest.raises(FunctionError) as exc:
         run_function_config(
-            _cfg("./bad.sh"), res, role="validator", kustomization_dir=str(tmp_path),
-            catalogs=None, options=options(enable_exec=True),
+            _cfg("./bad.sh"),
+            res,
+            role="validator",
+            kustomization_dir=str(tmp_path),
+            catalogs=None,
+            options=options(enable_exec=True),
         )
     assert str(exc.value).endswith("is a validator but modified the resources")
     assert res[0].obj["metadata"]["name"] == "a"

@@ -1,4 +1,4 @@
-"""Catalog exec runtimes: download (HTTPS, loopback HTTP, file), verify before run, unpack, cache."""
+"""Catalog exec runtimes: download (HTTPS, loopback HTTP, file), verify, unpack, cache, run."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import tarfile
 
 import pytest
 
-from orchestrator.functions import CatalogSet, FetchError, TrustConfig, run_function_config
-from orchestrator.functions import fetch
+from orchestrator.functions import CatalogSet, FetchError, TrustConfig, fetch, run_function_config
 from orchestrator.functions.resolve import host_platform
 from orchestrator.resource import Resource
 
@@ -49,12 +48,18 @@ def _run(tmp_path, catalog_path, opts):
     )
     res = [Resource(obj={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})]
     return run_function_config(
-        CONFIG, res, role="transformer", kustomization_dir=str(tmp_path), catalogs=catalogs,
+        CONFIG,
+        res,
+        role="transformer",
+        kustomization_dir=str(tmp_path),
+        catalogs=catalogs,
         options=opts,
     )
 
 
-def test_https_archive_verified_unpacked_cached_and_run(tmp_path, https_server, options, kit, write):
+def test_https_archive_verified_unpacked_cached_and_run(
+    tmp_path, https_server, options, kit, write
+):
     sha = kit.make_tgz(tmp_path / "fn.tgz", {"bin/fn": kit.LABEL_FN})
     https_server.files["/fn.tgz"] = (tmp_path / "fn.tgz").read_bytes()
     cat = write("catalog.yaml", _catalog(https_server.url("fn.tgz"), sha))
@@ -162,7 +167,8 @@ def test_unsafe_archives_refused(tmp_path, options, make, message):
     with pytest.raises(FetchError) as exc:
         fetch.exec_binary(
             {"uri": uri, "sha256": sha, "bin": "bin/fn", "os": OS, "arch": ARCH},
-            options=options(), base_dir=None,
+            options=options(),
+            base_dir=None,
         )
     assert str(exc.value) == message.format(uri=uri)
     assert not (tmp_path / "evil").exists()
@@ -184,7 +190,8 @@ def test_size_limits(tmp_path, options, kit):
     assert str(exc.value) == f"{uri} is over the limit of 100 bytes"
     with pytest.raises(FetchError) as exc:
         fetch.exec_binary(
-            {"uri": uri, "sha256": sha, "bin": "bin/fn"}, options=options(max_unpacked=1000),
+            {"uri": uri, "sha256": sha, "bin": "bin/fn"},
+            options=options(max_unpacked=1000),
             base_dir=None,
         )
     assert str(exc.value) == f"archive {uri} unpacks to over the limit of 1000 bytes"

@@ -33,21 +33,18 @@ HEADER = f"#!{sys.executable}\nimport sys, yaml\nrl = yaml.safe_load(sys.stdin)\
 FOOTER = "yaml.safe_dump(rl, sys.stdout)\n"
 FUNCTIONS = {
     # what path/index each item was given, and the functionConfig's value
-    "sees-annotations": HEADER
-    + "for it in rl['items']:\n"
+    "sees-annotations": HEADER + "for it in rl['items']:\n"
     "    a = it['metadata']['annotations']\n"
     "    it['metadata'].setdefault('labels', {})['where'] = (\n"
     "        a['internal.config.kubernetes.io/path'].replace('/', '_') + '-'\n"
     "        + a['internal.config.kubernetes.io/index'] + '-' + a['config.kubernetes.io/path']\n"
     "        .replace('/', '_') + '-' + rl['functionConfig']['data']['value'])\n" + FOOTER,
     # drops one resource and adds one
-    "add-remove": HEADER
-    + "rl['items'] = [i for i in rl['items'] if i['kind'] != 'Service']\n"
+    "add-remove": HEADER + "rl['items'] = [i for i in rl['items'] if i['kind'] != 'Service']\n"
     "rl['items'].append({'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'new'}})\n"
     + FOOTER,
     # renames and edits nested fields
-    "mutate": HEADER
-    + "for it in rl['items']:\n"
+    "mutate": HEADER + "for it in rl['items']:\n"
     "    it['metadata']['name'] = 'p-' + it['metadata']['name']\n"
     "    if it['kind'] == 'Deployment':\n"
     "        it['spec']['replicas'] = 5\n" + FOOTER,
@@ -79,15 +76,31 @@ def test_same_output_as_kpt_fn_eval_exec(tmp_path, options, name):
     fn.chmod(0o755)
     (tmp_path / "fc.yaml").write_text(FN_CONFIG)
     proc = subprocess.run(
-        [KPT, "fn", "eval", str(pkg), "--exec", str(fn), "--fn-config", str(tmp_path / "fc.yaml"),
-         "-o", "unwrap"],
-        capture_output=True, text=True, check=True,
+        [
+            KPT,
+            "fn",
+            "eval",
+            str(pkg),
+            "--exec",
+            str(fn),
+            "--fn-config",
+            str(tmp_path / "fc.yaml"),
+            "-o",
+            "unwrap",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     expected = yamlio.load_all(proc.stdout)
     config = yamlio.load(FN_CONFIG)
     config["metadata"]["annotations"] = {"config.kubernetes.io/function": f"exec:\n  path: {fn}\n"}
     out = run_function_config(
-        config, _resources(pkg), role="transformer", kustomization_dir=str(pkg), catalogs=None,
+        config,
+        _resources(pkg),
+        role="transformer",
+        kustomization_dir=str(pkg),
+        catalogs=None,
         options=options(enable_exec=True),
     )
     got = [r.obj for r in out.resources]

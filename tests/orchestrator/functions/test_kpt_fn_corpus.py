@@ -70,8 +70,12 @@ def test_exec_case(case, tmp_path, options):
     ]
     expected = _expected(pkg)
     out = run_function_config(
-        _config(CASES[case]), resources, role="transformer", kustomization_dir=str(pkg),
-        catalogs=None, options=options(enable_exec=True),
+        _config(CASES[case]),
+        resources,
+        role="transformer",
+        kustomization_dir=str(pkg),
+        catalogs=None,
+        options=options(enable_exec=True),
     )
     assert [r.obj for r in out.resources] == expected
     if "stderr" in case:
@@ -82,8 +86,12 @@ def test_exec_without_permission_is_refused(tmp_path, options):
     pkg = _copy("render__exec-without-permissions", tmp_path)
     with pytest.raises(FunctionError) as exc:
         run_function_config(
-            _config("sed -e 's/foo/bar/'"), [], role="transformer", kustomization_dir=str(pkg),
-            catalogs=None, options=options(),
+            _config("sed -e 's/foo/bar/'"),
+            [],
+            role="transformer",
+            kustomization_dir=str(pkg),
+            catalogs=None,
+            options=options(),
         )
     assert str(exc.value) == (
         "function v1/ConfigMap 'function-input': running exec.path sed needs --enable-exec"

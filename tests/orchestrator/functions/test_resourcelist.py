@@ -15,6 +15,7 @@ def _cm(name: str, **md: object) -> Resource:
 
 
 def test_items_carry_path_index_and_legacy_annotations(tmp_path):
+    (tmp_path / "cms.yaml").write_text("# the file the resources came from\n")
     a = _cm("a")
     a.source = str(tmp_path / "cms.yaml")
     b = _cm("b")
@@ -51,7 +52,9 @@ def test_encode_decode_roundtrip_and_v1beta1_and_json():
     assert rl.decode(data, function="f")["items"] == [{"kind": "A", "metadata": {"name": "x"}}]
     beta = b"apiVersion: config.kubernetes.io/v1beta1\nkind: ResourceList\nitems: []\n"
     assert rl.decode(beta, function="f")["items"] == []
-    as_json = b'{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [{"a": 1}]}'
+    as_json = (
+        b'{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [{"a": 1}]}'
+    )
     assert rl.decode(as_json, function="f")["items"] == [{"a": 1}]
 
 
@@ -96,7 +99,9 @@ def test_results_summary_and_file(tmp_path):
         "  [error] v1/ConfigMap/a field data.x file cm.yaml: too big\n"
         "  [info]: fyi\n"
     )
-    path = rl.write_results(str(tmp_path / "r"), [{"exec": "./f", "exitCode": 1, "results": results}])
+    path = rl.write_results(
+        str(tmp_path / "r"), [{"exec": "./f", "exitCode": 1, "results": results}]
+    )
     doc = yamlio.load((tmp_path / "r" / "results.yaml").read_text())
     assert path.endswith("results.yaml")
     assert doc["kind"] == "FunctionResultList" and doc["apiVersion"] == "kpt.dev/v1"

@@ -6,8 +6,13 @@ import hashlib
 
 import pytest
 
-from orchestrator.functions import CatalogSet, FetchError, FunctionError, TrustConfig
-from orchestrator.functions import run_function_config
+from orchestrator.functions import (
+    CatalogSet,
+    FetchError,
+    FunctionError,
+    TrustConfig,
+    run_function_config,
+)
 from orchestrator.resource import Resource
 
 # A typical kpt starlark function: top-level loop, mutation in place, functionConfig params.
@@ -43,8 +48,12 @@ def _cfg(**runtime: object) -> dict:
 def test_kpt_api_mutates_in_place_and_print_goes_to_stderr(tmp_path, write, options, capfd):
     write("set-ns.star", SET_NS)
     out = run_function_config(
-        _cfg(path="set-ns.star"), _res(), role="transformer", kustomization_dir=str(tmp_path),
-        catalogs=None, options=options(),
+        _cfg(path="set-ns.star"),
+        _res(),
+        role="transformer",
+        kustomization_dir=str(tmp_path),
+        catalogs=None,
+        options=options(),
     )
     assert [r.obj["metadata"] for r in out.resources] == [
         {"name": "c0", "namespace": "prod"},
@@ -63,8 +72,13 @@ def test_environment_open_api_results_and_generated_items(tmp_path, write, optio
         'ctx.resource_list["results"] = [{"message": "made one", "severity": "info"}]\n',
     )
     out = run_function_config(
-        _cfg(path="s.star"), _res(1), role="transformer", kustomization_dir=str(tmp_path),
-        catalogs=None, options=options(env=["WHO=me"]), openapi={"definitions": {}},
+        _cfg(path="s.star"),
+        _res(1),
+        role="transformer",
+        kustomization_dir=str(tmp_path),
+        catalogs=None,
+        options=options(env=["WHO=me"]),
+        openapi={"definitions": {}},
     )
     assert out.resources[1].obj["data"] == {"who": "me", "schema": "1"}
     assert out.results == [{"message": "made one", "severity": "info"}]
@@ -74,8 +88,12 @@ def test_script_error_is_reported_with_location(tmp_path, write, options):
     write("bad.star", 'print("before")\nfail("namespace is required")\n')
     with pytest.raises(FunctionError) as exc:
         run_function_config(
-            _cfg(path="bad.star"), _res(), role="transformer", kustomization_dir=str(tmp_path),
-            catalogs=None, options=options(),
+            _cfg(path="bad.star"),
+            _res(),
+            role="transformer",
+            kustomization_dir=str(tmp_path),
+            catalogs=None,
+            options=options(),
         )
     text = str(exc.value)
     assert text.startswith(
@@ -89,8 +107,12 @@ def test_infinite_loop_times_out(tmp_path, write, options):
     write("loop.star", "def f():\n  for i in range(1000000000):\n    pass\nf()\n")
     with pytest.raises(FunctionError) as exc:
         run_function_config(
-            _cfg(path="loop.star"), _res(), role="transformer",
-            kustomization_dir=str(tmp_path), catalogs=None, options=options(timeout=0.5),
+            _cfg(path="loop.star"),
+            _res(),
+            role="transformer",
+            kustomization_dir=str(tmp_path),
+            catalogs=None,
+            options=options(timeout=0.5),
         )
     assert str(exc.value).endswith("timed out after 0.5s")
 
@@ -100,15 +122,22 @@ def test_url_with_sha256_verified(tmp_path, https_server, options):
     sha = hashlib.sha256(SET_NS.encode()).hexdigest()
     url = https_server.url("s.star")
     out = run_function_config(
-        _cfg(url=url, sha256=sha), _res(), role="transformer", kustomization_dir=str(tmp_path),
-        catalogs=None, options=options(ca_file=https_server.ca_file),
+        _cfg(url=url, sha256=sha),
+        _res(),
+        role="transformer",
+        kustomization_dir=str(tmp_path),
+        catalogs=None,
+        options=options(ca_file=https_server.ca_file),
     )
     assert out.resources[0].namespace == "prod"
     https_server.files["/s.star"] = b'fail("tampered")\n'
     with pytest.raises(FetchError) as exc:
         run_function_config(
-            _cfg(url=url, sha256=sha), _res(), role="transformer",
-            kustomization_dir=str(tmp_path), catalogs=None,
+            _cfg(url=url, sha256=sha),
+            _res(),
+            role="transformer",
+            kustomization_dir=str(tmp_path),
+            catalogs=None,
             options=options(ca_file=https_server.ca_file, cache_dir=str(tmp_path / "c2")),
         )
     assert str(exc.value).startswith(f"sha256 mismatch for {url}: expected {sha}, got ")
@@ -129,17 +158,30 @@ def test_catalog_starlark_remote_needs_sha256(tmp_path, https_server, write, opt
     for name, ok in (("good.yaml", True), ("nosha.yaml", False)):
         opts = options(ca_file=https_server.ca_file)
         trust = TrustConfig.load([str(tmp_path / name)], config=str(tmp_path / "none"))
-        cs = CatalogSet.for_kustomization([], kustomization_dir=str(tmp_path), trust=trust,
-                                          options=opts)
+        cs = CatalogSet.for_kustomization(
+            [], kustomization_dir=str(tmp_path), trust=trust, options=opts
+        )
         cfg = _cfg()
         if ok:
-            out = run_function_config(cfg, _res(), role="transformer",
-                                      kustomization_dir=str(tmp_path), catalogs=cs, options=opts)
+            out = run_function_config(
+                cfg,
+                _res(),
+                role="transformer",
+                kustomization_dir=str(tmp_path),
+                catalogs=cs,
+                options=opts,
+            )
             assert out.resources[0].namespace == "prod"
         else:
             with pytest.raises(FunctionError) as exc:
-                run_function_config(cfg, _res(), role="transformer",
-                                    kustomization_dir=str(tmp_path), catalogs=cs, options=opts)
+                run_function_config(
+                    cfg,
+                    _res(),
+                    role="transformer",
+                    kustomization_dir=str(tmp_path),
+                    catalogs=cs,
+                    options=opts,
+                )
             assert str(exc.value) == (
                 f"starlark {url} in catalog {tmp_path / name} has no sha256; refusing an "
                 "unverified script"

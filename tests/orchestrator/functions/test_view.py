@@ -62,7 +62,8 @@ def test_table(tmp_path, options):
         f"Source:    {tmp_path / 'c.yaml'}\n"
         "\n"
         "APIVERSION           KIND             RUNTIMES        PLATFORMS                 NEEDS\n"
-        "example.com/v1       JavaApplication  container,exec  linux/amd64,darwin/arm64  exec binary,network\n"
+        "example.com/v1       JavaApplication  container,exec  linux/amd64,darwin/arm64  "
+        "exec binary,network\n"
         "example.com/v1beta1  Logger           starlark        -                         -\n"
     )
 

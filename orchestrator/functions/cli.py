@@ -1,0 +1,79 @@
+"""Command-line pieces for functions: ``krm build`` flags and ``krm view catalog``.
+
+Only argparse is imported here; the functions package loads when a command needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_build_flags(p: argparse.ArgumentParser) -> None:
+    """The function and catalog flags of ``krm build``."""
+    p.add_argument(
+        "--trusted-catalog",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="trust this catalog (path, https, git+https, oci); repeatable",
+    )
+    p.add_argument("--enable-exec", action="store_true", help="allow explicit exec.path functions")
+    p.add_argument(
+        "--network", action="store_true", help="allow network to functions that require it"
+    )
+    p.add_argument(
+        "--mount",
+        action="append",
+        default=[],
+        metavar="MOUNT",
+        help="storage mount for container functions (type=bind,src=...,dst=...); repeatable",
+    )
+    p.add_argument(
+        "--env",
+        "-e",
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE]",
+        help="environment variable for functions; repeatable",
+    )
+    p.add_argument("--results-dir", metavar="DIR", help="write function results to DIR")
+    p.add_argument(
+        "--container-runtime",
+        choices=["docker", "podman"],
+        help="container engine for container functions (default: detect)",
+    )
+    p.add_argument("--offline", action="store_true", help="use cached catalogs and runtimes only")
+
+
+def fn_options(args: argparse.Namespace) -> Any:
+    """FnOptions from parsed ``krm build`` arguments."""
+    from orchestrator.functions.options import FnOptions
+
+    return FnOptions(
+        enable_exec=args.enable_exec,
+        network=args.network,
+        mounts=list(args.mount),
+        env=list(args.env),
+        offline=args.offline,
+        container_runtime=args.container_runtime,
+        results_dir=args.results_dir,
+    )
+
+
+def add_view_command(sub: Any) -> None:
+    """``krm view catalog REF [-o yaml|json]``."""
+    v = sub.add_parser("view", help="show a catalog before trusting it")
+    vsub = v.add_subparsers(dest="view_what", metavar="WHAT")
+    c = vsub.add_parser("catalog", help="publisher, functions, runtimes and needs of a catalog")
+    c.add_argument("ref", help="catalog reference: path, https://, git+https://, oci://")
+    c.add_argument("-o", "--output", choices=["yaml", "json"], help="machine-readable output")
+    c.add_argument("--offline", action="store_true", help="use the cache only")
+
+
+def run_view(args: argparse.Namespace) -> str:
+    """The text ``krm view catalog`` prints."""
+    from orchestrator.functions import view
+    from orchestrator.functions.options import FnOptions
+
+    return view.main(args.ref, args.output, options=FnOptions(offline=args.offline))

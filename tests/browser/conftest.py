@@ -1,0 +1,89 @@
+"""Browser tests: Python playwright drives Debian's chromium against pytest-django's live server.
+
+No browser is downloaded (``playwright install`` is never run): the system chromium at
+/usr/bin/chromium (apt packages ``chromium`` and ``chromium-driver``) is launched directly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("KRM_CHROMIUM", "/usr/bin/chromium")
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make between
+# browser steps are still plain synchronous code, so Django's async guard does not apply.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless chromium for the session."""
+    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    """Where page screenshots go; printed so that a person can find and look at them."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots: {SCREENSHOTS}")
+    return SCREENSHOTS
+
+
+@pytest.fixture
+def new_page(browser, live_server):
+    """Open a page in a fresh context (its own cookies: one signed-in user per context)."""
+    contexts = []
+
+    outside: list[str] = []
+    errors: list[str] = []
+
+    def make():
+        context = browser.new_context(
+            base_url=live_server.url, viewport={"width": 1280, "height": 900}
+        )
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+        context.set_default_timeout(15_000)
+        # Every asset must come from the registry itself: nothing from the internet.
+        context.on(
+            "request",
+            lambda r: None if r.url.startswith(live_server.url) else outside.append(r.url),
+        )
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+    assert outside == [], f"requests left the registry: {outside}"
+    assert errors == [], f"JavaScript errors: {errors}"
+
+
+def sign_in(page, username: str, password: str = "secret-password") -> None:
+    """Sign in through the real login form."""
+    page.goto("/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("form.stacked button[type=submit]")
+    page.wait_for_selector(f"text=Sign out ({username})")

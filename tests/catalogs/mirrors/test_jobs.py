@@ -1,0 +1,89 @@
+"""Jobs: the Celery tasks, the beat schedule and ``manage.py sync_source``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from catalogs import mirrors, tasks
+from catalogs.models import MirrorSource, SyncRun
+from tests.catalogs.mirrors.conftest import catalog_doc, sha256
+
+pytestmark = pytest.mark.django_db
+
+
+def test_sync_task_acknowledges_late():
+    task = tasks.mirror_source_sync_task
+    assert task.acks_late is True
+    assert task.reject_on_worker_lost is True
+
+
+def test_beat_schedules_due_syncs():
+    from registry.celery import app
+
+    entry = app.conf.beat_schedule["mirror-sources-sync-due"]
+    assert entry["task"] == "catalogs.tasks.mirror_sources_sync_due_task"
+    assert entry["task"] in app.tasks
+
+
+def test_due_task_queues_only_due_enabled_sources(
+    mirror_settings, https_upstream, django_capture_on_commit_callbacks
+):
+    url = https_upstream.serve("/catalog.yaml", catalog_doc())
+    fresh = mirrors.mirror_source_create(name="fresh", url=url, actor=None, interval_minutes=60)
+    stale = mirrors.mirror_source_create(name="stale", url=url, actor=None, interval_minutes=60)
+    never = mirrors.mirror_source_create(name="never", url=url, actor=None)
+    off = mirrors.mirror_source_create(name="off", url=url, actor=None, enabled=False)
+    now = timezone.now()
+    MirrorSource.objects.filter(pk=fresh.pk).update(last_synced_at=now - timedelta(minutes=5))
+    MirrorSource.objects.filter(pk=stale.pk).update(last_synced_at=now - timedelta(minutes=61))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        result = tasks.mirror_sources_sync_due_task.delay().get()
+
+    synced = {run.source.name: run.status for run in SyncRun.objects.select_related("source")}
+    assert synced == {"stale": "succeeded", "never": "succeeded"}
+    assert sorted(result["queued"]) == sorted(SyncRun.objects.values_list("pk", flat=True))
+    assert off.runs.count() == 0 and fresh.runs.count() == 0 and never.runs.count() == 1
+
+
+def test_redelivered_finished_run_is_not_redone(mirror_settings, https_upstream, sync):
+    url = https_upstream.serve("/catalog.yaml", catalog_doc())
+    run = sync(mirrors.mirror_source_create(name="once", url=url, actor=None))
+    requests_before = len(https_upstream.requests)
+
+    again = tasks.mirror_source_sync_task.delay(run.pk).get()
+
+    assert again["status"] == "succeeded"
+    assert len(https_upstream.requests) == requests_before
+    assert SyncRun.objects.get(pk=run.pk).attempts == 1
+
+
+def test_sync_source_command(mirror_settings, https_upstream, capsys):
+    doc = catalog_doc("cli")
+    url = https_upstream.serve("/catalog.yaml", doc)
+    mirrors.mirror_source_create(name="cli", url=url, actor=None)
+
+    call_command("sync_source", "cli")
+
+    run = SyncRun.objects.get()
+    out = capsys.readouterr().out
+    assert out.strip() == (
+        f"Run {run.pk} of 'cli' succeeded: version 1, upstream {sha256(doc)}, 1 functions, "
+        f"0 artifacts, {len(doc)} bytes"
+    )
+
+
+def test_sync_source_command_failure_and_unknown_name(mirror_settings, https_upstream):
+    url = https_upstream.serve("/broken.yaml", b"x", status=500)
+    mirrors.mirror_source_create(name="broken", url=url, actor=None)
+    with pytest.raises(CommandError) as err:
+        call_command("sync_source", "broken", "--no-progress")
+    run = SyncRun.objects.get()
+    assert str(err.value) == f"Run {run.pk} of 'broken' failed: GET {url} answered HTTP 500"
+    with pytest.raises(CommandError) as err:
+        call_command("sync_source", "nope")
+    assert str(err.value) == "Mirror source 'nope' does not exist."

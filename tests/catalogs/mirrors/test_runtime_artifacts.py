@@ -1,0 +1,154 @@
+"""Runtime artifact mirroring: blobs stored once by digest, served catalog pointing at them,
+container image tags resolved at their registry with drift events when a tag moves."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from catalogs import mirrors
+from catalogs.models import DriftEvent, RuntimeArtifact
+from tests.catalogs.mirrors.conftest import (
+    BEACON,
+    GHA,
+    SIGSTORE_DATA,
+    catalog_doc,
+    exec_catalog_doc,
+    sha256,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def create(name: str, url: str, **kwargs):
+    return mirrors.mirror_source_create(name=name, url=url, actor=None, **kwargs)
+
+
+def uris(served: bytes) -> list[str]:
+    doc = yaml.safe_load(served)
+    return [
+        p["uri"]
+        for f in doc["spec"]["krmFunctions"]
+        for v in f["versions"]
+        for p in v["runtime"]["exec"]["platforms"]
+    ]
+
+
+def test_artifacts_are_stored_once_and_served(mirror_settings, https_upstream, sync, client):
+    one, two = b"binary one" * 5000, b"binary two" * 7000
+    url_one = https_upstream.serve("/bin/one", one)
+    url_two = https_upstream.serve("/bin/two", two)
+    doc = exec_catalog_doc(
+        [
+            ("One", url_one, hashlib.sha256(one).hexdigest()),
+            ("Two", url_two, hashlib.sha256(two).hexdigest()),
+            ("Again", url_one, hashlib.sha256(one).hexdigest()),
+        ]
+    )
+    source = create("runtimes", https_upstream.serve("/catalog.yaml", doc), mirror_runtimes=True)
+
+    run = sync(source)
+
+    assert (run.status, run.reason, run.artifact_count) == ("succeeded", "", 2)
+    assert run.bytes == len(doc) + len(one) + len(two)
+    assert [path for path, _ in https_upstream.requests].count("/bin/one") == 1
+    served = client.get("/c/mirrors/runtimes/catalog.yaml").content
+    hex_one, hex_two = hashlib.sha256(one).hexdigest(), hashlib.sha256(two).hexdigest()
+    assert uris(served) == [
+        f"http://testserver/c/blobs/sha256/{hex_one}",
+        f"http://testserver/c/blobs/sha256/{hex_two}",
+        f"http://testserver/c/blobs/sha256/{hex_one}",
+    ]
+    blob = client.get(f"/c/blobs/sha256/{hex_two}")
+    assert blob.status_code == 200
+    assert b"".join(blob.streaming_content) == two
+    assert blob["X-Content-Digest"] == sha256(two)
+    blob_dir = Path(mirror_settings.MEDIA_ROOT) / "blobs" / "sha256"
+    assert sorted(p.name for p in blob_dir.iterdir()) == sorted([hex_one, hex_two])
+    artifact = RuntimeArtifact.objects.get(digest=sha256(one))
+    assert list(artifact.catalog_versions.all()) == [run.catalog_version]
+    assert client.get(f"/c/blobs/sha256/{'0' * 64}").status_code == 404
+
+
+def test_relative_artifact_uris_resolve_against_the_catalog(mirror_settings, https_upstream, sync):
+    data = b"relative binary"
+    https_upstream.serve("/dist/tool", data)
+    doc = exec_catalog_doc([("Rel", "../dist/tool", hashlib.sha256(data).hexdigest())])
+    url = https_upstream.serve("/catalogs/catalog.yaml", doc)
+    run = sync(create("relative", url, mirror_runtimes=True))
+    assert (run.status, run.reason, run.artifact_count) == ("succeeded", "", 1)
+
+
+def test_container_tag_drift_is_recorded(oci_settings, oci_upstream, https_upstream, sync):
+    image_ref = "tools/setter:latest"
+    first = oci_upstream.push(image_ref, [(b"layer one", "application/octet-stream", {})])
+    data = b"exec"
+    doc = exec_catalog_doc(
+        [("Set", https_upstream.serve("/bin/set", data), hashlib.sha256(data).hexdigest())],
+        image=f"{oci_upstream.host}/{image_ref}",
+    )
+    source = create("drift", https_upstream.serve("/catalog.yaml", doc), mirror_runtimes=True)
+    run = sync(source)
+    assert run.status == "succeeded"
+    source.refresh_from_db()
+    assert source.image_digests == {f"{oci_upstream.host}/{image_ref}": first}
+    assert DriftEvent.objects.count() == 0
+
+    moved = oci_upstream.push(image_ref, [(b"layer two", "application/octet-stream", {})])
+    second = sync(source)
+
+    assert second.status == "unchanged"  # the catalog did not change, the image tag did
+    event = DriftEvent.objects.get()
+    assert (event.image, event.old_digest, event.new_digest, event.run) == (
+        f"{oci_upstream.host}/{image_ref}",
+        first,
+        moved,
+        second,
+    )
+
+
+def test_real_sigstore_bundle_passes_before_catalog_validation(
+    mirror_settings, https_upstream, sync
+):
+    """The real bundle verifies (right identity); a.txt then fails as a catalog, proving order."""
+    a_txt = (SIGSTORE_DATA / "bundles" / "production" / "a.txt").read_bytes()
+    url = https_upstream.serve("/a.txt", a_txt)
+    bundle = SIGSTORE_DATA / "bundles" / "production" / "a.txt.v0.3.sigstore.json"
+    https_upstream.serve("/a.txt.sigstore.json", bundle.read_bytes())
+    source = create("real-bundle", url, sigstore_identity=BEACON, sigstore_issuer=GHA)
+
+    run = sync(source)
+
+    assert run.status == "failed"
+    assert run.reason.startswith("The catalog document is invalid")
+    assert "/a.txt.sigstore.json" in [path for path, _ in https_upstream.requests]
+
+
+def test_sigstore_bundle_beside_git_file(mirror_settings, git_upstream, sync):
+    a_txt = (SIGSTORE_DATA / "bundles" / "production" / "a.txt").read_bytes()
+    bundle = (SIGSTORE_DATA / "bundles" / "production" / "a.txt.v0.3.sigstore.json").read_bytes()
+    commit = git_upstream.commit({"a.txt": a_txt, "a.txt.sigstore.json": bundle})
+    url = f"{git_upstream.path}//a.txt?ref=main"
+    ok = sync(create("git-ok", url, sigstore_identity=BEACON, sigstore_issuer=GHA))
+    wrong = sync(create("git-wrong", url, sigstore_identity="x@example.co", sigstore_issuer=GHA))
+
+    assert ok.reason.startswith("The catalog document is invalid")
+    assert wrong.reason.startswith(
+        f"Sigstore bundle at a.txt.sigstore.json at commit {commit} does not verify for "
+        "identity x@example.co"
+    )
+
+
+def test_catalog_without_runtime_mirroring_keeps_upstream_uris(
+    mirror_settings, https_upstream, sync, client
+):
+    doc = exec_catalog_doc([("Keep", "https://example.invalid/keep", "ab" * 32)])
+    source = create("keep", https_upstream.serve("/catalog.yaml", doc))
+    assert sync(source).status == "succeeded"
+    assert uris(client.get("/c/mirrors/keep/catalog.yaml").content) == [
+        "https://example.invalid/keep"
+    ]
+    assert catalog_doc()  # the plain helper stays valid too

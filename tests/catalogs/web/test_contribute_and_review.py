@@ -1,0 +1,154 @@
+"""Contribute, my contributions, the review queue, approve / reject, resubmit, the audit log."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from catalogs.models import CatalogVersion, Contribution
+from tests.catalogs.contribution_fixtures import DEFINITION
+
+pytestmark = pytest.mark.django_db
+
+
+def test_contribute_by_paste_lists_it_under_my_contributions(as_user, published, contributor):
+    client = as_user(contributor)
+    response = client.post("/contribute/", {"catalog": published.pk, "content": DEFINITION})
+    assert response.status_code == 302 and response["Location"] == "/contributions/"
+    c = Contribution.objects.get()
+    assert (c.author, c.catalog, c.status, c.kind) == (
+        contributor,
+        published,
+        "pending",
+        "SetOwner",
+    )
+    body = client.get("/contributions/").content.decode()
+    assert "SetOwner" in body and "Pending" in body and f"Contribution #{c.pk} sent" in body
+
+
+def test_contribute_by_upload(as_user, published, contributor):
+    upload = SimpleUploadedFile("fn.yaml", DEFINITION.encode())
+    response = as_user(contributor).post("/contribute/", {"catalog": published.pk, "file": upload})
+    assert response.status_code == 302
+    assert Contribution.objects.get().content == DEFINITION
+
+
+def test_an_invalid_contribution_shows_problems_and_saves_nothing(as_user, published, contributor):
+    bad = DEFINITION.replace("    kind: SetOwner\n", "    kind: 12\n")
+    response = as_user(contributor).post("/contribute/", {"catalog": published.pk, "content": bad})
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "The function definition is invalid (1 problem)." in body
+    [problem] = response.context["problems"]
+    assert problem.path == "spec.names.kind" and problem.line == 6
+    assert bad.splitlines()[5].strip() == "kind: 12"
+    assert not Contribution.objects.exists()
+
+
+def test_a_non_utf8_upload_is_refused(as_user, published, contributor):
+    upload = SimpleUploadedFile("fn.yaml", b"group: \xff\n")
+    response = as_user(contributor).post("/contribute/", {"catalog": published.pk, "file": upload})
+    assert "The file is not UTF-8 text." in response.content.decode()
+    assert not Contribution.objects.exists()
+
+
+def test_the_queue_filters_by_status_and_catalog(as_user, pending, reviewer, catalog):
+    client = as_user(reviewer)
+    assert [c.pk for c in client.get("/review/").context["page"]] == [pending.pk]
+    assert list(client.get("/review/?status=rejected").context["page"]) == []
+    assert [c.pk for c in client.get("/review/?status=").context["page"]] == [pending.pk]
+    other = client.get("/review/?status=&catalog=999999")
+    assert [c.pk for c in other.context["page"]] == [pending.pk]  # an unknown id is ignored
+    assert [c.pk for c in client.get(f"/review/?catalog={catalog.pk}").context["page"]] == [
+        pending.pk
+    ]
+
+
+def test_the_review_page_shows_definition_needs_diff_and_validity(as_user, published, reviewer):
+    from catalogs.contributions import contribution_submit
+    from tests.catalogs.factories import UserFactory
+
+    text = (
+        "group: example.co\nnames: {kind: Fn}\nversions:\n- name: v1\n  runtime:\n"
+        "    container:\n      image: registry.example.co/fn:v2\n      requireNetwork: true\n"
+    )
+    c = contribution_submit(catalog=published, content=text, actor=UserFactory(username="a"))
+    response = as_user(reviewer).get(f"/review/{c.pk}/")
+    body = response.content.decode()
+    assert response.context["valid"] and "schema valid" in body
+    assert not response.context["is_new_function"]
+    [change] = response.context["changes"]
+    assert change.needs_added == ["network"] and "new requirement: network" in body
+    diff = "\n".join(response.context["diff"])
+    assert "-        image: registry.example.co/fn:v1" in diff
+    assert "+        image: registry.example.co/fn:v2" in diff
+    assert "Approve and publish" in body and "Submitted" in body
+
+
+def test_reject_needs_a_reason_and_changes_nothing_without_one(as_user, pending, reviewer):
+    response = as_user(reviewer).post(f"/review/{pending.pk}/reject/", {"reason": ""})
+    assert response.status_code == 400
+    assert "A reason is required to reject a contribution." in response.content.decode()
+    pending.refresh_from_db()
+    assert pending.status == "pending" and pending.events.count() == 1
+
+
+def test_reject_then_edit_and_resubmit_then_approve(as_user, pending, reviewer, contributor):
+    client = as_user(reviewer)
+    response = client.post(f"/review/{pending.pk}/reject/", {"reason": "Pin the image."})
+    assert response.status_code == 302
+    body = as_user(contributor).get("/contributions/").content.decode()
+    assert "Rejected" in body and "Pin the image." in body and "Edit and resubmit" in body
+    edit_url = f"/contributions/{pending.pk}/edit/"
+    bad = as_user(contributor).post(edit_url, {"content": "group: ["})
+    assert "The function definition is invalid" in bad.content.decode()
+    pending.refresh_from_db()
+    assert pending.status == "rejected"
+    fixed = DEFINITION.replace(":v1\n", ":v1@sha256:" + "b" * 64 + "\n")
+    response = as_user(contributor).post(edit_url, {"content": fixed})
+    assert response.status_code == 302
+    pending.refresh_from_db()
+    assert (pending.status, pending.revision, pending.content) == ("pending", 2, fixed)
+    response = as_user(reviewer).post(f"/review/{pending.pk}/approve/", follow=True)
+    assert response.redirect_chain == [(f"/review/{pending.pk}/", 302)]
+    page = response.content.decode()
+    assert "Approved; published example-co/functions version 2." in page
+    published = pending.catalog
+    published.refresh_from_db()
+    assert published.latest_version.number == 2
+    log = as_user(reviewer).get("/review/log/")
+    actions = [e.action for e in log.context["page"]]
+    assert actions == ["approved", "resubmitted", "rejected", "submitted"]
+    # The function is now found through search.
+    results = as_user(None).get("/?q=setowner").context["page"]
+    assert [(v.kind, v.catalog_version.number) for v in results] == [("SetOwner", 2)]
+
+
+def test_editing_a_pending_contribution_is_refused(as_user, pending, contributor):
+    response = as_user(contributor).post(
+        f"/contributions/{pending.pk}/edit/", {"content": DEFINITION}
+    )
+    assert response.status_code == 400
+    assert "Only a rejected contribution can be resubmitted; this one is pending." in (
+        response.content.decode()
+    )
+    pending.refresh_from_db()
+    assert pending.revision == 1
+
+
+def test_approving_twice_shows_the_error_and_publishes_once(as_user, pending, reviewer):
+    client = as_user(reviewer)
+    client.post(f"/review/{pending.pk}/approve/")
+    response = client.post(f"/review/{pending.pk}/approve/", follow=True)
+    assert "Only a pending contribution can be reviewed; this one is approved." in (
+        response.content.decode()
+    )
+    assert CatalogVersion.objects.filter(catalog=pending.catalog).count() == 2
+
+
+def test_own_contribution_has_no_decision_buttons(as_user, published, reviewer):
+    from catalogs.contributions import contribution_submit
+
+    c = contribution_submit(catalog=published, content=DEFINITION, actor=reviewer)
+    body = as_user(reviewer).get(f"/review/{c.pk}/").content.decode()
+    assert "another reviewer must decide" in body and "Approve and publish" not in body

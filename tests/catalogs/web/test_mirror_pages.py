@@ -1,0 +1,122 @@
+"""Mirror pages: sources with status, "sync now", run history with reasons, drift events.
+
+Runs here are recorded rows (the sync itself is the mirroring tests' business): "sync now" only
+queues a run, and the queued job is never started because the test transaction never commits.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from catalogs import mirrors
+from catalogs.models import DriftEvent, SyncRun
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def source(db):
+    return mirrors.mirror_source_create(
+        name="upstream", url="https://127.0.0.1:9/catalog.yaml", actor=None
+    )
+
+
+@pytest.fixture
+def history(source):
+    """A failed run with its reason and a succeeded run that saw an image tag move."""
+    now = timezone.now()
+    failed = SyncRun.objects.create(
+        source=source,
+        status=SyncRun.Status.FAILED,
+        reason="Digest pin mismatch: pinned sha256:aa, upstream has sha256:bb.",
+        finished_at=now,
+    )
+    ok = SyncRun.objects.create(
+        source=source, status=SyncRun.Status.SUCCEEDED, digest="sha256:" + "c" * 64, finished_at=now
+    )
+    DriftEvent.objects.create(
+        source=source,
+        run=ok,
+        image="registry.example.org/fn:v1",
+        old_digest="sha256:" + "1" * 64,
+        new_digest="sha256:" + "2" * 64,
+    )
+    return failed, ok
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [("anonymous", 302), ("user", 403), ("owner", 403), ("reviewer", 403), ("staff", 200)],
+)
+def test_mirror_pages_are_for_operators(as_user, request, source, role, expected):
+    user = (
+        None
+        if role == "anonymous"
+        else request.getfixturevalue(
+            {"user": "other_user", "owner": "owner", "reviewer": "reviewer", "staff": "staff_user"}[
+                role
+            ]
+        )
+    )
+    client = as_user(user)
+    for url in ("/mirrors/", f"/mirrors/{source.pk}/"):
+        assert client.get(url).status_code == expected, url
+    response = client.post(f"/mirrors/{source.pk}/sync/")
+    if expected == 200:
+        assert response.status_code == 302
+        assert SyncRun.objects.filter(source=source).count() == 1
+    else:
+        assert response.status_code == expected
+        assert not SyncRun.objects.exists()
+
+
+def test_the_operate_mirrors_permission_opens_them(as_user, source, other_user):
+    from django.contrib.auth.models import Permission
+
+    other_user.user_permissions.add(Permission.objects.get(codename="operate_mirrors"))
+    assert as_user(other_user).get("/mirrors/").status_code == 200
+
+
+def test_list_shows_last_run_status_and_reason(as_user, staff_user, history):
+    body = as_user(staff_user).get("/mirrors/").content.decode()
+    assert "upstream" in body and "https://127.0.0.1:9/catalog.yaml" in body
+    assert "succeeded" in body  # the newest run
+
+
+def test_detail_shows_run_history_with_reasons_and_drift(as_user, staff_user, source, history):
+    body = as_user(staff_user).get(f"/mirrors/{source.pk}/").content.decode()
+    assert "Digest pin mismatch: pinned sha256:aa, upstream has sha256:bb." in body
+    assert "failed" in body and "succeeded" in body
+    assert "registry.example.org/fn:v1" in body and "sha256:" + "2" * 64 in body
+
+
+def test_sync_now_queues_one_run_at_a_time(as_user, staff_user, source):
+    client = as_user(staff_user)
+    first = client.post(f"/mirrors/{source.pk}/sync/", follow=True)
+    run = SyncRun.objects.get()
+    assert run.status == "queued"
+    assert f"Sync run {run.pk} queued for upstream." in first.content.decode()
+    second = client.post(f"/mirrors/{source.pk}/sync/", follow=True)
+    assert (
+        f"Source &#x27;upstream&#x27; already has run {run.pk} queued." in second.content.decode()
+    )
+    assert SyncRun.objects.count() == 1
+
+
+def test_unknown_source_is_404(as_user, staff_user):
+    assert as_user(staff_user).get("/mirrors/999/").status_code == 404
+
+
+def test_search_filters_mirrored_and_signed(client, source):
+    from catalogs import services
+    from tests.catalogs.factories import catalog_yaml
+
+    services.catalog_version_publish(
+        catalog=source.catalog, content=catalog_yaml(("m.io", "Mirrored", "v1")), actor=None
+    )
+    assert [v.kind for v in client.get("/?mirrored=on").context["page"]] == ["Mirrored"]
+    assert list(client.get("/?signed=on").context["page"]) == []
+    source.verification = {"type": "cosign"}
+    source.save()
+    assert [v.kind for v in client.get("/?signed=on").context["page"]] == ["Mirrored"]

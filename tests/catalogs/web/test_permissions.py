@@ -1,0 +1,191 @@
+"""Who may see each page and do each action; forbidden actions change nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from catalogs import contributions
+from catalogs.models import Catalog, CatalogVersion, Contribution, ReviewEvent
+from tests.catalogs.contribution_fixtures import DEFINITION
+from tests.catalogs.factories import catalog_yaml
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ["anonymous", "user", "owner", "other_owner", "reviewer", "staff"]
+LOGIN = "login"  # an anonymous visitor is sent to sign in
+
+
+@pytest.fixture
+def users(owner, other_user, other_owner, reviewer, staff_user):
+    return {
+        "anonymous": None,
+        "user": other_user,
+        "owner": owner,
+        "other_owner": other_owner,
+        "reviewer": reviewer,
+        "staff": staff_user,
+    }
+
+
+@pytest.fixture
+def rejected(pending, reviewer):
+    """The contributor's contribution, rejected (so that its author may edit it)."""
+    return contributions.contribution_reject(contribution=pending, actor=reviewer, reason="no")
+
+
+def _state():
+    return (
+        list(Catalog.objects.values_list("pk", "description", "latest_version")),
+        list(CatalogVersion.objects.values_list("pk", "digest")),
+        list(Contribution.objects.values_list("pk", "status", "revision", "content", "reason")),
+        ReviewEvent.objects.count(),
+    )
+
+
+def _expect(response, expected) -> None:
+    if expected == LOGIN:
+        assert response.status_code == 302
+        assert response["Location"].startswith("/accounts/login/?next=")
+    else:
+        assert response.status_code == expected, response.content[:500]
+
+
+PAGES = {
+    # url template: expected status per role, in ROLES order
+    "/": [200] * 6,
+    "/catalogs/example-co/functions/": [200] * 6,
+    "/catalogs/example-co/functions/functions/example.co/Fn/": [200] * 6,
+    "/catalogs/example-co/functions/publish/": [LOGIN, 403, 200, 403, 403, 200],
+    "/catalogs/new/": [LOGIN, 403, 200, 200, 403, 200],
+    "/contribute/": [LOGIN, 200, 200, 200, 200, 200],
+    "/contributions/": [LOGIN, 200, 200, 200, 200, 200],
+    "/contributions/{pk}/edit/": [LOGIN, 403, 403, 403, 403, 403],
+    "/review/": [LOGIN, 403, 403, 403, 200, 200],
+    "/review/{pk}/": [LOGIN, 403, 403, 403, 200, 200],
+    "/review/log/": [LOGIN, 403, 403, 403, 200, 200],
+    "/accounts/tokens/": [LOGIN, 200, 200, 200, 200, 200],
+}
+
+
+@pytest.mark.parametrize("url", list(PAGES))
+@pytest.mark.parametrize("role", ROLES)
+def test_page_access(as_user, users, rejected, url, role):
+    response = as_user(users[role]).get(url.format(pk=rejected.pk))
+    _expect(response, PAGES[url][ROLES.index(role)])
+
+
+def test_the_author_may_edit_their_rejected_contribution(as_user, rejected, contributor):
+    assert as_user(contributor).get(f"/contributions/{rejected.pk}/edit/").status_code == 200
+
+
+def test_a_forbidden_page_says_why(as_user, users, published):
+    body = as_user(users["user"]).get("/catalogs/example-co/functions/publish/").content.decode()
+    assert "Only owners of publisher &#x27;example-co&#x27; may publish here." in body
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [
+        ("anonymous", LOGIN),
+        ("user", 403),
+        ("owner", 302),
+        ("other_owner", 403),
+        ("reviewer", 403),
+        ("staff", 302),
+    ],
+)
+def test_publish_action(as_user, users, published, role, expected):
+    before = _state()
+    text = catalog_yaml(("example.co", "Fn", "v1"), ("example.co", "New", "v1"))
+    response = as_user(users[role]).post(
+        "/catalogs/example-co/functions/publish/", {"content": text, "action": "publish"}
+    )
+    _expect(response, expected)
+    if expected == 302:
+        assert CatalogVersion.objects.count() == 2
+    else:
+        assert _state() == before
+
+
+@pytest.mark.parametrize("role", ["anonymous", "user", "other_owner", "reviewer"])
+def test_create_catalog_under_someone_elses_publisher_creates_nothing(
+    as_user, users, publisher, role
+):
+    before = _state()
+    response = as_user(users[role]).post(
+        "/catalogs/new/", {"publisher": publisher.pk, "name": "sneaky"}
+    )
+    if role == "other_owner":
+        # Their own publishers are the only choices: the form refuses the others.
+        assert response.status_code == 200
+        assert "Select a valid choice." in response.content.decode()
+    else:
+        _expect(response, LOGIN if role == "anonymous" else 403)
+    assert _state() == before
+
+
+@pytest.mark.parametrize("action", ["approve", "reject"])
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [
+        ("anonymous", LOGIN),
+        ("user", 403),
+        ("owner", 403),
+        ("other_owner", 403),
+        ("reviewer", 302),
+        ("staff", 302),
+    ],
+)
+def test_review_actions(as_user, users, pending, action, role, expected):
+    before = _state()
+    response = as_user(users[role]).post(f"/review/{pending.pk}/{action}/", {"reason": "Not now."})
+    _expect(response, expected)
+    pending.refresh_from_db()
+    if expected == 302:
+        assert pending.status == {"approve": "approved", "reject": "rejected"}[action]
+        assert pending.reviewer == users[role]
+    else:
+        assert _state() == before
+
+
+def test_the_author_cannot_review_even_as_a_reviewer(as_user, published, reviewer):
+    c = contributions.contribution_submit(catalog=published, content=DEFINITION, actor=reviewer)
+    before = _state()
+    for action in ("approve", "reject"):
+        response = as_user(reviewer).post(f"/review/{c.pk}/{action}/", {"reason": "x"})
+        assert response.status_code == 403
+        assert "Nobody reviews their own contribution." in response.content.decode()
+    assert _state() == before
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_only_the_author_resubmits(as_user, users, rejected, role):
+    before = _state()
+    response = as_user(users[role]).post(
+        f"/contributions/{rejected.pk}/edit/", {"content": DEFINITION}
+    )
+    _expect(response, LOGIN if role == "anonymous" else 403)
+    assert _state() == before
+
+
+def test_anonymous_cannot_contribute(as_user, published):
+    before = _state()
+    response = as_user(None).post("/contribute/", {"catalog": published.pk, "content": DEFINITION})
+    _expect(response, LOGIN)
+    assert _state() == before
+
+
+def test_get_is_not_enough_to_approve(as_user, pending, reviewer):
+    assert as_user(reviewer).get(f"/review/{pending.pk}/approve/").status_code == 405
+    pending.refresh_from_db()
+    assert pending.status == "pending"
+
+
+def test_review_actions_need_the_csrf_token(pending, reviewer):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(reviewer)
+    assert client.post(f"/review/{pending.pk}/approve/").status_code == 403
+    pending.refresh_from_db()
+    assert pending.status == "pending"

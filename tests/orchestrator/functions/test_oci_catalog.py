@@ -1,0 +1,112 @@
+"""``oci://`` catalog references against a real OCI registry (Debian's docker-registry).
+
+The registry runs on a free loopback port; the catalog is pushed with oras as one layer of the
+KEP's catalog media type; the engine pulls it by tag and by digest, and from the cache offline.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from orchestrator.functions import CatalogSet, FunctionError, TrustConfig
+from orchestrator.functions.catalogs import CATALOG_MEDIA_TYPE
+from orchestrator.functions.resolve import resolve
+
+REGISTRY = shutil.which("docker-registry")
+pytestmark = pytest.mark.skipif(REGISTRY is None, reason="docker-registry is not installed")
+
+CATALOG = (
+    "apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\nmetadata:\n  name: oci\n"
+    "spec:\n  krmFunctions:\n  - group: example.com\n    names:\n      kind: App\n"
+    "    versions:\n    - name: v1\n      runtime:\n        container:\n"
+    "          image: example/app:latest\n"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def registry(tmp_path):
+    port = _free_port()
+    config = tmp_path / "config.yml"
+    config.write_text(
+        "version: 0.1\nlog:\n  level: error\n"
+        f"storage:\n  filesystem:\n    rootdirectory: {tmp_path / 'storage'}\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n"
+    )
+    proc = subprocess.Popen(
+        [REGISTRY, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError("docker-registry did not start") from None
+            time.sleep(0.1)
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def _push(host: str, ref: str, content: bytes, media_type: str, scratch) -> str:
+    import oras.oci
+    import oras.provider
+
+    client = oras.provider.Registry(hostname=host, insecure=True)
+    container = client.get_container(f"{host}/{ref}")
+    cfg = scratch / "config.json"
+    cfg.write_bytes(b"{}")
+    config, _ = oras.oci.ManifestConfig(str(cfg), "application/vnd.oci.empty.v1+json")
+    client.upload_blob(str(cfg), container, config)
+    layer_path = scratch / "layer"
+    layer_path.write_bytes(content)
+    layer = oras.oci.NewLayer(str(layer_path), media_type)
+    client.upload_blob(str(layer_path), container, layer)
+    manifest = oras.oci.NewManifest()
+    manifest["config"] = config
+    manifest["layers"].append(layer)
+    resp = client.upload_manifest(manifest, container)
+    assert resp.status_code == 201, resp.text
+    return resp.headers["Docker-Content-Digest"]
+
+
+def _resolve(tmp_path, ref: str, opts):
+    trust = TrustConfig.load([ref], config=str(tmp_path / "none"))
+    cs = CatalogSet.for_kustomization(
+        [], kustomization_dir=str(tmp_path), trust=trust, options=opts
+    )
+    cfg = {"apiVersion": "example.com/v1", "kind": "App"}
+    return resolve(cfg, cs, opts)
+
+
+def test_pull_by_tag_digest_and_offline(tmp_path, registry, options):
+    digest = _push(registry, "krm/catalog:v1", CATALOG.encode(), CATALOG_MEDIA_TYPE, tmp_path)
+    by_tag = f"oci://{registry}/krm/catalog:v1"
+    assert _resolve(tmp_path, by_tag, options()).spec["image"] == "example/app:latest"
+    by_digest = f"oci://{registry}/krm/catalog@{digest}"
+    assert _resolve(tmp_path, by_digest, options()).origin == f"catalog {by_digest}"
+    assert _resolve(tmp_path, by_tag, options(offline=True)).spec["image"] == "example/app:latest"
+
+
+def test_wrong_media_type_is_an_error(tmp_path, registry, options):
+    _push(registry, "krm/other:v1", CATALOG.encode(), "application/octet-stream", tmp_path)
+    ref = f"oci://{registry}/krm/other:v1"
+    with pytest.raises(FunctionError) as exc:
+        _resolve(tmp_path, ref, options())
+    assert str(exc.value) == (
+        f"cannot fetch catalog {ref}: {ref}: no layer of media type {CATALOG_MEDIA_TYPE}"
+    )

@@ -1,0 +1,101 @@
+"""The build adapter: FunctionsContext and FunctionPlugin over a real ResMap; CLI flag parsing."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from orchestrator.functions import CatalogTrustError, FunctionError
+from orchestrator.functions import cli as fcli
+from orchestrator.functions.plugin import FunctionsContext
+from orchestrator.resource import ResMap, Resource
+
+STAR = (
+    'for r in ctx.resource_list["items"]:\n  r["metadata"]["name"] = "x-" + r["metadata"]["name"]\n'
+)
+GEN = (
+    'ctx.resource_list["items"].append(\n'
+    '  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gen"}})\n'
+)
+
+
+def _cfg(path: str) -> dict:
+    return {"apiVersion": "example.com/v1", "kind": "F", "runtime": {"starlark": {"path": path}}}
+
+
+def test_transform_generate_validate_through_resmap(tmp_path, write, options, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    write("t.star", STAR)
+    write("g.star", GEN)
+    ctx = FunctionsContext(options(results_dir=str(tmp_path / "res")), [])
+    cs = ctx.catalogs([], str(tmp_path), None)
+    assert ctx.catalogs([], str(tmp_path), None) is cs  # one set per kustomization
+    rm = ResMap([Resource(obj={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})])
+    ctx.plugin(
+        _cfg("t.star"), role="transformer", kustomization_dir=str(tmp_path), catalogs=cs
+    ).transform(rm)
+    assert [r.name for r in rm] == ["x-s"]
+    made = ctx.plugin(
+        _cfg("g.star"), role="generator", kustomization_dir=str(tmp_path), catalogs=cs
+    ).generate()
+    assert [r.name for r in made] == ["gen"]
+    write("v.star", "print(len(ctx.resource_list['items']))\n")
+    ctx.plugin(
+        _cfg("v.star"), role="validator", kustomization_dir=str(tmp_path), catalogs=cs
+    ).transform(rm)
+    assert [r.name for r in rm] == ["x-s"]
+    with pytest.raises(FunctionError) as exc:
+        ctx.plugin(
+            _cfg("g.star"), role="validator", kustomization_dir=str(tmp_path), catalogs=cs
+        ).transform(rm)
+    assert str(exc.value).endswith("is a validator but modified the resources")
+    assert [r.name for r in rm] == ["x-s"]
+    assert len(ctx.results) == 4
+    assert (tmp_path / "res" / "results.yaml").is_file()
+
+
+def test_untrusted_catalogs_field(tmp_path, write, options, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    ctx = FunctionsContext(options(), [])
+    with pytest.raises(CatalogTrustError) as exc:
+        ctx.catalogs(["c.yaml"], str(tmp_path), "kustomization.yaml")
+    assert str(exc.value) == (
+        "kustomization.yaml: catalog c.yaml is not trusted: pass --trusted-catalog=c.yaml after "
+        "reviewing it with 'krm view catalog'"
+    )
+
+
+def test_cli_flags():
+    p = argparse.ArgumentParser()
+    fcli.add_build_flags(p)
+    args = p.parse_args(
+        [
+            "--trusted-catalog=a",
+            "--trusted-catalog",
+            "b",
+            "--enable-exec",
+            "--network",
+            "--mount",
+            "type=bind,src=/a,dst=/b",
+            "-e",
+            "K=V",
+            "--env",
+            "X",
+            "--results-dir",
+            "r",
+            "--container-runtime",
+            "podman",
+            "--offline",
+        ]
+    )
+    assert args.trusted_catalog == ["a", "b"]
+    o = fcli.fn_options(args)
+    assert (o.enable_exec, o.network, o.offline, o.container_runtime, o.results_dir) == (
+        True,
+        True,
+        True,
+        "podman",
+        "r",
+    )
+    assert o.mounts == ["type=bind,src=/a,dst=/b"] and o.env == ["K=V", "X"]

@@ -4,7 +4,9 @@ For each size N (default 10, 250, 1000, 2000 resources) it writes a base with N/
 Deployments and N/2 Services and an overlay with namePrefix, namespace, labels with
 selectors, an image override, a configMapGenerator referenced by every Deployment and a
 strategic-merge patch; checks that both tools print byte-identical output; then times
-both (median of --repeat runs) and measures peak memory (max RSS of the child process).
+both (median of --repeat runs, the two tools alternating) in wall-clock and CPU time (user + system
+of the child, which other load on the machine disturbs less) and measures peak memory (max RSS
+of the child process).
 Prints one row per size with the krm/kustomize time ratio and the time per resource,
 which stays flat when growth is linear.
 
@@ -127,18 +129,17 @@ spec:
     return overlay
 
 
-def run_once(cmd: list[str]) -> tuple[float, int, bytes]:
-    """Wall time, peak RSS (KiB) of the child, and stdout of one run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def run_once(cmd: list[str]) -> tuple[float, float, bytes]:
+    """Wall time, CPU time (user + system) of the child, and stdout of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, check=False)
     elapsed = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr.decode()}")
-    # ru_maxrss of children is the max over all children so far; measure in a fresh
-    # process (see measure_rss) when this is not larger than before.
-    return elapsed, max(after, before), proc.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu, proc.stdout
 
 
 def measure_rss(cmd: list[str]) -> int:
@@ -164,8 +165,15 @@ def bench(sizes: list[int], repeat: int) -> list[dict]:
             identical = out_krm == out_kus
             if not identical:
                 raise SystemExit(f"size {n}: krm output differs from kubectl kustomize")
-            t_krm = statistics.median(run_once(krm)[0] for _ in range(repeat))
-            t_kus = statistics.median(run_once(kubectl)[0] for _ in range(repeat))
+            # Alternate the two tools so that load from other processes hits both alike.
+            krm_runs, kus_runs = [], []
+            for _ in range(repeat):
+                krm_runs.append(run_once(krm)[:2])
+                kus_runs.append(run_once(kubectl)[:2])
+            t_krm = statistics.median(r[0] for r in krm_runs)
+            t_kus = statistics.median(r[0] for r in kus_runs)
+            c_krm = statistics.median(r[1] for r in krm_runs)
+            c_kus = statistics.median(r[1] for r in kus_runs)
             rows.append(
                 {
                     "resources": out_kus.count(b"\nkind: ") + 1,
@@ -173,6 +181,9 @@ def bench(sizes: list[int], repeat: int) -> list[dict]:
                     "krm_s": round(t_krm, 4),
                     "kustomize_s": round(t_kus, 4),
                     "ratio": round(t_krm / t_kus, 3),
+                    "krm_cpu_s": round(c_krm, 4),
+                    "kustomize_cpu_s": round(c_kus, 4),
+                    "cpu_ratio": round(c_krm / c_kus, 3),
                     "krm_ms_per_resource": round(1000 * t_krm / n, 3),
                     "krm_rss_mib": round(measure_rss(krm) / 1024, 1),
                     "kustomize_rss_mib": round(measure_rss(kubectl) / 1024, 1),
@@ -181,8 +192,10 @@ def bench(sizes: list[int], repeat: int) -> list[dict]:
             )
             r = rows[-1]
             print(
-                f"{n:>6} resources  krm {r['krm_s']:.3f}s  kustomize {r['kustomize_s']:.3f}s  "
-                f"ratio {r['ratio']:.3f}  krm {r['krm_ms_per_resource']:.3f} ms/resource  "
+                f"{n:>6} resources  wall: krm {r['krm_s']:.3f}s kustomize {r['kustomize_s']:.3f}s "
+                f"ratio {r['ratio']:.3f}  cpu: krm {r['krm_cpu_s']:.3f}s "
+                f"kustomize {r['kustomize_cpu_s']:.3f}s ratio {r['cpu_ratio']:.3f}  "
+                f"krm {r['krm_ms_per_resource']:.3f} ms/resource  "
                 f"RSS krm {r['krm_rss_mib']} MiB / kustomize {r['kustomize_rss_mib']} MiB  "
                 f"output identical: {identical}",
                 flush=True,

@@ -310,6 +310,17 @@ def mirror_source_sync_request(
     _check_operator(actor)
     locked = MirrorSource.objects.select_for_update().get(pk=source.pk)
     active = SyncRun.objects.filter(source=locked, status__in=ACTIVE).first()
+    stale_before = timezone.now() - timedelta(minutes=settings.MIRROR_RUN_STALE_MINUTES)
+    if active is not None and (active.started_at or active.queued_at) < stale_before:
+        # Its job was lost for good (not just redelivered late): end it so syncs can go on.
+        _transition(
+            active,
+            SyncRun.Status.FAILED,
+            reason=f"Abandoned: no result after {settings.MIRROR_RUN_STALE_MINUTES} minutes "
+            "(the job was lost).",
+            finished_at=timezone.now(),
+        )
+        active = None
     if active is not None:
         raise SyncInProgressError(
             f"Source '{locked.name}' already has run {active.pk} {active.status}."
@@ -640,7 +651,12 @@ def _store_blobs(staged: list[_Staged], created: list[str]) -> dict[str, str]:
                 # Fast path on local storage: the verified scratch file is moved, not copied.
                 target = default_storage.path(name)
                 os.makedirs(os.path.dirname(target), exist_ok=True)
-                file_move_safe(item.path, target, allow_overwrite=False)
+                try:
+                    file_move_safe(item.path, target, allow_overwrite=False)
+                except FileExistsError:
+                    # Another source stored the same bytes meanwhile: the name names the bytes.
+                    names[item.digest] = name
+                    continue
             else:
                 with open(item.path, "rb") as handle:
                     name = default_storage.save(name, File(handle))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import types
-from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator import fieldspec, yamlio
@@ -35,25 +34,57 @@ ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 TRANSFORMATIONS_ANNOTATION = "alpha.config.kubernetes.io/transformations"
 
 
-@dataclass
 class BuildOptions:
     """Options of a build (the CLI flags)."""
 
-    load_restrictor: str = ROOT_ONLY
-    # "legacy", "none" or None (unspecified: legacy unless sortOptions says otherwise)
-    reorder: str | None = None
-    enable_helm: bool = False
-    helm_command: str = "helm"
-    debug: bool = False
+    # Plain classes, not dataclasses: importing dataclasses costs CLI start-up time.
+    __slots__ = ("load_restrictor", "reorder", "enable_helm", "helm_command", "debug")
+
+    def __init__(
+        self,
+        load_restrictor: str = ROOT_ONLY,
+        reorder: str | None = None,
+        enable_helm: bool = False,
+        helm_command: str = "helm",
+        debug: bool = False,
+    ) -> None:
+        self.load_restrictor = load_restrictor
+        # "legacy", "none" or None (unspecified: legacy unless sortOptions says otherwise)
+        self.reorder = reorder
+        self.enable_helm = enable_helm
+        self.helm_command = helm_command
+        self.debug = debug
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"BuildOptions({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BuildOptions):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
 
 
-@dataclass
 class BuildResult:
     """What a build produced: resources (plain dicts), function results and warnings."""
 
-    resources: list[dict[str, Any]]
-    results: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    __slots__ = ("resources", "results", "warnings")
+
+    def __init__(
+        self,
+        resources: list[dict[str, Any]],
+        results: list[dict[str, Any]] | None = None,
+        warnings: list[str] | None = None,
+    ) -> None:
+        self.resources = resources
+        self.results: list[dict[str, Any]] = results if results is not None else []
+        self.warnings: list[str] = warnings if warnings is not None else []
+
+    def __repr__(self) -> str:
+        return (
+            f"BuildResult(resources=<{len(self.resources)}>, results={self.results!r}, "
+            f"warnings={self.warnings!r})"
+        )
 
     def to_yaml(self) -> str:
         """The resources as ``kustomize build`` prints them."""
@@ -207,6 +238,13 @@ class Target:
 
     def accumulate_resources(self, acc: _Accumulator, paths: list[str]) -> None:
         for path in paths:
+            comp = _composition_plugin(self.loader.abspath(path))
+            if comp is not None:
+                # KEP-2299: a Composition in resources: appends what it generates.
+                if self.loader.is_dir(path):
+                    self.loader.child(path)  # the same cycle check as for kustomizations
+                comp.accumulate(self.build, self.loader.abspath(path), acc, source=self.source)
+                continue
             if self.loader.is_dir(path):
                 self.accumulate_directory(acc, path, component=False)
                 continue
@@ -515,6 +553,10 @@ class Target:
                 continue
             if not isinstance(entry, str):
                 raise ValidationError(f"invalid {field_name} entry {entry!r}", file=self.source)
+            comp = _composition_plugin(self.loader.abspath(entry))
+            if comp is not None:
+                configs.append(comp.marker_config(self.loader.abspath(entry)))
+                continue
             if "\n" in entry or (":" in entry and not self.loader.exists(entry)):
                 docs = yamlio.load_all(entry, source=self.kfile)
                 configs.extend(d for d in docs if isinstance(d, dict))
@@ -526,6 +568,12 @@ class Target:
 
     def make_plugin(self, config: dict[str, Any], acc: _Accumulator, *, generator: bool) -> Any:
         from orchestrator import filters
+
+        # orchestrator.composition.plugin.MARKER, spelled out to avoid importing that package.
+        marker = config.get("__krm_composition__")
+        comp = _composition_plugin(marker) if isinstance(marker, str) else None
+        if comp is not None and comp.is_marker(config):
+            return comp.CompositionPlugin(config, self.build)
 
         kind = config.get("kind") or ""
         api_version = config.get("apiVersion") or ""
@@ -545,6 +593,24 @@ class Target:
         if generator != (kind in filters.GENERATORS) and generator:
             raise ValidationError(f"{kind} is not a generator", file=self.source)
         return cls(config, self.ctx(acc))
+
+
+def _composition_plugin(full: str) -> Any:
+    """The Composition integration (KEP-2299) when ``full`` names a Composition, else None.
+
+    Checked on the file system first so that builds without Compositions never import
+    that package (it is not light).
+    """
+    if os.path.isdir(full):
+        if not os.path.isfile(os.path.join(full, "composition.yaml")):
+            return None
+    elif os.path.basename(full) != "composition.yaml":
+        return None
+    try:
+        from orchestrator.composition import plugin
+    except ImportError:
+        return None
+    return plugin if plugin.is_composition_path(full) else None
 
 
 def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:
@@ -660,6 +726,10 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         if os.path.exists(path):
             raise LoadError(f"'{path}' must be a directory", file=path)
         raise LoadError(f"'{path}' does not exist", file=path)
+    if _composition_plugin(os.path.realpath(path)) is not None:
+        from orchestrator import composition
+
+        return composition.build(path, options)
     state = _Build(options)
     target = Target(state, Loader(path, restrictor=options.load_restrictor))
     build_metadata = target.k.get("buildMetadata") or []

@@ -252,14 +252,14 @@ def parse(data: bytes | str, *, source: str, warnings: list[str] | None = None) 
     kind = k.get("kind") or "Kustomization"
     if kind not in ("Kustomization", "Component"):
         raise ValidationError(
-            f"Failed to read kustomization file under {os.path.dirname(source)}: "
+            f"Failed to read kustomization file under {os.path.dirname(os.path.abspath(source))}: "
             "kind should be Kustomization or Component",
             file=source,
         )
     required = COMPONENT_VERSION if kind == "Component" else KUSTOMIZATION_VERSION
     if k.get("apiVersion") and k["apiVersion"] != required:
         raise ValidationError(
-            f"Failed to read kustomization file under {os.path.dirname(source)}: "
+            f"Failed to read kustomization file under {os.path.dirname(os.path.abspath(source))}: "
             f"apiVersion for {kind} should be {required}",
             file=source,
         )

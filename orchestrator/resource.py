@@ -9,7 +9,6 @@ Filters that only change content work on ``res.obj`` directly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 
@@ -43,21 +42,38 @@ class ResId(NamedTuple):
         return f"{self.gvk}|{self.namespace or '~X'}|{self.name}"
 
 
-@dataclass(slots=True, eq=False)
 class Resource:
     """One KRM resource plus the engine's bookkeeping about it."""
 
-    obj: dict[str, Any]
-    # File the resource was read from (or the generator that made it), for error messages.
-    source: str | None = None
-    # (namespace, name) pairs it had before each rename, oldest first.
-    previous: list[tuple[str, str]] = field(default_factory=list)
-    # Generated ConfigMap/Secret: behavior (create|merge|replace) and whether a hash suffix
-    # is still to be appended.
-    behavior: str | None = None
-    needs_hash: bool = False
-    # Free-form annotations the engine keeps off the object (e.g. prefixes/suffixes applied).
-    extra: dict[str, Any] = field(default_factory=dict)
+    # A plain class rather than a dataclass: importing dataclasses costs CLI start-up time.
+    __slots__ = ("obj", "source", "previous", "behavior", "needs_hash", "extra")
+
+    def __init__(
+        self,
+        obj: dict[str, Any],
+        source: str | None = None,
+        previous: list[tuple[str, str]] | None = None,
+        behavior: str | None = None,
+        needs_hash: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.obj = obj
+        # File the resource was read from (or the generator that made it), for messages.
+        self.source = source
+        # (namespace, name) pairs it had before each rename, oldest first.
+        self.previous: list[tuple[str, str]] = previous if previous is not None else []
+        # Generated ConfigMap/Secret: behavior (create|merge|replace) and whether a hash
+        # suffix is still to be appended.
+        self.behavior = behavior
+        self.needs_hash = needs_hash
+        # Bookkeeping kept off the object (e.g. prefixes/suffixes applied).
+        self.extra: dict[str, Any] = extra if extra is not None else {}
+
+    def __repr__(self) -> str:
+        return (
+            f"Resource(obj={self.obj!r}, source={self.source!r}, previous={self.previous!r}, "
+            f"behavior={self.behavior!r}, needs_hash={self.needs_hash!r})"
+        )
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -109,34 +109,22 @@ def search(request: HttpRequest) -> HttpResponse:
     return _render(request, "search.html", context)
 
 
-def _trust_rows(parsed) -> list[dict[str, Any]]:
-    """What ``krm view catalog`` shows for each function version, for the trust decision."""
-    rows = []
-    for fn in parsed.functions if parsed else []:
-        for v in fn.versions:
-            needs = []
-            if "exec" in v.runtime:
-                needs.append("exec binary")
-            if v.requires_network:
-                needs.append("network")
-            if v.requires_storage_mount:
-                needs.append("storage mount")
-            exec_ = v.runtime.get("exec") or {}
-            container = v.runtime.get("container") or {}
-            rows.append(
-                {
-                    "api_version": f"{fn.group}/{v.name}" if fn.group else v.name,
-                    "group": fn.group,
-                    "kind": fn.kind,
-                    "runtimes": v.runtime_kinds,
-                    "platforms": [f"{p['os']}/{p['arch']}" for p in exec_.get("platforms", [])],
-                    "needs": needs,
-                    "image": container.get("image", ""),
-                    "image_digest": image_digest(container),
-                    "publisher": fn.publisher or "",
-                }
-            )
-    return rows
+def _trust_view(parsed, source: str) -> dict[str, Any]:
+    """Exactly what ``krm view catalog SOURCE`` shows (its -o yaml data), for the trust decision."""
+    from orchestrator.functions.catalogs import LoadedCatalog, parse_ref
+    from orchestrator.functions.view import summary
+
+    if parsed is None:
+        return {"functions": []}
+    loaded = LoadedCatalog(ref=parse_ref(source, "/"), catalog=parsed, source=source)
+    view = summary(loaded)
+    for entry in view["functions"]:
+        # The group, for links to the function page ("group/version" -> "group").
+        entry["group"] = entry["apiVersion"].rpartition("/")[0]
+        if "image" in entry and "imageDigest" not in entry:
+            # An image pinned as image@sha256:... carries its digest in the reference itself.
+            entry["imageDigest"] = image_digest({"image": entry["image"]})
+    return view
 
 
 @domain_errors
@@ -159,7 +147,7 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
         "versions": selectors.catalog_version_list(catalog=cat),
         "latest_url": latest_url,
         "build_line": f"krm build . --trusted-catalog={latest_url}",
-        "trust_rows": _trust_rows(parsed),
+        "trust": _trust_view(parsed, latest_url),
         "functions": functions,
         "can_publish": selectors.user_is_owner_or_staff(publisher=cat.publisher, user=request.user),
     }
@@ -418,7 +406,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     return _render(request, "review_queue.html", {"form": form, "page": page})
 
 
-def _review_context(contribution) -> dict[str, Any]:
+def _review_context(request: HttpRequest, contribution) -> dict[str, Any]:
     """Definition, runtimes, capability needs, diff against the current function, validity."""
     context: dict[str, Any] = {"contribution": contribution}
     try:
@@ -429,6 +417,10 @@ def _review_context(contribution) -> dict[str, Any]:
         return context
     context["valid"] = True
     fn = definition.function
+    cat = contribution.catalog
+    source = request.build_absolute_uri(
+        reverse("catalogs:latest", kwargs={"publisher": cat.publisher.slug, "catalog": cat.name})
+    )
     current = contributions.catalog_parsed_latest(catalog=contribution.catalog)
     before = next(
         (
@@ -444,7 +436,7 @@ def _review_context(contribution) -> dict[str, Any]:
     new = ParsedCatalog(metadata={"name": "x"}, functions=[fn])
     context["changes"] = contributions.catalog_changes(old=old, new=new).functions
     context["is_new_function"] = before is None
-    context["trust_rows"] = _trust_rows(new)
+    context["trust"] = _trust_view(new, source)
     if before is not None:
         import difflib
 
@@ -468,7 +460,7 @@ def review_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One contribution for review, with its audit log."""
     _require_reviewer(request)
     contribution = contributions.contribution_get(pk=pk)
-    context = _review_context(contribution)
+    context = _review_context(request, contribution)
     context["events"] = contributions.review_event_list(contribution=contribution)
     context["own"] = contribution.author_id == request.user.pk
     context["reject_form"] = forms.RejectForm()
@@ -514,7 +506,7 @@ def review_reject(request: HttpRequest, pk: int) -> HttpResponse:
         # Keep the reviewer on the page with the error next to the reason box.
         _require_reviewer(request)
         form.add_error("reason", err.message)
-        context = _review_context(contribution)
+        context = _review_context(request, contribution)
         context["events"] = contributions.review_event_list(contribution=contribution)
         context["own"] = contribution.author_id == request.user.pk
         context["reject_form"] = form

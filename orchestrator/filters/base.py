@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator import fieldspec
@@ -12,17 +11,26 @@ from orchestrator.fieldspec import FieldSpec, TransformerConfig
 from orchestrator.resource import Resource
 
 
-@dataclass
 class PluginContext:
     """Where a plugin runs: the kustomization's directory, its file reader and configs."""
 
-    tconfig: TransformerConfig
-    read_file: Callable[[str], bytes]
-    root: str = "."
-    source: str | None = None
-    schema: Any = None
-    warnings: list[str] = field(default_factory=list)
-    options: Any = None
+    def __init__(
+        self,
+        tconfig: TransformerConfig,
+        read_file: Callable[[str], bytes],
+        root: str = ".",
+        source: str | None = None,
+        schema: Any = None,
+        warnings: list[str] | None = None,
+        options: Any = None,
+    ) -> None:
+        self.tconfig = tconfig
+        self.read_file = read_file
+        self.root = root
+        self.source = source
+        self.schema = schema
+        self.warnings: list[str] = warnings if warnings is not None else []
+        self.options = options
 
 
 def field_specs(config: dict[str, Any], ctx: PluginContext) -> list[FieldSpec]:

@@ -110,9 +110,13 @@ class NameReferenceTransformer:
         if not index.by_prev_name:
             # Nothing was ever renamed: no reference can need an update.
             return
+        # Only targets with a renamed resource of their kind can need an update.
+        renamed = {g for rs in index.by_prev_name.values() for r in rs for g in _prev_gvks(r)}
         # Referrer field specs by kind, so each resource only meets the specs for its kind.
         by_kind: dict[str, list[tuple[FieldSpec, Gvk]]] = {}
         for br in self.backrefs:
+            if not any(_gvk_selected(g, br.target) for g in renamed):
+                continue
             for fs in br.referrers:
                 by_kind.setdefault(fs.kind, []).append((fs, br.target))
         any_kind = by_kind.get("", [])

@@ -30,11 +30,8 @@ class Selector:
     def __init__(self, spec: dict[str, Any], *, source: str | None = None):
         if not isinstance(spec, dict):
             raise ValidationError(f"patch target must be a map, got {spec!r}", file=source)
-        unknown = set(spec) - {*self.FIELDS, "labelSelector", "annotationSelector"}
-        if unknown:
-            raise ValidationError(
-                f"unknown field {sorted(unknown)[0]!r} in patch target", file=source
-            )
+        # Unknown fields are not checked here: a kustomization's targets were checked with the
+        # kustomization, and plugin configs are decoded leniently, as kustomize does.
         self.spec = spec
         self.regex: dict[str, re.Pattern[str]] = {}
         for f in self.FIELDS:
@@ -256,7 +253,9 @@ def _apply_by_id(resmap: ResMap, patch: Resource, ctx: PluginContext, options: d
     res = matches[0]
     if not apply_smp(res, patch, ctx, options=options):
         _remove_deleted(resmap, [res])
-    resmap.invalidate()
+    elif options.get("allowNameChange") or options.get("allowKindChange"):
+        resmap.invalidate()
+    # Otherwise the id is unchanged (name, namespace and kind are restored): the index holds.
 
 
 class PatchTransformer:

@@ -610,10 +610,17 @@ def _source_value(resources: list[Resource], spec: Any, where: str) -> Callable[
         # Without a delimiter kustomize keeps a reference to the source node itself: a target
         # that rewrites the source changes what later targets receive. Re-read it each time.
         obj, parts = matches[0].obj, split_path(field_path)
+        last = [value]
 
         def live() -> Any:
-            current = lookup(obj, parts)
-            return value if current is MISSING else current
+            try:
+                current = lookup(obj, parts)
+            except ReplacementError:
+                current = MISSING
+            # A rewritten parent detaches kyaml's node, which then keeps its last value.
+            if current is not MISSING:
+                last[0] = current
+            return last[0]
 
         return live
     if isinstance(value, dict | list):

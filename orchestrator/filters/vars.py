@@ -175,10 +175,40 @@ def _go_value_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        if value.is_integer() and abs(value) < 1e21:
-            return str(int(value))
-        return repr(value)
+        return _go_g(value)
     return str(value)
+
+
+def _go_g(value: float) -> str:
+    """Go's ``%v`` of a float64: shortest digits, exponent form below 1e-4 or from 1e6 on."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[repr(value)]
+    if value == 0:
+        return "0"
+    digits, exp = _shortest(value)
+    sign = "-" if value < 0 else ""
+    if exp < -4 or exp >= 6:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if exp < 0:
+        return f"{sign}0.{'0' * (-exp - 1)}{digits}"
+    whole, frac = digits[: exp + 1].ljust(exp + 1, "0"), digits[exp + 1 :]
+    return f"{sign}{whole}{'.' + frac if frac else ''}"
+
+
+def _shortest(value: float) -> tuple[str, int]:
+    """The shortest round-tripping decimal digits of ``value`` and its decimal exponent."""
+    text = repr(abs(value))
+    if "e" in text:
+        mantissa, _, exponent = text.partition("e")
+        digits = mantissa.replace(".", "").rstrip("0") or "0"
+        return digits, int(exponent)
+    whole, _, frac = text.partition(".")
+    frac = frac.rstrip("0")
+    if whole != "0":
+        return (whole + frac).rstrip("0") or "0", len(whole) - 1
+    stripped = frac.lstrip("0")
+    return stripped, -(len(frac) - len(stripped)) - 1
 
 
 def expand(text: str, values: dict[str, Any], counts: dict[str, int]) -> Any:
@@ -208,7 +238,11 @@ def expand(text: str, values: dict[str, Any], counts: dict[str, int]) -> Any:
                         counts[name] = counts.get(name, 0) + 1
                         mapped = values[name]
                         if text == f"$({name})":
-                            return mapped  # the whole field: keep the value's type
+                            # The whole field keeps the value's type; Go writes a float
+                            # without ".0", which reads back as an integer.
+                            if isinstance(mapped, float) and mapped.is_integer():
+                                return int(mapped)
+                            return mapped
                         out.append(_go_value_text(mapped))
                     else:
                         # Unknown (or non-primitive) var: left as written.

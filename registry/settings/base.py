@@ -181,6 +181,9 @@ MIRROR_SIGSTORE_TRUSTED_ROOT = env("MIRROR_SIGSTORE_TRUSTED_ROOT", default="")
 # Publisher under which mirrored catalogs are served; created on first use.
 MIRROR_PUBLISHER_SLUG = env("MIRROR_PUBLISHER_SLUG", default="mirrors")
 MIRROR_DEFAULT_INTERVAL_MINUTES = env_int("MIRROR_DEFAULT_INTERVAL_MINUTES", 60)
+# A queued or running run older than this is taken as lost when a new sync is requested; keep
+# it above CELERY_VISIBILITY_TIMEOUT so that a redelivered job is never cut short.
+MIRROR_RUN_STALE_MINUTES = env_int("MIRROR_RUN_STALE_MINUTES", 120)
 # Mirrored runtime artifacts live in the default storage under this prefix.
 MIRROR_BLOB_PREFIX = "blobs/sha256"
 
@@ -189,3 +192,9 @@ LOGIN_URL = "web:login"
 LOGIN_REDIRECT_URL = "web:search"
 LOGOUT_REDIRECT_URL = "web:search"
 SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
+
+# Redis broker: a job left unacknowledged by a worker that died (tasks acknowledge late) is
+# redelivered after this many seconds; keep it above the longest sync.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
+}

@@ -23,10 +23,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make between
-# browser steps are still plain synchronous code, so Django's async guard does not apply.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 
 @pytest.fixture(scope="session")
 def browser():
@@ -35,18 +31,40 @@ def browser():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium chromium-driver")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    # Playwright's sync API keeps an event loop in this thread while the browser is open; the ORM
+    # calls the tests make between browser steps are still plain synchronous code.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture(scope="session")
 def screenshots() -> Path:
     """Where page screenshots go; printed so that a person can find and look at them."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    print(f"\nscreenshots: {SCREENSHOTS}")
+    _used.append(SCREENSHOTS)
     return SCREENSHOTS
+
+
+_used: list[Path] = []
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Print the screenshot folder at the end of the run (pytest captures fixture output)."""
+    if _used:
+        count = len(list(SCREENSHOTS.glob("*.png")))
+        terminalreporter.write_line(f"browser screenshots ({count}): {SCREENSHOTS}")
 
 
 @pytest.fixture

@@ -503,3 +503,17 @@ def test_bind_rejects_duplicates_and_ambiguity():
         kvars.bind(level, [one, copy.deepcopy(one)])
     assert err.value.message == "var 'A' already encountered"
     assert all(kvars.REFVARS not in r.extra or r.extra[kvars.REFVARS] == ["A"] for r in level)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    # Go's %v, as kubectl kustomize v5.5.0 writes these inside a longer string.
+    [(100000.0, "100000"), (1234567.0, "1.234567e+06"), (0.00001, "1e-05"), (2.5, "2.5")],
+)
+def test_floats_inside_strings_use_go_formatting(value, text):
+    assert kvars.expand("x$(F)", {"F": value}, {}) == "x" + text
+
+
+def test_whole_field_integral_float_reads_back_as_an_integer():
+    assert kvars.expand("$(F)", {"F": 100000.0}, {}) == 100000
+    assert kvars.expand("$(F)", {"F": 2.5}, {}) == 2.5

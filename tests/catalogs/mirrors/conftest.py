@@ -122,6 +122,7 @@ class Route:
     truncate_to: int | None = None
     location: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    gate: threading.Event | None = None  # the response waits until this is set
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -140,6 +141,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if route.delay:
                 time.sleep(route.delay)
+            if route.gate is not None:
+                route.gate.wait(timeout=300)
             if route.location is not None:
                 self.send_response(302)
                 self.send_header("Location", route.location)
@@ -414,6 +417,25 @@ def mirror_settings(settings, tmp_path, https_upstream_session):
 def oci_settings(mirror_settings, oci_upstream):
     mirror_settings.MIRROR_OCI_PLAIN_HTTP_HOSTS = [oci_upstream.host]
     return mirror_settings
+
+
+@pytest.fixture(autouse=True)
+def jobs_in_process(request):
+    """Run mirror jobs in this process, also in the PostgreSQL + Redis stage.
+
+    The upstreams' settings (loopback allowed, the trustme CA) exist only in this process, and
+    most tests keep their rows in an uncommitted transaction. The real-worker path is covered
+    by test_sync_sigkill.py, which starts workers with those settings.
+    """
+    if request.node.get_closest_marker("services"):
+        yield
+        return
+    from registry.celery import app
+
+    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
 
 
 @pytest.fixture

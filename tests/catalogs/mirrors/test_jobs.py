@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from catalogs import mirrors, tasks
+from catalogs.exceptions import SyncInProgressError
 from catalogs.models import MirrorSource, SyncRun
 from tests.catalogs.mirrors.conftest import catalog_doc, sha256
 
@@ -87,3 +88,24 @@ def test_sync_source_command_failure_and_unknown_name(mirror_settings, https_ups
     with pytest.raises(CommandError) as err:
         call_command("sync_source", "nope")
     assert str(err.value) == "Mirror source 'nope' does not exist."
+
+
+def test_a_lost_run_is_abandoned_after_the_stale_limit(mirror_settings, https_upstream, sync):
+    url = https_upstream.serve("/catalog.yaml", catalog_doc())
+    source = mirrors.mirror_source_create(name="lost", url=url, actor=None)
+    lost = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
+    SyncRun.objects.filter(pk=lost.pk).update(status="running", started_at=timezone.now())
+    with pytest.raises(SyncInProgressError):
+        mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
+    old = timezone.now() - timedelta(minutes=mirror_settings.MIRROR_RUN_STALE_MINUTES + 1)
+    SyncRun.objects.filter(pk=lost.pk).update(started_at=old)
+
+    run = sync(source)
+
+    assert run.status == "succeeded"
+    lost.refresh_from_db()
+    assert (lost.status, lost.reason) == (
+        "failed",
+        f"Abandoned: no result after {mirror_settings.MIRROR_RUN_STALE_MINUTES} minutes "
+        "(the job was lost).",
+    )

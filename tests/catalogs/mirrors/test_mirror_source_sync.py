@@ -166,3 +166,26 @@ def test_local_git_paths_are_refused_by_default(mirror_settings, git_upstream, s
     assert run.reason == (
         f"Local git sources are refused: '{url}' (allow them with MIRROR_ALLOW_LOCAL_PATHS)"
     )
+
+
+def test_redirect_within_allowed_hosts_is_followed(mirror_settings, https_upstream, sync):
+    doc = catalog_doc("moved")
+    target = https_upstream.serve("/new/catalog.yaml", doc)
+    url = https_upstream.serve("/old/catalog.yaml", location="/new/catalog.yaml")
+    run = sync(create("moved", url))
+    assert (run.status, run.digest) == ("succeeded", sha256(doc))
+    assert run.provenance["final_url"] == target
+
+
+def test_redirect_loop_stops_at_the_limit(mirror_settings, https_upstream, sync):
+    url = https_upstream.serve("/loop", location="/loop")
+    mirror_settings.MIRROR_MAX_REDIRECTS = 2
+    run = sync(create("loop", url))
+    assert (run.status, run.reason) == ("failed", f"More than 2 redirects from {url}")
+    assert [p for p, _ in https_upstream.requests] == ["/loop"] * 3
+
+
+def test_unreachable_upstream_fails_with_reason(mirror_settings, sync):
+    run = sync(create("plain", "https://127.0.0.1:1/x.yaml"))
+    assert run.status == "failed"
+    assert run.reason.startswith("Cannot read https://127.0.0.1:1/x.yaml: ")

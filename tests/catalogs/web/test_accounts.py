@@ -76,3 +76,20 @@ def test_tokens_create_regenerate_and_revoke(client, owner):
     assert Token.objects.get(user=owner).key != key
     client.post("/accounts/tokens/", {"action": "revoke"})
     assert not Token.objects.filter(user=owner).exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["catalogs/htmx.min.js", "catalogs/htmx.LICENSE", "catalogs/site.css", "catalogs/site.js"],
+)
+def test_vendored_assets_are_served_by_the_registry(client, path):
+    response = client.get(f"/static/{path}")
+    assert response.status_code == 200
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    assert len(body) > 100
+
+
+def test_pages_load_nothing_from_elsewhere(client):
+    body = client.get("/").content.decode()
+    assert "//cdn" not in body and "https://" not in body.split("<main>")[0]
+    assert '<script src="/static/catalogs/htmx.min.js" defer></script>' in body

@@ -152,3 +152,59 @@ def test_own_contribution_has_no_decision_buttons(as_user, published, reviewer):
     c = contribution_submit(catalog=published, content=DEFINITION, actor=reviewer)
     body = as_user(reviewer).get(f"/review/{c.pk}/").content.decode()
     assert "another reviewer must decide" in body and "Approve and publish" not in body
+
+
+def test_contribute_with_the_form_fields(as_user, published, contributor):
+    from catalogs.contributions import contribution_definition_parse
+
+    data = {
+        "mode": "fields",
+        "fn-catalog": published.pk,
+        "fn-group": "forms.example.org",
+        "fn-kind": "AddLabel",
+        "fn-version": "v1",
+        "fn-description": "Adds a label.",
+        "fn-image": "registry.example.org/add-label:v1",
+        "fn-license": "MIT",
+        "fn-usage": "https://example.org/add-label",
+        "fn-requires_network": "on",
+    }
+    response = as_user(contributor).post("/contribute/", data)
+    assert response.status_code == 302
+    c = Contribution.objects.get()
+    assert c.content.startswith("apiVersion: config.kubernetes.io/v1alpha1\n")
+    parsed = contribution_definition_parse(content=c.content).function
+    assert (parsed.group, parsed.kind, parsed.description) == (
+        "forms.example.org",
+        "AddLabel",
+        "Adds a label.",
+    )
+    [version] = parsed.versions
+    assert version.requires_network and version.license == "MIT"
+    assert version.runtime["container"]["image"] == "registry.example.org/add-label:v1"
+
+
+def test_the_form_fields_report_what_is_missing(as_user, published, contributor):
+    data = {"mode": "fields", "fn-catalog": published.pk, "fn-group": "g.io", "fn-version": "v1"}
+    response = as_user(contributor).post("/contribute/", data)
+    assert response.status_code == 200
+    errors = response.context["fields_form"].errors
+    assert errors["kind"] == ["This field is required."]
+    assert errors["image"] == ["This field is required."]
+    assert not Contribution.objects.exists()
+
+
+def test_the_form_fields_are_validated_like_yaml(as_user, published, contributor):
+    data = {
+        "mode": "fields",
+        "fn-catalog": published.pk,
+        "fn-group": "g.io",
+        "fn-kind": "K",
+        "fn-version": "v1",
+        "fn-image": "has space:v1",
+    }
+    response = as_user(contributor).post("/contribute/", data)
+    [problem] = response.context["problems"]
+    assert problem.path == "spec.versions[0].runtime.container.image"
+    assert problem.message == "must not contain whitespace"
+    assert not Contribution.objects.exists()

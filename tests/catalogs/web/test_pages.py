@@ -89,8 +89,8 @@ def test_catalog_page_shows_versions_digests_and_the_trusted_catalog_line(client
     assert "/c/example-co/functions/versions/1/catalog.yaml" in body
     assert f"/c/example-co/functions/sha256/{v2.digest[7:]}/catalog.yaml" in body
     # The trust view lists each function version with what it needs.
-    rows = response.context["trust_rows"]
-    assert [(r["api_version"], r["kind"], r["runtimes"]) for r in rows] == [
+    rows = response.context["trust"]["functions"]
+    assert [(r["apiVersion"], r["kind"], r["runtimes"]) for r in rows] == [
         ("example.co/v1", "Fn", ["container"]),
         ("example.co/v2", "G", ["container"]),
     ]
@@ -202,3 +202,30 @@ def test_catalog_text_is_escaped_everywhere(as_user, catalog, contributor, revie
             assert 'href="javascript:' not in body, url
     body = as_user(None).get("/catalogs/example-co/functions/functions/example.co/Evil/")
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in body.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_trust_view_is_what_krm_view_catalog_shows(client, live_server, tmp_path, publisher):
+    """The engine fetches the served catalog over real HTTP and must describe it the same way."""
+    from orchestrator.functions import view
+    from orchestrator.functions.options import FnOptions
+
+    catalog = CatalogFactory(publisher=publisher, name="trust")
+    text = catalog_yaml(("example.co", "Bin", "v1"), runtime="exec") + catalog_yaml(
+        ("example.co", "Net", "v2")
+    ).split("  krmFunctions:\n", 1)[1].replace(
+        "image: registry.example.co/net:v2",
+        "image: registry.example.co/net:v2\n          sha256: "
+        + "e" * 64
+        + "\n          requireNetwork: true",
+    )
+    _publish(catalog, text)
+    page = client.get("/catalogs/example-co/trust/")
+    shown = page.context["trust"]
+    url = f"{live_server.url}/c/example-co/trust/catalog.yaml"
+    fetched = view.summary(view.load(url, options=FnOptions(cache_dir=str(tmp_path))))
+    assert shown["digest"] == fetched["digest"] == catalog.latest_version.digest
+    assert shown["name"] == fetched["name"] and shown["publisher"] == fetched["publisher"]
+    strip = [{k: v for k, v in f.items() if k != "group"} for f in shown["functions"]]
+    assert strip == fetched["functions"]
+    assert [f["needs"] for f in fetched["functions"]] == [["exec binary"], ["network"]]

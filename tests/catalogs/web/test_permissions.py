@@ -189,3 +189,10 @@ def test_review_actions_need_the_csrf_token(pending, reviewer):
     assert client.post(f"/review/{pending.pk}/approve/").status_code == 403
     pending.refresh_from_db()
     assert pending.status == "pending"
+
+
+def test_anonymous_cannot_make_a_token(as_user, db):
+    from rest_framework.authtoken.models import Token
+
+    _expect(as_user(None).post("/accounts/tokens/", {"action": "create"}), LOGIN)
+    assert not Token.objects.exists()

@@ -130,3 +130,14 @@ def test_create_catalog_with_a_bad_name_shows_the_error(owner_client, publisher)
     response = owner_client.post("/catalogs/new/", {"publisher": publisher.pk, "name": "bad name"})
     assert response.status_code == 200
     assert "Invalid catalog name &#x27;bad name&#x27;" in response.content.decode()
+
+
+def test_problem_messages_quoting_the_document_are_escaped(owner_client, published):
+    text = catalog_yaml(("example.co", "Fn", "v1")).replace(
+        "spec:\n", "spec:\n  <script>alert(1)</script>: 1\n"
+    )
+    response = owner_client.post(URL, {"content": text, "action": "preview"})
+    assert response.context["problems"]
+    body = response.content.decode()
+    assert "<script>alert(1)</script>" not in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body

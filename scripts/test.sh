@@ -3,5 +3,6 @@
 # eager Celery). Extra arguments go to pytest, e.g. scripts/test.sh -k catalog -x
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/system-packages.sh
 scripts/bootstrap.sh dev
 exec .venv/bin/pytest -n "${PYTEST_WORKERS:-2}" "$@"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test suite talks to, when they are missing:
+#   docker-registry  a real OCI registry for the mirroring tests
+#   chromium         the browser the web UI tests drive (with chromium-driver)
+#   git              git sources for the mirroring tests
+# kubectl (the kustomize oracle) is part of this project's machine image; its absence is reported.
+set -euo pipefail
+
+declare -A need=([docker-registry]=docker-registry [chromium]="chromium chromium-driver" [git]=git)
+missing=()
+for cmd in "${!need[@]}"; do
+    command -v "$cmd" >/dev/null 2>&1 || missing+=(${need[$cmd]})
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "==> installing Debian packages: ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if ! command -v kubectl >/dev/null 2>&1; then
+    echo "warning: kubectl is not on PATH; the differential tests against kustomize will fail" >&2
+fi

@@ -27,6 +27,8 @@ from orchestrator.filters import base as fbase
 from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader, display, find_kustomization
 from orchestrator.resource import ResMap, Resource, key_str
 
+# The one Kubernetes OpenAPI version kustomize v5.5.0 has built in.
+BUILTIN_OPENAPI = "v1.21.2"
 # What kubectl's embedded kustomize (the oracle) reports as its version in labels.
 MANAGED_BY = "kustomize-(devel)"
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
@@ -200,6 +202,16 @@ class Target:
             return
         path = openapi.get("path") if isinstance(openapi, dict) else None
         version = openapi.get("version") if isinstance(openapi, dict) else None
+        if path and version:
+            raise ValidationError(
+                "builtin version and custom schema provided, cannot use both", file=self.source
+            )
+        if version and version != BUILTIN_OPENAPI:
+            raise ValidationError(
+                f"the specified OpenAPI version is not built in: {version!r} "
+                f"(only {BUILTIN_OPENAPI} is)",
+                file=self.source,
+            )
         if path:
             docs = yamlio.load_all(self.loader.read(str(path)), source=str(path))
             from orchestrator import openapi as _openapi
@@ -233,6 +245,12 @@ class Target:
             self.accumulate_directory(acc, path, component=True)
         self.run_transformers(acc)
         self.run_validators(acc)
+        if k.get("vars"):
+            from orchestrator.filters import vars as kvars
+
+            # Bind each var to its resource now, among this kustomization's resources
+            # (kustomize's MergeVars), so that diamonds resolve like kustomize.
+            kvars.bind(acc.resmap.resources(), k["vars"])
         acc.merge_vars(k.get("vars") or [])
         return acc
 
@@ -334,20 +352,24 @@ class Target:
             for res in self.helm(acc):
                 self._absorb(acc, res)
         for config in self.plugin_configs(k.get("generators") or [], "generators"):
+            md = config.get("metadata") or {}
+            origin = str((md.get("annotations") or {}).get(ORIGIN_ANNOTATION) or "")
             by = (
                 str(config.get("apiVersion") or ""),
                 str(config.get("kind") or ""),
-                str((config.get("metadata") or {}).get("name") or ""),
+                str(md.get("name") or ""),
+                # A plugin config read from a file is "configured in" that file.
+                origin[6:].strip() if origin.startswith("path: ") else "",
             )
             for res in self.make_plugin(config, acc, generator=True).generate():
                 self._absorb(acc, res, by)
 
     def _absorb(
-        self, acc: _Accumulator, res: Resource, by: tuple[str, str, str] | None = None
+        self, acc: _Accumulator, res: Resource, by: tuple[str, str, str, str] | None = None
     ) -> None:
         if self.build.origins:
-            kind, name = by[1:] if by else (res.kind + "Generator", "")
-            configured_in = os.path.normpath(
+            kind, name = by[1:3] if by else (res.kind + "Generator", "")
+            configured_in = (by[3] if by else "") or os.path.normpath(
                 os.path.join(self.origin, os.path.basename(self.kfile))
             )
             text = (
@@ -744,7 +766,9 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     if acc.vars:
         from orchestrator.filters import vars as kvars
 
-        kvars.apply(resmap.resources(), acc.vars, field_specs=acc.var_field_specs or None)
+        kvars.apply(
+            resmap.resources(), acc.vars, field_specs=acc.var_field_specs or None, bound=True
+        )
     resources = [
         r
         for r in resmap

@@ -152,13 +152,13 @@ def _scalar(node: yaml.ScalarNode, bools: dict[str, bool] = _BOOLS) -> Any:
     return value
 
 
-def _construct(node: Any, bools: dict[str, bool] = _BOOLS) -> Any:
+def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False) -> Any:
     """Plain Python data from a composed node (faster than PyYAML's constructor)."""
     cls = node.__class__
     if cls is yaml.ScalarNode:
         return _scalar(node, bools)
     if cls is yaml.SequenceNode:
-        return [_construct(c, bools) for c in node.value]
+        return [_construct(c, bools, dup_ok) for c in node.value]
     result: dict[str, Any] = {}
     merged: list[Any] = []
     seen: dict[str, Any] = {}
@@ -171,7 +171,7 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS) -> Any:
                 None, None, "mapping keys must be scalars", key_node.start_mark
             )
         key = _key_str(_scalar(key_node, bools))
-        if key in seen:
+        if key in seen and not dup_ok:
             raise yaml.constructor.ConstructorError(
                 None,
                 None,
@@ -179,7 +179,7 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS) -> Any:
                 key_node.start_mark,
             )
         seen[key] = key_node.start_mark
-        result[key] = _construct(value_node, bools)
+        result[key] = _construct(value_node, bools, dup_ok)
     if merged:
         base: dict[str, Any] = {}
         for m in merged:
@@ -189,7 +189,7 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS) -> Any:
                     raise yaml.constructor.ConstructorError(
                         None, None, "merge value must be a mapping", src.start_mark
                     )
-                for k, v in _construct(src, bools).items():
+                for k, v in _construct(src, bools, dup_ok).items():
                     base[k] = v
         base.update(result)
         result = base
@@ -280,7 +280,8 @@ def load_yaml11(text: str | bytes, *, source: str | None = None) -> list[Any]:
         while loader.check_node():
             node = loader.get_node()
             if node is not None:
-                doc = _construct(node, bools=_V2_BOOLS)
+                # go-yaml v2 (non-strict) lets a repeated key win over the earlier one.
+                doc = _construct(node, bools=_V2_BOOLS, dup_ok=True)
                 if doc is not None:
                     docs.append(doc)
     except yaml.YAMLError as exc:

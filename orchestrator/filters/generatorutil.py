@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from orchestrator.errors import ResourceConflictError, ValidationError
+from orchestrator.errors import KrmError, ResourceConflictError, ValidationError
 from orchestrator.resource import Resource
 
 __all__ = [
@@ -269,6 +269,13 @@ def env_pairs(content: bytes) -> list[tuple[str, str]]:
     return pairs
 
 
+def _prefixed(err: KrmError, prefix: str) -> KrmError:
+    """Say which generator and source an error is about (kustomize's wording), keeping its type."""
+    err.message = f"{prefix}: {err.message}"
+    err.args = (err.message,)
+    return err
+
+
 def literal_pairs(literals: list[str]) -> list[tuple[str, str]]:
     """Parse ``literals:`` entries."""
     try:
@@ -287,7 +294,10 @@ def file_pairs(
             key, path = parse_file_source(source)
         except ValidationError as err:
             raise ValidationError(f"file sources: {_go_list(sources)}: {err.message}") from None
-        content = read_file(path)
+        try:
+            content = read_file(path)
+        except KrmError as err:
+            raise _prefixed(err, f"file sources: {_go_list(sources)}") from None
         try:
             pairs.append((key, content.decode("utf-8")))
         except UnicodeDecodeError:
@@ -310,15 +320,13 @@ def load_pairs(
     for path in envs:
         try:
             pairs.extend(env_pairs(read_file(path)))
-        except ValidationError as err:
-            raise ValidationError(
-                f"{what} {name!r}: env source files: {_go_list(envs)}: {err.message}"
-            ) from None
+        except KrmError as err:
+            raise _prefixed(err, f"{what} {name!r}: env source files: {_go_list(envs)}") from None
     try:
         pairs.extend(literal_pairs(_string_list(args, "literals", what)))
         pairs.extend(file_pairs(_string_list(args, "files", what), read_file))
-    except ValidationError as err:
-        raise ValidationError(f"{what} {name!r}: {err.message}") from None
+    except KrmError as err:
+        raise _prefixed(err, f"{what} {name!r}") from None
     data: dict[str, str | bytes] = {}
     for key, value in pairs:
         if key in data:

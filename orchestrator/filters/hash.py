@@ -11,7 +11,6 @@ import datetime
 import hashlib
 import json
 import re
-from decimal import Decimal
 from typing import Any
 
 from orchestrator.errors import KrmError
@@ -42,6 +41,8 @@ def _go_float(value: float) -> str:
         raise KrmError(f"json: unsupported value: {value}")
     magnitude = abs(value)
     if magnitude == 0 or 1e-6 <= magnitude < 1e21:
+        from decimal import Decimal  # rare (floats in ConfigMap data): keep imports light
+
         text = format(Decimal(repr(value)), "f")
         return text[:-2] if text.endswith(".0") else text
     text = repr(value)

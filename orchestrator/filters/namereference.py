@@ -106,6 +106,9 @@ class NameReferenceTransformer:
 
     def transform(self, resmap: ResMap) -> None:
         resources = resmap.resources()
+        for res in resources:
+            if res.kind == "RoleBinding":
+                _check_subject_namespaces(res)
         index = _Index(resources)
         if not index.by_prev_name:
             # Nothing was ever renamed: no reference can need an update.
@@ -264,6 +267,22 @@ class NameReferenceTransformer:
             if ns in orgs and cur != NOT_A_NAMESPACE and cur in ref.rb_namespaces:
                 return True
         return False
+
+
+def _check_subject_namespaces(res: Resource) -> None:
+    """kustomize rejects a ServiceAccount subject whose namespace is present but not a string."""
+    for s in res.obj.get("subjects") or []:
+        if (
+            isinstance(s, dict)
+            and "namespace" in s
+            and s.get("kind") == "ServiceAccount"
+            and not isinstance(s["namespace"], str)
+        ):
+            raise KrmError(
+                f"Invalid Input: namespace is blank for resource {key_str(res.key())!r}",
+                file=res.source,
+                resource=res.describe(),
+            )
 
 
 def _org_eff_ns(r: Resource) -> str:

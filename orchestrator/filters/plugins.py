@@ -9,10 +9,14 @@ from orchestrator.errors import ValidationError
 from orchestrator.filters.base import PluginContext
 from orchestrator.resource import ResMap, Resource
 
+# Fields of a ConfigMapArgs/SecretArgs; plugin configs are decoded leniently by kustomize,
+# so anything else is ignored.
+_ARGS = ("name", "namespace", "behavior", "literals", "files", "envs", "env", "options", "type")
+
 
 def _generator_args(config: dict[str, Any]) -> dict[str, Any]:
     md = config.get("metadata") or {}
-    args = {k: v for k, v in config.items() if k not in ("apiVersion", "kind", "metadata")}
+    args = {k: v for k, v in config.items() if k in _ARGS}
     args.setdefault("name", md.get("name"))
     if md.get("namespace") and not args.get("namespace"):
         args["namespace"] = md["namespace"]

@@ -24,6 +24,7 @@ __all__ = [
     "LabelSelector",
     "ReplacementError",
     "apply",
+    "get_field",
     "lookup",
     "parse_label_selector",
     "resolve_scalar",
@@ -210,7 +211,7 @@ def lookup(node: Any, parts: tuple[str, ...]) -> Any:
             continue
         if node is None:
             return MISSING
-        if part.lstrip("-").isdigit() and part != "-":
+        if part.lstrip("-").isdigit() and part.isascii() and part != "-":
             index = int(part)
             if index < 0:
                 raise ReplacementError(f"array index {index} cannot be negative")
@@ -319,7 +320,7 @@ class _Matcher:
         part, rest = parts[0], parts[1:]
         next_part = rest[0] if rest else None
         create = self.create
-        if part.isdigit():
+        if part.isdigit() and part.isascii():
             if node is None:
                 if not create:
                     raise ReplacementError(f"index {part} specified but only 0 elements found")
@@ -468,7 +469,7 @@ def parse_label_selector(text: str) -> LabelSelector:
 # Ids and selectors
 
 
-def _get(spec: dict[str, Any], key: str) -> Any:
+def get_field(spec: dict[str, Any], key: str) -> Any:
     """Field lookup as Go's JSON decoding does it: exact name first, then case-insensitive."""
     if key in spec:
         return spec[key]
@@ -480,7 +481,7 @@ def _get(spec: dict[str, Any], key: str) -> Any:
 
 
 def _str_field(spec: dict[str, Any], key: str, where: str) -> str:
-    value = _get(spec, key)
+    value = get_field(spec, key)
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -555,16 +556,16 @@ def _ids(res: Resource) -> list[tuple[str, str, str, str, str]]:
 
 
 def _options(spec: dict[str, Any], where: str) -> tuple[str, int, bool]:
-    opts = _get(spec, "options")
+    opts = get_field(spec, "options")
     if opts is None:
         return "", 0, False
     if not isinstance(opts, dict):
         raise ValidationError(f"{where}.options must be a map")
     delimiter = _str_field(opts, "delimiter", f"{where}.options")
-    index = _get(opts, "index") or 0
+    index = get_field(opts, "index") or 0
     if not isinstance(index, int) or isinstance(index, bool):
         raise ValidationError(f"{where}.options.index must be an integer, got {index!r}")
-    create = _get(opts, "create") or False
+    create = get_field(opts, "create") or False
     if not isinstance(create, bool):
         raise ValidationError(f"{where}.options.create must be true or false, got {create!r}")
     return delimiter, index, create
@@ -691,17 +692,17 @@ def _apply_target(
 ) -> None:
     if not isinstance(spec, dict):
         raise ValidationError(f"{where} must be a map")
-    select_spec = _get(spec, "select")
+    select_spec = get_field(spec, "select")
     if select_spec is None:
         raise ReplacementError("target must specify resources to select")
     select = _Selector(select_spec, f"{where}.select", with_labels=True)
-    reject_specs = _get(spec, "reject") or []
+    reject_specs = get_field(spec, "reject") or []
     if not isinstance(reject_specs, list):
         raise ValidationError(f"{where}.reject must be a list")
     rejects = [
         _Selector(r, f"{where}.reject[{i}]", with_labels=True) for i, r in enumerate(reject_specs)
     ]
-    field_paths = _get(spec, "fieldPaths") or [_DEFAULT_FIELD_PATH]
+    field_paths = get_field(spec, "fieldPaths") or [_DEFAULT_FIELD_PATH]
     if not isinstance(field_paths, list) or not all(isinstance(p, str) for p in field_paths):
         raise ValidationError(f"{where}.fieldPaths must be a list of strings")
     delimiter, index, create = _options(spec, where)
@@ -767,8 +768,8 @@ def apply(
         try:
             if not isinstance(spec, dict):
                 raise ValidationError(f"{where} must be a map")
-            source_spec = _get(spec, "source")
-            targets = _get(spec, "targets")
+            source_spec = get_field(spec, "source")
+            targets = get_field(spec, "targets")
             if source_spec is None or targets is None:
                 raise ReplacementError("replacements must specify a source and at least one target")
             if not isinstance(targets, list):

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from orchestrator.errors import KrmError, ValidationError
-from orchestrator.filters.replacements import MISSING, lookup, split_path
+from orchestrator.filters.replacements import MISSING, get_field, lookup, split_path
 from orchestrator.resource import Resource
 
 __all__ = ["DEFAULT_VAR_REFERENCE", "REFVARS", "VarError", "apply", "bind", "expand"]
@@ -68,19 +68,8 @@ DEFAULT_VAR_REFERENCE: tuple[tuple[str, str], ...] = (
 _SLICE_INDEX = re.compile(r"^(.*)\[(\d+)\]$")
 
 
-def _get(spec: dict[str, Any], key: str) -> Any:
-    """Field lookup as Go's JSON decoding does it: exact name first, then case-insensitive."""
-    if key in spec:
-        return spec[key]
-    lowered = key.lower()
-    for k, v in spec.items():
-        if isinstance(k, str) and k.lower() == lowered:
-            return v
-    return None
-
-
 def _str(spec: dict[str, Any], key: str, where: str) -> str:
-    value = _get(spec, key)
+    value = get_field(spec, key)
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -108,7 +97,7 @@ class _Var:
         self.name = _str(spec, "name", where)
         if not self.name:
             raise ValidationError(f"{where}: var must have a name")
-        objref = _get(spec, "objref")
+        objref = get_field(spec, "objref")
         if not isinstance(objref, dict):
             raise ValidationError(f"{where} (var {self.name!r}): objref must be a map")
         ow = f"{where}.objref"
@@ -125,7 +114,7 @@ class _Var:
         self.kind = _str(objref, "kind", ow)
         self.obj_name = _str(objref, "name", ow)
         self.namespace = _str(objref, "namespace", ow)
-        fieldref = _get(spec, "fieldref")
+        fieldref = get_field(spec, "fieldref")
         if fieldref is not None and not isinstance(fieldref, dict):
             raise ValidationError(f"{where} (var {self.name!r}): fieldref must be a map")
         path = _str(fieldref or {}, "fieldPath", f"{where}.fieldref")

@@ -108,7 +108,8 @@ def test_publish_contribute_review_search_and_copy(new_page, people, screenshots
     _shot(rita, screenshots, "08-review-detail")
     rita.click("text=Approve and publish")
     rita.wait_for_selector("text=Approved; published platform-team/platform version 2.")
-    rita.click("text=Audit log")
+    rita.click("a:has-text('Full audit log')")
+    rita.wait_for_url("**/review/log/")
     log = rita.inner_text("table.audit")
     for action in ("Submitted", "Rejected", "Resubmitted", "Approved"):
         assert action in log

@@ -553,3 +553,20 @@ def test_origin_annotation_kept_on_merge_taken_on_replace(behavior, origin):
     )
     configmapgenerator.merge_into(base, overlay)
     assert base.obj["metadata"]["annotations"][anno] == origin
+
+
+def test_read_errors_keep_their_type_and_name_the_source():
+    from orchestrator.errors import LoadError
+
+    def read(path: str) -> bytes:
+        raise LoadError("file does not exist", file=path)
+
+    with pytest.raises(LoadError) as err:
+        secretgenerator.generate({"name": "s", "files": ["k=a.txt"]}, options=None, read_file=read)
+    assert err.value.message == "secretGenerator 's': file sources: [k=a.txt]: file does not exist"
+    assert err.value.file == "a.txt"
+    with pytest.raises(LoadError) as err:
+        configmapgenerator.generate({"name": "c", "envs": ["x.env"]}, options=None, read_file=read)
+    assert err.value.message == (
+        "configMapGenerator 'c': env source files: [x.env]: file does not exist"
+    )

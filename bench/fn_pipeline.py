@@ -5,7 +5,7 @@ functions (``sed`` scripts, so the functions themselves cost the same under both
 orchestrators' own work is what is compared). Then, in the same run, median of --repeat:
 
 1. ``krm build --enable-exec`` on a kustomization whose ``transformers:`` are five function
-   configs with explicit exec runtimes, against ``kpt fn render --allow-exec -o stdout`` on a
+   configs with explicit exec runtimes, against ``kpt fn render --allow-exec -o unwrap`` on a
    package whose Kptfile pipeline runs the same five scripts (target ratio krm/kpt <= 0.8);
    the outputs are checked to hold the same resources first;
 2. the same five functions as starlark scripts run in process by ``krm build`` (reported);
@@ -198,7 +198,7 @@ def main() -> None:
         krm = [PYTHON, "-m", "orchestrator", "build"]
         runs = {
             "krm exec": krm + [paths["exec"], "--enable-exec"],
-            "kpt fn render": [kpt, "fn", "render", paths["kpt"], "--allow-exec", "-o", "stdout"],
+            "kpt fn render": [kpt, "fn", "render", paths["kpt"], "--allow-exec", "-o", "unwrap"],
             "krm starlark": krm + [paths["starlark"]],
             "krm catalog": krm + [paths["catalog"], f"--trusted-catalog={paths['catalog_file']}"],
         }

@@ -27,6 +27,22 @@ from orchestrator.filters import base as fbase
 from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader, display, find_kustomization
 from orchestrator.resource import ResMap, Resource, key_str
 
+# The fields of a transformer configuration file (``configurations:``).
+CONFIG_KEYS = frozenset(
+    {
+        "namePrefix",
+        "nameSuffix",
+        "namespace",
+        "commonLabels",
+        "labels",
+        "templateLabels",
+        "commonAnnotations",
+        "nameReference",
+        "varReference",
+        "images",
+        "replicas",
+    }
+)
 # The one Kubernetes OpenAPI version kustomize v5.5.0 has built in.
 BUILTIN_OPENAPI = "v1.21.2"
 # What kubectl's embedded kustomize (the oracle) reports as its version in labels.
@@ -107,9 +123,19 @@ class _Accumulator:
             self.tconfig = fieldspec.default_config()
         return self.tconfig
 
+    def merge_config(self, tc: TransformerConfig) -> None:
+        """Merge ``tc`` into this accumulator's config (starting from an empty one, as
+        kustomize's accumulator does: the merge order is observable)."""
+        if self.tconfig is None:
+            self.tconfig = TransformerConfig({})
+        self.tconfig.merge_config(tc)
+
     def merge(self, other: _Accumulator) -> None:
         if other.tconfig is not None:
-            self.config().merge_config(other.tconfig)
+            self.merge_config(other.tconfig)
+        for spec in other.var_field_specs:
+            if spec not in self.var_field_specs:
+                self.var_field_specs.append(spec)
         self.merge_vars(other.vars)
 
     def merge_vars(self, new: list[dict[str, Any]]) -> None:
@@ -231,13 +257,24 @@ class Target:
         self._set_schema()
         k = self.k
         self.accumulate_resources(acc, k.get("resources") or [])
-        for path in k.get("configurations") or []:
-            data = yamlio.load(self.loader.read(path), source=path) or {}
-            if not isinstance(data, dict):
-                raise ValidationError("a configurations file must be a map", file=path)
-            if "varReference" in data:
-                acc.var_field_specs.extend(data.get("varReference") or [])
-            acc.config().merge_config(TransformerConfig(data))
+        tc = fieldspec.default_config()
+        if k.get("configurations"):
+            extra = TransformerConfig({})
+            for path in k["configurations"]:
+                data = yamlio.load(self.loader.read(path), source=path) or {}
+                if not isinstance(data, dict):
+                    raise ValidationError("a configurations file must be a map", file=path)
+                unknown = sorted(set(data) - CONFIG_KEYS)
+                if unknown:
+                    raise ValidationError(
+                        f"invalid transformer configuration: unknown field {unknown[0]!r}",
+                        file=display(self.loader.abspath(path)),
+                    )
+                if "varReference" in data:
+                    acc.var_field_specs.extend(data.get("varReference") or [])
+                extra.merge_config(TransformerConfig(data))
+            tc.merge_config(extra)
+        acc.merge_config(tc)
         if k.get("crds"):
             self.load_crds(acc, k["crds"])
         self.run_generators(acc)

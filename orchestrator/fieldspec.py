@@ -94,19 +94,52 @@ def parse(items: Iterable[Any] | None, *, source: str | None = None) -> list[Fie
     return out
 
 
+def _gvk_selected(gvk: Gvk, sel: Gvk) -> bool:
+    return (
+        (not sel.group or sel.group == gvk.group)
+        and (not sel.version or sel.version == gvk.version)
+        and (not sel.kind or sel.kind == gvk.kind)
+    )
+
+
 def merge(base: list[FieldSpec], extra: Iterable[FieldSpec]) -> list[FieldSpec]:
-    """Union of two field-spec lists, keeping order and dropping duplicates."""
-    seen = {fs.key(): fs for fs in base}
+    """kustomize's FsSlice.MergeAll: append each new spec unless one already there with the
+    same path is selected by its GVK (so a general spec after a specific one is dropped)."""
     out = list(base)
     for fs in extra:
-        old = seen.get(fs.key())
-        if old is None:
-            seen[fs.key()] = fs
+        sel = fs.gvk
+        hit = next((x for x in out if x.path == fs.path and _gvk_selected(x.gvk, sel)), None)
+        if hit is None:
             out.append(fs)
-        elif fs.create and not old.create:
-            out[out.index(old)] = fs
-            seen[fs.key()] = fs
+        elif hit.create != fs.create:
+            raise ValidationError(
+                f"conflicting fieldspecs: {fs.path} ({fs.kind or 'any kind'}) with and without "
+                "create"
+            )
     return out
+
+
+_ORDER_FIRST = (
+    "Namespace", "ResourceQuota", "StorageClass", "CustomResourceDefinition", "ServiceAccount",
+    "PodSecurityPolicy", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ConfigMap",
+    "Secret", "Endpoints", "Service", "LimitRange", "PriorityClass", "PersistentVolume",
+    "PersistentVolumeClaim", "Deployment", "StatefulSet", "CronJob", "PodDisruptionBudget",
+)  # fmt: skip
+_TYPE_ORDER = {k: i - len(_ORDER_FIRST) for i, k in enumerate(_ORDER_FIRST)}
+_TYPE_ORDER.update({"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 2})
+
+
+def gvk_sort_key(gvk: Gvk) -> tuple[int, str]:
+    """kustomize's Gvk.IsLessThan as a key: kind rank, then group_version_kind."""
+    return (
+        _TYPE_ORDER.get(gvk.kind, 0),
+        f"{gvk.group or '~G'}_{gvk.version or '~V'}_{gvk.kind or '~K'}",
+    )
+
+
+def sort_specs(specs: list[FieldSpec]) -> list[FieldSpec]:
+    """Field specs in the order kustomize keeps them (its TransformerConfig.sortFields)."""
+    return sorted(specs, key=lambda fs: gvk_sort_key(fs.gvk))
 
 
 class NameBackRef(NamedTuple):
@@ -117,7 +150,11 @@ class NameBackRef(NamedTuple):
 
 
 class TransformerConfig:
-    """The field specs every builtin transformer uses (defaults plus ``configurations:``/crds)."""
+    """The field specs every builtin transformer uses (defaults plus ``configurations:``/crds).
+
+    Built and merged like kustomize's TransformerConfig: each list sorted by GVK, merges
+    with :func:`merge` (whose order-dependent de-duplication is observable).
+    """
 
     def __init__(self, data: dict[str, Any]):
         self.specs: dict[str, list[FieldSpec]] = {}
@@ -125,21 +162,36 @@ class TransformerConfig:
         for key, items in data.items():
             if key == "nameReference":
                 for entry in items or []:
-                    self.add_name_reference(entry)
+                    self._merge_backref(self._parse_backref(entry))
             else:
                 self.specs[key] = merge(self.specs.get(key, []), parse(items))
+        self._sort()
 
-    def add_name_reference(self, entry: dict[str, Any]) -> None:
-        """Merge one ``nameReference`` entry (target gvk + referrer field specs)."""
+    @staticmethod
+    def _parse_backref(entry: dict[str, Any]) -> NameBackRef:
         target = Gvk(
             str(entry.get("group") or ""), str(entry.get("version") or ""), str(entry.get("kind"))
         )
-        refs = parse(entry.get("fieldSpecs") or entry.get("referrers"))
-        for i, br in enumerate(self.name_reference):
-            if br.target == target:
-                self.name_reference[i] = NameBackRef(target, merge(br.referrers, refs))
+        return NameBackRef(target, parse(entry.get("fieldSpecs") or entry.get("referrers")))
+
+    def _merge_backref(self, br: NameBackRef) -> None:
+        for i, mine in enumerate(self.name_reference):
+            if mine.target == br.target:
+                self.name_reference[i] = NameBackRef(
+                    mine.target, merge(mine.referrers, br.referrers)
+                )
                 return
-        self.name_reference.append(NameBackRef(target, refs))
+        self.name_reference.append(br)
+
+    def add_name_reference(self, entry: dict[str, Any]) -> None:
+        """Merge one ``nameReference`` entry (target gvk + referrer field specs)."""
+        self._merge_backref(self._parse_backref(entry))
+        self._sort()
+
+    def _sort(self) -> None:
+        for key, specs in self.specs.items():
+            self.specs[key] = sort_specs(specs)
+        self.name_reference.sort(key=lambda br: gvk_sort_key(br.target))
 
     def get(self, key: str) -> list[FieldSpec]:
         return self.specs.get(key, [])
@@ -151,23 +203,12 @@ class TransformerConfig:
         return new
 
     def merge_config(self, other: TransformerConfig) -> None:
-        """Add another config's specs to this one (``configurations:``, CRDs, sub-builds)."""
+        """Merge another config into this one, in place (kustomize's TransformerConfig.Merge)."""
         for key, specs in other.specs.items():
             self.specs[key] = merge(self.specs.get(key, []), specs)
         for br in other.name_reference:
-            self.add_name_reference(
-                {
-                    "group": br.target.group,
-                    "version": br.target.version,
-                    "kind": br.target.kind,
-                    "referrers": [],
-                }
-            )
-            for i, mine in enumerate(self.name_reference):
-                if mine.target == br.target:
-                    self.name_reference[i] = NameBackRef(
-                        br.target, merge(mine.referrers, br.referrers)
-                    )
+            self._merge_backref(br)
+        self._sort()
 
 
 @functools.lru_cache(maxsize=1)

@@ -154,6 +154,9 @@ def check_args(args: Any, what: str, *, strict: bool = True) -> tuple[str, str]:
         raise ValidationError("a configmap must have a name")
     if not isinstance(name, str):
         raise ValidationError(f"{what} name must be a string, got {name!r}")
+    namespace = args.get("namespace")
+    if namespace is not None and not isinstance(namespace, str):
+        raise ValidationError(f"{what} {name!r}: namespace must be a string, got {namespace!r}")
     behavior = args.get("behavior") or "create"
     if not isinstance(behavior, str):
         raise ValidationError(f"{what} {name!r}: behavior must be a string, got {behavior!r}")
@@ -186,13 +189,14 @@ def merge_options(
         **_string_map(global_.get("annotations"), "generatorOptions.annotations"),
         **_string_map(local.get("annotations"), f"{where}: options.annotations"),
     }
-    return {
-        "labels": labels,
-        "annotations": annotations,
-        "disableNameSuffixHash": bool(global_.get("disableNameSuffixHash"))
-        or bool(local.get("disableNameSuffixHash")),
-        "immutable": bool(global_.get("immutable")) or bool(local.get("immutable")),
-    }
+    flags = {}
+    for flag in ("disableNameSuffixHash", "immutable"):
+        values = (global_.get(flag), local.get(flag))
+        for value, label in zip(values, ("generatorOptions", f"{where}: options"), strict=True):
+            if value is not None and not isinstance(value, bool):
+                raise ValidationError(f"{label}.{flag} must be true or false, got {value!r}")
+        flags[flag] = any(values)
+    return {"labels": labels, "annotations": annotations, **flags}
 
 
 def parse_literal(source: str) -> tuple[str, str]:

@@ -17,8 +17,15 @@ from orchestrator.resource import Resource
 class FunctionsContext:
     """Options and trust for one build, and the catalog set of each kustomization."""
 
-    def __init__(self, options: FnOptions | None = None, trusted: list[str] | None = None):
+    def __init__(
+        self,
+        options: FnOptions | None = None,
+        trusted: list[str] | None = None,
+        results: list[dict[str, Any]] | None = None,
+    ):
         self.options = options or FnOptions()
+        if results is not None:  # results entries land in the caller's list (BuildResult)
+            self.options._results_log = results  # type: ignore[attr-defined]
         self.trust = TrustConfig.load(list(trusted or []))
         self._sets: dict[tuple[str, tuple[str, ...]], CatalogSet] = {}
 

@@ -110,9 +110,11 @@ def _record(options: FnOptions, resolved: Resolved, results: list[dict], code: i
         entry["results"] = results
     if err:
         entry["stderr"] = err
-    log: list[dict[str, Any]] = getattr(options, "_results_log", None) or []
+    log: list[dict[str, Any]] | None = getattr(options, "_results_log", None)
+    if log is None:  # the build may have handed its own list in; else start one
+        log = []
+        options._results_log = log  # type: ignore[attr-defined]
     log.append(entry)
-    options._results_log = log  # type: ignore[attr-defined]
     if options.results_dir:
         rl.write_results(options.results_dir, log)
 

@@ -114,7 +114,7 @@ spec:
             os: {os_name}
             arch: {arch}
             uri: {base}/set-tier.tar.gz
-            sha256: {archive_sha}
+            sha256: "{archive_sha}"
   - group: fn.example.com
     names:
       kind: SetTeam
@@ -124,7 +124,7 @@ spec:
       runtime:
         starlark:
           uri: {base}/set-team.star
-          sha256: {star_sha}
+          sha256: "{star_sha}"
 """
 
 
@@ -151,6 +151,8 @@ def _krm(app: Path, *args: str, ca_file: str, home: Path) -> subprocess.Complete
         "XDG_CONFIG_HOME": str(home / "config"),
         "SSL_CERT_FILE": ca_file,
     }
+    if "PYTHONPATH" in os.environ:  # a checkout run without installing it
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", "build", str(app), *args],
         capture_output=True,
@@ -194,7 +196,7 @@ def test_build_with_trusted_registry_catalog(live_server, catalog, owner, files_
 
 def test_catalogs_field_needs_trust(live_server, catalog, owner, files_server, tmp_path):
     base, files, ca_file = files_server
-    document = _catalog(base, "0" * 64, "1" * 64)
+    document = _catalog(base, "a" * 64, "b" * 64)
     url = _publish(live_server, owner, document)
     app = _app(tmp_path)
     kust = app / "kustomization.yaml"

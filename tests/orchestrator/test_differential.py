@@ -346,6 +346,75 @@ CASES = {
                     envFrom: [{configMapRef: {name: cm}}]
         """,
     },
+    "configurations-replace-defaults-and-local-config-name-refs": {
+        "kustomization.yaml": """
+            namePrefix: prefix-
+            resources: [res.yaml]
+            configurations: [config.yaml]
+        """,
+        "config.yaml": """
+            nameReference:
+            - kind: IngressHost
+              fieldSpecs:
+              - {path: spec/rules/host, kind: Ingress}
+            namePrefix:
+            - {path: metadata/name, kind: IngressHost}
+            - {path: metadata/name, kind: Deployment}
+        """,
+        "res.yaml": """
+            apiVersion: local/v1
+            kind: IngressHost
+            metadata:
+              name: test.example.com
+              annotations:
+                config.kubernetes.io/local-config: "true"
+            ---
+            apiVersion: networking.k8s.io/v1
+            kind: Ingress
+            metadata: {name: ing}
+            spec:
+              rules:
+              - host: test.example.com
+            ---
+            apiVersion: apps/v1
+            kind: Deployment
+            metadata: {name: d}
+        """,
+    },
+    "overlay-label-rewrites-base-selector-values": {
+        "kustomization.yaml": """
+            resources: [base]
+            labels:
+            - pairs: {owner: bob}
+            patches:
+            - target: {kind: Deployment}
+              patch: |
+                apiVersion: apps/v1
+                kind: Deployment
+                metadata: {name: any}
+                spec:
+                  replicas: 2
+        """,
+        "base/kustomization.yaml": """
+            resources: [res.yaml]
+            labels:
+            - pairs: {owner: alice}
+              includeSelectors: true
+        """,
+        "base/res.yaml": """
+            apiVersion: apps/v1
+            kind: Deployment
+            metadata: {name: d}
+            spec:
+              template:
+                spec:
+                  containers: [{name: c, image: i}]
+            ---
+            apiVersion: v1
+            kind: Service
+            metadata: {name: s}
+        """,
+    },
     "sort-options-legacy-custom": {
         "kustomization.yaml": """
             resources: [res.yaml]

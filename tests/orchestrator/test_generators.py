@@ -570,3 +570,15 @@ def test_read_errors_keep_their_type_and_name_the_source():
     assert err.value.message == (
         "configMapGenerator 'c': env source files: [x.env]: file does not exist"
     )
+
+
+def test_option_flags_must_be_booleans():
+    # A quoted "false" would otherwise be truthy and silently drop the hash.
+    with pytest.raises(ValidationError) as err:
+        _cm({"name": "c", "options": {"disableNameSuffixHash": "false"}})
+    assert err.value.message == (
+        "configMapGenerator 'c': options.disableNameSuffixHash must be true or false, got 'false'"
+    )
+    with pytest.raises(ValidationError) as err:
+        _cm({"name": "c"}, options={"immutable": 1})
+    assert err.value.message == "generatorOptions.immutable must be true or false, got 1"

@@ -433,7 +433,7 @@ def test_errors_match_kubectl(tmp_path, name):
     assert message in proc.stderr.replace('\\"', '"')
 
 
-def test_error_leaves_earlier_replacements_applied_but_input_intact_before():
+def test_a_failed_source_lookup_changes_nothing():
     resources = _resources()
     before = [copy.deepcopy(r.obj) for r in resources]
     spec = ERRORS["no source"][0]

@@ -154,6 +154,7 @@ def measure_rss(cmd: list[str]) -> int:
 
 
 def bench(sizes: list[int], repeat: int) -> list[dict]:
+    """Benchmark each size; return one row per size."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
@@ -204,6 +205,7 @@ def bench(sizes: list[int], repeat: int) -> list[dict]:
 
 
 def main() -> int:
+    """Parse arguments, run, print."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10,250,1000,2000")
     ap.add_argument("--repeat", type=int, default=5)

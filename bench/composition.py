@@ -171,7 +171,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="krm-bench-composition-") as tmp:
         comp, top = write_tree(tmp, args.resources)
-        krm_cmd = [PYTHON, "/tmp/cbuild_legacy.py", comp]
+        krm_cmd = [PYTHON, "-m", "orchestrator", "build", "--reorder", "legacy", comp]
         kube_cmd = [kubectl, "kustomize", top]
         ours = run(krm_cmd)
         theirs = run(kube_cmd)

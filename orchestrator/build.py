@@ -56,7 +56,15 @@ class BuildOptions:
     """Options of a build (the CLI flags)."""
 
     # Plain classes, not dataclasses: importing dataclasses costs CLI start-up time.
-    __slots__ = ("load_restrictor", "reorder", "enable_helm", "helm_command", "debug")
+    __slots__ = (
+        "load_restrictor",
+        "reorder",
+        "enable_helm",
+        "helm_command",
+        "debug",
+        "functions",
+        "trusted_catalogs",
+    )
 
     def __init__(
         self,
@@ -65,7 +73,13 @@ class BuildOptions:
         enable_helm: bool = False,
         helm_command: str = "helm",
         debug: bool = False,
+        functions: Any = None,
+        trusted_catalogs: list[str] | None = None,
     ) -> None:
+        # KRM functions: an orchestrator.functions.FnOptions (None: defaults) and the
+        # --trusted-catalog references.
+        self.functions = functions
+        self.trusted_catalogs: list[str] = list(trusted_catalogs or [])
         self.load_restrictor = load_restrictor
         # "legacy", "none" or None (unspecified: legacy unless sortOptions says otherwise)
         self.reorder = reorder
@@ -119,6 +133,7 @@ class _Accumulator:
         self.var_field_specs: list[dict[str, Any]] = []
 
     def config(self) -> TransformerConfig:
+        """The transformer config gathered so far (kustomize defaults if none yet)."""
         if self.tconfig is None:
             self.tconfig = fieldspec.default_config()
         return self.tconfig
@@ -131,6 +146,7 @@ class _Accumulator:
         self.tconfig.merge_config(tc)
 
     def merge(self, other: _Accumulator) -> None:
+        """Merge a sub-kustomization's config, var field specs and vars into this one."""
         if other.tconfig is not None:
             self.merge_config(other.tconfig)
         for spec in other.var_field_specs:
@@ -139,6 +155,7 @@ class _Accumulator:
         self.merge_vars(other.vars)
 
     def merge_vars(self, new: list[dict[str, Any]]) -> None:
+        """Add vars, rejecting a name declared twice."""
         names = {v.get("name") for v in self.vars if isinstance(v, dict)}
         for v in new:
             if isinstance(v, dict) and v.get("name") in names:
@@ -184,10 +201,26 @@ class _Build:
         self.options = options
         # buildMetadata of the top kustomization: add config.kubernetes.io/origin annotations.
         self.origins = False
+        self._functions: Any = None
         self.warnings: list[str] = []
         self.schema: Any = None
         self.schema_set = False
         self.results: list[dict[str, Any]] = []
+
+    def functions(self) -> Any:
+        """The KRM functions context of this build (created on first use; None if the
+        functions package is missing)."""
+        if self._functions is None:
+            try:
+                from orchestrator.functions.plugin import FunctionsContext
+            except ImportError:
+                return None
+            self._functions = FunctionsContext(
+                self.options.functions,
+                list(self.options.trusted_catalogs or []),
+                results=self.results,
+            )
+        return self._functions
 
 
 class Target:
@@ -201,17 +234,36 @@ class Target:
         self.origin = origin
         self.loader = loader
         self.kfile = kfile or find_kustomization(loader.root)
+        self.source = display(self.kfile)
         if os.path.basename(self.kfile) == "composition.yaml":
             raise NotSupportedError(
                 "a Composition cannot be built by this command yet", file=self.source
             )
         self.k = kustomization.load(self.kfile, warnings=build.warnings)
         self.kind = self.k["kind"]
+        self._catalogs: Any = None
         self.source = display(self.kfile)
+        if self.k.get("catalogs"):
+            # A referenced catalog that is not trusted is an error at once (KEP-2906).
+            self.catalog_set()
 
     # ------------------------------------------------------------------ helpers
 
+    def catalog_set(self) -> Any:
+        """This kustomization's catalogs (its ``catalogs:`` plus the trusted ones)."""
+        if self._catalogs is None:
+            functions = self.build.functions()
+            if functions is None:
+                raise NotSupportedError(
+                    "catalogs: needs the KRM functions support of krm", file=self.source
+                )
+            self._catalogs = functions.catalogs(
+                self.k.get("catalogs") or [], self.loader.root, self.source
+            )
+        return self._catalogs
+
     def ctx(self, acc: _Accumulator) -> fbase.PluginContext:
+        """The plugin context for this kustomization."""
         return fbase.PluginContext(
             tconfig=acc.config(),
             read_file=self.loader.read,
@@ -292,6 +344,7 @@ class Target:
         return acc
 
     def accumulate_resources(self, acc: _Accumulator, paths: list[str]) -> None:
+        """Add the resources of files and kustomization directories, in order."""
         for path in paths:
             comp = _composition_plugin(self.loader.abspath(path))
             if comp is not None:
@@ -327,12 +380,18 @@ class Target:
                     raise
 
     def accumulate_directory(self, acc: _Accumulator, path: str, *, component: bool) -> None:
+        """Build a sub-kustomization (or apply a component) and add its resources."""
         if component and not self.loader.is_dir(path):
             raise LoadError(
                 f"component '{path}' must be a directory with a kustomization of kind Component",
                 file=self.source,
             )
         child = self.loader.child(path)
+        if component and _composition_plugin(child.root) is not None:
+            raise ValidationError(
+                f"expected kind 'Component' for path '{child.root}' but got 'Composition'",
+                file=self.source,
+            )
         try:
             sub = Target(
                 self.build, child, origin=os.path.normpath(os.path.join(self.origin, path))
@@ -364,6 +423,7 @@ class Target:
         acc.merge(sub_acc)
 
     def load_crds(self, acc: _Accumulator, paths: list[str]) -> None:
+        """Extend the patch schema with the CRDs listed in ``crds:``."""
         docs = []
         for path in paths:
             docs.extend(yamlio.load_all(self.loader.read(path), source=path))
@@ -373,6 +433,7 @@ class Target:
     # ------------------------------------------------------------------ generators
 
     def run_generators(self, acc: _Accumulator) -> None:
+        """Run configMapGenerator, secretGenerator, helmCharts and ``generators:``."""
         from orchestrator.filters import configmapgenerator, secretgenerator
 
         k = self.k
@@ -567,6 +628,7 @@ class Target:
         return out
 
     def run_transformers(self, acc: _Accumulator) -> None:
+        """Run the builtin transformers in kustomize's order, then ``transformers:``."""
         from orchestrator import filters
 
         configured_in = os.path.normpath(os.path.join(self.origin, os.path.basename(self.kfile)))
@@ -597,9 +659,10 @@ class Target:
                 _record_transformation(acc.resmap, entry)
 
     def run_validators(self, acc: _Accumulator) -> None:
+        """Run ``validators:`` on a copy of the resources."""
         for config in self.plugin_configs(self.k.get("validators") or [], "validators"):
             copies = ResMap([r.copy() for r in acc.resmap])
-            self.make_plugin(config, acc, generator=False).transform(copies)
+            self.make_plugin(config, acc, generator=False, role="validator").transform(copies)
 
     # ------------------------------------------------------------------ plugins
 
@@ -625,8 +688,18 @@ class Target:
             configs.extend(r.obj for r in sub.resmap)
         return configs
 
-    def make_plugin(self, config: dict[str, Any], acc: _Accumulator, *, generator: bool) -> Any:
+    def make_plugin(
+        self,
+        config: dict[str, Any],
+        acc: _Accumulator,
+        *,
+        generator: bool,
+        role: str | None = None,
+    ) -> Any:
+        """The plugin for one generators/transformers/validators config."""
         from orchestrator import filters
+
+        role = role or ("generator" if generator else "transformer")
 
         # orchestrator.composition.plugin.MARKER, spelled out to avoid importing that package.
         marker = config.get("__krm_composition__")
@@ -637,17 +710,26 @@ class Target:
         kind = config.get("kind") or ""
         api_version = config.get("apiVersion") or ""
         md = config.get("metadata") or {}
-        annotations = md.get("annotations") or {}
-        is_function = any(
-            a in annotations for a in ("config.kubernetes.io/function", "config.k8s.io/function")
-        )
-        cls = filters.lookup(kind) if api_version == "builtin" or not is_function else None
-        if cls is None or is_function or api_version != "builtin":
-            name = md.get("name") or kind
+        if api_version != "builtin":
+            # Not a builtin: a KRM function (KEP-2906 runtimes and catalogs).
+            functions = self.build.functions()
+            if functions is None:
+                raise NotSupportedError(
+                    f"plugin {api_version}/{kind} '{md.get('name') or kind}': KRM functions "
+                    "are not supported by this installation (only 'apiVersion: builtin' plugins)",
+                    file=self.source,
+                )
+            return functions.plugin(
+                config,
+                role=role,
+                kustomization_dir=self.loader.root,
+                catalogs=self.catalog_set(),
+                openapi=self.k.get("openapi"),
+            )
+        cls = filters.lookup(kind)
+        if cls is None:
             raise NotSupportedError(
-                f"plugin {api_version}/{kind} '{name}': KRM functions are not yet supported "
-                "(only builtin plugins with 'apiVersion: builtin' are)",
-                file=self.source,
+                f"unknown builtin plugin kind {kind!r} (apiVersion: builtin)", file=self.source
             )
         if generator != (kind in filters.GENERATORS) and generator:
             raise ValidationError(f"{kind} is not a generator", file=self.source)

@@ -34,7 +34,24 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--enable-helm", action="store_true", help="inflate helmCharts with helm")
     b.add_argument("--helm-command", default="helm", help="helm binary to use")
     b.add_argument("--debug", action="store_true", dest="debug_cmd", help=argparse.SUPPRESS)
+    fcli = _functions_cli()
+    if fcli is not None:
+        fcli.add_build_flags(b)
+        fcli.add_view_command(sub)
+    c = sub.add_parser(
+        "consolidate", help="print a Composition's consolidated transformer list (no run)"
+    )
+    c.add_argument("path", nargs="?", default=".", help="directory with a composition.yaml")
     return p
+
+
+def _functions_cli():  # noqa: ANN202 - module or None
+    """The KRM functions CLI pieces (argparse only; cheap), when installed."""
+    try:
+        from orchestrator.functions import cli as fcli
+    except ImportError:
+        return None
+    return fcli
 
 
 def _file_name(obj: dict) -> str:
@@ -72,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``krm``; returns the exit status."""
     args = _parser().parse_args(argv)
     debug = args.debug or getattr(args, "debug_cmd", False)
+    if args.command == "view" and getattr(args, "view_what", None) == "catalog":
+        return _view(args, debug)
+    if args.command == "consolidate":
+        return _consolidate(args, debug)
     if args.command != "build":
         _parser().print_help(sys.stderr)
         return USAGE_ERROR
@@ -79,12 +100,15 @@ def main(argv: list[str] | None = None) -> int:
         from orchestrator.build import BuildOptions, build
         from orchestrator.errors import KrmError
 
+        fcli = _functions_cli()
         options = BuildOptions(
             load_restrictor=args.load_restrictor,
             reorder=args.reorder,
             enable_helm=args.enable_helm,
             helm_command=args.helm_command,
             debug=debug,
+            functions=fcli.fn_options(args) if fcli is not None else None,
+            trusted_catalogs=getattr(args, "trusted_catalog", None) or [],
         )
         try:
             result = build(args.path, options)
@@ -108,6 +132,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     except (OSError, RecursionError) as exc:
+        if debug:
+            raise
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _consolidate(args: argparse.Namespace, debug: bool) -> int:
+    """``krm consolidate DIR`` (KEP-2299)."""
+    from orchestrator.composition import consolidate_text
+    from orchestrator.errors import KrmError
+
+    try:
+        sys.stdout.write(consolidate_text(args.path))
+        return 0
+    except KrmError as exc:
+        if debug:
+            raise
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _view(args: argparse.Namespace, debug: bool) -> int:
+    """``krm view catalog REF``."""
+    from orchestrator.errors import KrmError
+
+    try:
+        sys.stdout.write(_functions_cli().run_view(args))
+        return 0
+    except KrmError as exc:
         if debug:
             raise
         print(f"Error: {exc}", file=sys.stderr)

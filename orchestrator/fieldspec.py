@@ -33,6 +33,7 @@ class FieldSpec(NamedTuple):
 
     @property
     def gvk(self) -> Gvk:
+        """The group/version/kind of this resource or selector."""
         return Gvk(self.group, self.version, self.kind)
 
     def selects(self, gvk: Gvk) -> bool:
@@ -44,6 +45,7 @@ class FieldSpec(NamedTuple):
         )
 
     def key(self) -> tuple[str, str, str, str]:
+        """Identity of the spec for de-duplication: GVK and path."""
         return (self.group, self.version, self.kind, self.path)
 
 
@@ -194,9 +196,11 @@ class TransformerConfig:
         self.name_reference.sort(key=lambda br: gvk_sort_key(br.target))
 
     def get(self, key: str) -> list[FieldSpec]:
+        """The field specs of one category (e.g. ``commonLabels``)."""
         return self.specs.get(key, [])
 
     def copy(self) -> TransformerConfig:
+        """An independent copy."""
         new = TransformerConfig({})
         new.specs = {k: list(v) for k, v in self.specs.items()}
         new.name_reference = [NameBackRef(b.target, list(b.referrers)) for b in self.name_reference]

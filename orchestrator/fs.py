@@ -40,6 +40,7 @@ class Loader:
         self.parents = parents
 
     def abspath(self, path: str) -> str:
+        """Absolute, normalised form of a path relative to the root."""
         return os.path.normpath(os.path.join(self.root, path))
 
     def _check(self, path: str, real: str) -> None:
@@ -66,9 +67,11 @@ class Loader:
             raise LoadError(f"cannot read file: {exc.strerror}", file=display(full)) from None
 
     def is_dir(self, path: str) -> bool:
+        """Whether ``path`` (relative to the root) is a directory."""
         return os.path.isdir(self.abspath(path))
 
     def exists(self, path: str) -> bool:
+        """Whether ``path`` (relative to the root) exists."""
         return os.path.exists(self.abspath(path))
 
     def child(self, path: str) -> Loader:

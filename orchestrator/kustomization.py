@@ -162,6 +162,7 @@ def check(value: Any, spec: Any, path: str, struct: str, source: str) -> None:
         return
 
     def bad() -> ValidationError:
+        """The Go-style type mismatch error for this value."""
         return ValidationError(
             f"invalid Kustomization: json: cannot unmarshal {_json_type(value)} into Go struct "
             f"field {struct}.{path} of type {_type_name(spec)}",
@@ -284,4 +285,5 @@ def parse(data: bytes | str, *, source: str, warnings: list[str] | None = None) 
 
 
 def not_a_kustomization(path: str) -> LoadError:
+    """The error for a directory without a kustomization file."""
     return LoadError(f"'{path}' is not a kustomization", file=path)

@@ -13,18 +13,22 @@ from typing import Any, NamedTuple
 
 
 class Gvk(NamedTuple):
+    """Group, version and kind of a resource type."""
+
     group: str
     version: str
     kind: str
 
     @classmethod
     def from_api_version(cls, api_version: str | None, kind: str | None) -> Gvk:
+        """Gvk from an ``apiVersion`` string and a kind."""
         api_version = api_version or ""
         group, _, version = api_version.rpartition("/")
         return cls(group, version, kind or "")
 
     @property
     def api_version(self) -> str:
+        """The ``apiVersion`` string."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def __str__(self) -> str:
@@ -77,6 +81,7 @@ class Resource:
 
     @property
     def metadata(self) -> dict[str, Any]:
+        """The metadata map (created when missing)."""
         md = self.obj.get("metadata")
         if md is None:
             md = self.obj["metadata"] = {}
@@ -84,40 +89,49 @@ class Resource:
 
     @property
     def kind(self) -> str:
+        """The kind, or ""."""
         return self.obj.get("kind") or ""
 
     @property
     def api_version(self) -> str:
+        """The ``apiVersion`` string."""
         return self.obj.get("apiVersion") or ""
 
     @property
     def gvk(self) -> Gvk:
+        """The group/version/kind of this resource or selector."""
         return Gvk.from_api_version(self.obj.get("apiVersion"), self.obj.get("kind"))
 
     @property
     def name(self) -> str:
+        """metadata.name, or ""."""
         md = self.obj.get("metadata") or {}
         return md.get("name") or ""
 
     @property
     def namespace(self) -> str:
+        """metadata.namespace, or ""."""
         md = self.obj.get("metadata") or {}
         return md.get("namespace") or ""
 
     @property
     def id(self) -> ResId:
+        """The current ResId."""
         return ResId(self.gvk, self.name, self.namespace)
 
     @property
     def orig_name(self) -> str:
+        """The name before the first rename."""
         return self.previous[0][1] if self.previous else self.name
 
     @property
     def orig_namespace(self) -> str:
+        """The namespace before the first rename."""
         return self.previous[0][0] if self.previous else self.namespace
 
     @property
     def orig_id(self) -> ResId:
+        """The ResId before the first rename."""
         return ResId(self.gvk, self.orig_name, self.orig_namespace)
 
     def rename(self, *, name: str | None = None, namespace: str | None = None) -> None:
@@ -140,10 +154,12 @@ class Resource:
 
     @property
     def prefixes(self) -> list[str]:
+        """Name prefixes applied so far, oldest first."""
         return self.extra.setdefault("prefixes", [])
 
     @property
     def suffixes(self) -> list[str]:
+        """Name suffixes applied so far, oldest first."""
         return self.extra.setdefault("suffixes", [])
 
     def store_previous(self) -> None:
@@ -151,6 +167,7 @@ class Resource:
         self.previous.append((self.namespace, self.name))
 
     def effective_namespace(self) -> str:
+        """The namespace as kustomize compares it ("" means "default")."""
         return effective_namespace(self.api_version, self.kind, self.namespace)
 
     def key(self) -> tuple[str, str, str, str, str]:
@@ -167,6 +184,7 @@ class Resource:
         return [*self.prev_keys(), self.key()]
 
     def org_key(self) -> tuple[str, str, str, str, str]:
+        """Key of the original id (before any rename)."""
         av, kind = self.api_version, self.kind
         if self.previous:
             ns, name = self.previous[0]
@@ -282,9 +300,11 @@ class ResMap:
         return len(self._list)
 
     def resources(self) -> list[Resource]:
+        """The resources, in order."""
         return list(self._list)
 
     def invalidate(self) -> None:
+        """Forget the id indexes (call after renaming resources)."""
         self._cur = None
         self._any = None
 
@@ -306,9 +326,11 @@ class ResMap:
         return self._any
 
     def by_current_key(self, key: tuple) -> list[Resource]:
+        """Resources whose current id has this key."""
         return list(self._cur_index().get(key, ()))
 
     def by_any_key(self, key: tuple) -> list[Resource]:
+        """Resources whose current or a previous id has this key."""
         return list(self._any_index().get(key, ()))
 
     def append(self, res: Resource) -> None:
@@ -328,18 +350,22 @@ class ResMap:
         self._any = None
 
     def append_unchecked(self, res: Resource) -> None:
+        """Add a resource without the duplicate-id check."""
         self._list.append(res)
         self.invalidate()
 
     def replace(self, old: Resource, new: Resource) -> None:
+        """Put ``new`` in the place of ``old``."""
         i = next(i for i, r in enumerate(self._list) if r is old)
         self._list[i] = new
         self.invalidate()
 
     def remove(self, res: Resource) -> None:
+        """Drop a resource."""
         self._list = [r for r in self._list if r is not res]
         self.invalidate()
 
     def set_list(self, resources: list[Resource]) -> None:
+        """Replace the whole list."""
         self._list = list(resources)
         self.invalidate()

@@ -66,6 +66,7 @@ def legacy_sort(
         keyed.append((ranks.get(gvk.kind, 0), gvk, _gvk_string(*gvk), id_string, r))
 
     def cmp(a: tuple, b: tuple) -> int:
+        """kustomize's legacyIDSorter.Less as a three-way comparison."""
         if a[1] != b[1]:
             if a[0] != b[0]:
                 return -1 if a[0] < b[0] else 1

@@ -159,4 +159,8 @@ def consolidate_text(path: str) -> str:
     """``krm consolidate DIR``: the consolidated list of the Composition in ``path``."""
     if os.path.isdir(path):
         _check_dir(path)
+    elif not os.path.isfile(path):
+        from orchestrator.errors import LoadError
+
+        raise LoadError(f"'{path}' does not exist (expected a directory with {FILE_NAME})")
     return format_consolidated(consolidate(path))

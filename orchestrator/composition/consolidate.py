@@ -132,10 +132,16 @@ def consolidate_loaded(comp: Composition, *, _stack: tuple[str, ...] = ()) -> Co
         for t in sub.transformers:
             other = seen.get(t.key())
             if other is not None:
+                hint = ""
+                if other.file == t.file and other.index == t.index:
+                    hint = (
+                        f"; {_short(t.file)} is imported twice (a diamond): import it once, or "
+                        "render it eagerly with a ResourceAccumulator"
+                    )
                 raise _fail(
                     comp,
                     f'importing composition "{imp.path}" resulted in duplicate "{t.ident()}" '
-                    f"transformer (imported from {t.where()}, also at {other.where()})",
+                    f"transformer (imported from {t.where()}, also at {other.where()}){hint}",
                 )
             seen[t.key()] = t
             t.imported_via.insert(0, _short(comp.file))

@@ -55,7 +55,6 @@ class _Run:
     def __init__(self, state: Any, stack: tuple[str, ...]):
         self.state = state
         self.stack = stack
-        self._catalogs: dict[int, Any] = {}
 
     @property
     def options(self) -> Any:
@@ -227,24 +226,20 @@ def _run_kustomization(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any)
 def _run_function(
     run: _Run, cons: Consolidated, t: Transformer, cfg: dict[str, Any], acc: Any
 ) -> Any:
-    try:
-        from orchestrator import functions
-    except ImportError:  # pragma: no cover - the functions package ships with the engine
-        raise NotSupportedError("KRM functions are not available in this build") from None
-    cfg = _absolute_runtime(cfg, t, cons)
-    catalogs = _catalog_set(run, cons)
-    outcome = functions.run_function_config(
-        cfg,
-        acc.resmap.resources(),
+    # The build's functions context carries --enable-exec, --network, trust and results.
+    functions = run.state.functions()
+    if functions is None:
+        raise NotSupportedError(
+            f"{t.api_version}/{t.kind}: KRM functions are not supported by this installation"
+        )
+    plugin = functions.plugin(
+        _absolute_runtime(cfg, t, cons),
         role="transformer",
         kustomization_dir=t.base_dir,
-        catalogs=catalogs,
-        options=_fn_options(run),
+        catalogs=_catalog_set(run, cons),
     )
-    run.state.results.extend(outcome.results)
-    from orchestrator.resource import ResMap
-
-    acc.resmap = ResMap(list(outcome.resources))
+    plugin.transform(acc.resmap)
+    acc.resmap.invalidate()
     return acc
 
 
@@ -272,38 +267,19 @@ def _absolute_runtime(cfg: dict[str, Any], t: Transformer, cons: Consolidated) -
     return {**cfg, "runtime": new_rt}
 
 
-def _fn_options(run: _Run) -> Any:
-    opts = getattr(run.options, "fn_options", None)
-    if opts is not None:
-        return opts
-    from orchestrator.functions import FnOptions
-
-    return FnOptions()
-
-
 def _catalog_set(run: _Run, cons: Consolidated) -> Any:
-    key = id(cons)
-    if key in run._catalogs:
-        return run._catalogs[key]
-    from orchestrator import functions
+    from orchestrator.fs import display
 
-    trust = getattr(run.options, "trust", None)
-    if trust is None:
-        trust = functions.TrustConfig.load(
-            trusted=list(getattr(run.options, "trusted_catalogs", None) or [])
-        )
     top = cons.composition.directory
     # Imported Compositions name local catalogs relative to themselves; the set is read from
     # the top directory, so those become absolute (same trust key: the real path).
     refs = [ref if d == top else absolute_catalog_ref(ref, d) for ref, d in cons.catalogs]
-    catalogs = functions.CatalogSet.for_kustomization(
-        refs,
-        kustomization_dir=cons.composition.directory,
-        trust=trust,
-        options=_fn_options(run),
-    )
-    run._catalogs[key] = catalogs
-    return catalogs
+    functions = run.state.functions()
+    if functions is None:
+        raise NotSupportedError(
+            "catalogs: needs the KRM functions support of krm", file=display(cons.composition.file)
+        )
+    return functions.catalogs(refs, top, display(cons.composition.file))
 
 
 def build_resources(
@@ -317,11 +293,24 @@ def build_resources(
     from orchestrator.fs import display
 
     file = os.path.abspath(composition_file(path))
-    if file in stack:
-        chain = " -> ".join(display(f) for f in (*stack[stack.index(file) :], file))
+    # Compositions being run in this build, kept on the build state so that a cycle through
+    # a Kustomization (composition -> kustomization -> composition) is caught too.
+    active: list[str] = getattr(state, "_krm_compositions", None) or []
+    state._krm_compositions = active
+    chain_of = (*stack, *[f for f in active if f not in stack])
+    if file in chain_of:
+        chain = " -> ".join(display(f) for f in (*chain_of[chain_of.index(file) :], file))
         raise LoadError(f"composition cycle: {chain}", file=display(file))
     cons = consolidate(file)
+    if cons.catalogs:
+        # KEP-2906: a referenced catalog that is not trusted is an error at once, as for a
+        # Kustomization, even if no function needs it.
+        _catalog_set(_Run(state, stack), cons)
     acc = _Accumulator()
     for res in resources or []:
         acc.resmap.append_unchecked(res)
-    return run_consolidated(cons, acc, state, stack=stack)
+    active.append(file)
+    try:
+        return run_consolidated(cons, acc, state, stack=stack)
+    finally:
+        active.pop()

@@ -89,6 +89,7 @@ class ImageTagTransformer:
                 self._legacy_walk(el)
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         cache: dict = {}
         for res in resmap:
             if res.kind == "CustomResourceDefinition":

@@ -26,6 +26,7 @@ def _map_setter(pairs: dict[str, str], what: str, res: Resource):
     created: dict[str, list] = {}
 
     def setter(value: Any) -> Any:
+        """Compute the new value of one field."""
         if value is None or value == "":
             value = {}
         if not isinstance(value, dict):
@@ -58,6 +59,7 @@ def rebind_aliases(res: Resource, old: Any, new: Any) -> None:
     mapping: dict[int, dict] = {}
 
     def walk(o: Any, n: Any) -> None:
+        """Pair containers of the old and new objects by position."""
         if isinstance(o, dict) and isinstance(n, dict):
             mapping[id(o)] = n
             for k, ov in o.items():
@@ -96,6 +98,7 @@ class LabelTransformer:
         self.specs = field_specs(config, ctx)
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         if not self.pairs:
             return
         cache: dict = {}

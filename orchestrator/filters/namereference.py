@@ -90,6 +90,7 @@ class _Referrer:
                     self.rb_namespaces.add(s["namespace"])
 
     def can_see(self, c: Resource) -> bool:
+        """Whether the referrer may refer to ``c`` (namespaces, role binding subjects)."""
         if self.cluster:
             return True
         cns = c.effective_namespace()
@@ -105,6 +106,7 @@ class NameReferenceTransformer:
         self.backrefs = backrefs
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         resources = resmap.resources()
         for res in resources:
             if res.kind == "RoleBinding":
@@ -139,6 +141,7 @@ class NameReferenceTransformer:
 
     def _fix(self, ref: _Referrer, fs: FieldSpec, target: Gvk, index: _Index) -> None:
         def setter(value: Any) -> Any:
+            """Compute the new value of one field."""
             if value is None:
                 return KEEP
             if isinstance(value, str):

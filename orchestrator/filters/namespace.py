@@ -35,6 +35,7 @@ class NamespaceTransformer:
         return self.namespace
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         if not self.namespace:
             return
         cache: dict = {}

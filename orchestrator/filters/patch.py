@@ -50,6 +50,7 @@ class Selector:
         return ", ".join(f"{k}={v}" for k, v in self.spec.items() if v)
 
     def matches(self, res: Resource) -> bool:
+        """Whether the selector selects ``res``."""
         rx = self.regex
         if "namespace" in rx:
             org_ns = res.previous[0][0] if res.previous else res.namespace
@@ -74,6 +75,7 @@ class Selector:
         return self.annotations is None or _match_selector(self.annotations, md.get("annotations"))
 
     def select(self, resmap: ResMap) -> list[Resource]:
+        """The selected resources, in order."""
         return [r for r in resmap if self.matches(r)]
 
 
@@ -293,6 +295,7 @@ class PatchTransformer:
             raise PatchError("empty json patch operations", file=self.where)
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         if self.json_ops is not None:
             if self.target is None:
                 raise PatchError("must specify a target for JSON patch", file=self.where)
@@ -364,6 +367,7 @@ class PatchStrategicMergeTransformer:
             raise PatchError(f"patch appears to be empty; files={paths}", file=ctx.source)
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         for patch in self.patches:
             _apply_by_id(resmap, patch, self.ctx, {})
 
@@ -388,6 +392,7 @@ class PatchJson6902Transformer:
         self.ops = parse_json_ops(text, self.where)
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         for res in self.target.select(resmap):
             apply_json6902(res, self.ops, self.where)
         resmap.invalidate()

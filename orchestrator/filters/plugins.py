@@ -32,6 +32,7 @@ class ConfigMapGenerator:
         self.args, self.ctx = _generator_args(config), ctx
 
     def generate(self) -> list[Resource]:
+        """Make the resources of this generator."""
         import importlib
 
         mod = importlib.import_module(f"orchestrator.filters.{self.module}")
@@ -70,6 +71,7 @@ class ReplacementTransformer:
                 self.replacements.append(entry)
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         from orchestrator.filters import replacements
 
         replacements.apply(resmap.resources(), self.replacements, source=self.ctx.source)
@@ -83,6 +85,7 @@ class HashTransformer:
         pass
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         from orchestrator.build import _add_hashes
 
         _add_hashes(resmap)
@@ -95,6 +98,7 @@ class SortOrderTransformer:
         self.options = config.get("sortOptions") or {"order": "legacy"}
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         from orchestrator import sort
 
         resmap.set_list(sort.apply_sort_options(resmap.resources(), self.options))

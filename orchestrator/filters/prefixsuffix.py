@@ -25,6 +25,7 @@ def _skipped(res: Resource) -> bool:
 
 def _affix_setter(res: Resource, path: str, prefix: str, suffix: str) -> Any:
     def setter(value: Any) -> Any:
+        """Compute the new value of one field."""
         if isinstance(value, (dict, list)):
             raise KrmError(f"field '{path}' is not a scalar", resource=res.describe())
         return f"{prefix}{scalar_text(value)}{suffix}"
@@ -63,6 +64,7 @@ class PrefixTransformer:
         self.prefix = scalar_text(config.get("prefix") or "")
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         if self.prefix:
             _add(resmap, self.ctx, self.config, self.prefix, "")
 
@@ -75,6 +77,7 @@ class SuffixTransformer:
         self.suffix = scalar_text(config.get("suffix") or "")
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         if self.suffix:
             _add(resmap, self.ctx, self.config, "", self.suffix)
 
@@ -86,6 +89,7 @@ class PrefixSuffixTransformer:
         self.config, self.ctx = config, ctx
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         prefix = scalar_text(self.config.get("prefix") or "")
         suffix = scalar_text(self.config.get("suffix") or "")
         if prefix:

@@ -28,6 +28,7 @@ class ReplicaCountTransformer:
         self.source = ctx.source
 
     def transform(self, resmap: ResMap) -> None:
+        """Apply this transformer to the resources, in place."""
         found = False
         for fs in self.specs:
             for res in resmap:

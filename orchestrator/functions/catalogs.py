@@ -296,6 +296,7 @@ class CatalogStore:
                 return read_limited(body_path, MAX_CATALOG_BYTES), f.read().strip()
         if self.options.offline:
             raise FetchError(f"{ref} is not in the cache and --offline forbids downloading")
+        import oras.defaults
         import oras.provider  # heavy; only OCI references pay for it
 
         host = ref.location.split("/", 1)[0]
@@ -304,7 +305,20 @@ class CatalogStore:
             hostname=host, insecure=loopback, tls_verify=self.options.ca_file or True
         )
         try:
-            manifest = client.get_manifest(ref.location)
+            container = client.get_container(ref.location)
+            client.auth.load_configs(container)
+            accept = ", ".join(oras.defaults.default_manifest_accepted_media_types)
+            resp = client.do_request(
+                f"{client.prefix}://{container.manifest_url()}", "GET", headers={"Accept": accept}
+            )
+            resp.raise_for_status()
+            raw = resp.content
+            if pinned:  # a digest reference is only as good as checking the bytes against it
+                want = ref.location.rsplit("@", 1)[1]
+                got = "sha256:" + hashlib.sha256(raw).hexdigest()
+                if got != want:
+                    raise FetchError(f"{ref}: manifest digest mismatch (got {got})")
+            manifest = json.loads(raw)
             layers = manifest.get("layers") or []
             layer = next((x for x in layers if x.get("mediaType") == CATALOG_MEDIA_TYPE), None)
             if layer is None:
@@ -375,8 +389,10 @@ class CatalogSet:
         for raw in refs:
             ref = parse_ref(raw, kustomization_dir)
             if not trust.is_trusted(ref):
+                # Local paths are suggested absolute: the flag is relative to the working dir.
+                flag = ref.location if ref.kind == "file" else ref.raw
                 raise CatalogTrustError(
-                    f"catalog {raw} is not trusted: pass --trusted-catalog={raw} "
+                    f"catalog {raw} is not trusted: pass --trusted-catalog={flag} "
                     "after reviewing it with 'krm view catalog'",
                     file=source,
                 )

@@ -220,26 +220,59 @@ def test_kustomization_in_components(tree) -> None:
     assert err.value.message.endswith("but got 'Kustomization'")
 
 
-def test_krm_function_config_is_not_supported(tree) -> None:
+def test_unknown_builtin_plugin_kind(tree) -> None:
+    root = tree(
+        {
+            "kustomization.yaml": "resources:\n- d.yaml\ntransformers:\n- t.yaml\n",
+            "d.yaml": DEPLOY,
+            "t.yaml": "apiVersion: builtin\nkind: NoSuchTransformer\nmetadata:\n  name: x\n",
+        }
+    )
+    with pytest.raises(NotSupportedError) as err:
+        build(str(root))
+    assert err.value.message == (
+        "unknown builtin plugin kind 'NoSuchTransformer' (apiVersion: builtin)"
+    )
+
+
+def test_krm_function_in_transformers_runs(tree, monkeypatch) -> None:
+    # A real Starlark function, run in-process by orchestrator.functions.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tree({}) / "xdg"))
     root = tree(
         {
             "kustomization.yaml": "resources:\n- d.yaml\ntransformers:\n- fn.yaml\n",
             "d.yaml": DEPLOY,
             "fn.yaml": """
                 apiVersion: example.com/v1
-                kind: SetLabels
+                kind: AddPrefix
                 metadata:
-                  name: set-labels
-                  annotations:
-                    config.kubernetes.io/function: |
-                      container:
-                        image: example.com/set-labels:v1
+                  name: add-prefix
+                runtime:
+                  starlark:
+                    path: prefix.star
             """,
+            "prefix.star": (
+                'for r in ctx.resource_list["items"]:\n'
+                '  r["metadata"]["name"] = "fn-" + r["metadata"]["name"]\n'
+            ),
         }
     )
-    with pytest.raises(NotSupportedError) as err:
+    result = build(str(root))
+    assert [r["metadata"]["name"] for r in result.resources] == ["fn-web"]
+    assert len(result.results) == 1
+
+
+def test_untrusted_catalog_is_an_error(tree, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tree({}) / "xdg"))
+    root = tree(
+        {
+            "kustomization.yaml": "resources:\n- d.yaml\ncatalogs:\n- catalog.yaml\n",
+            "d.yaml": DEPLOY,
+        }
+    )
+    with pytest.raises(KrmError) as err:
         build(str(root))
-    assert "KRM functions are not yet supported" in err.value.message
+    assert "catalog catalog.yaml is not trusted: pass --trusted-catalog=" in str(err.value)
 
 
 def test_file_outside_root_is_restricted(tree) -> None:

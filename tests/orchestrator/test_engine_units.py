@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import fieldspec, sort, yamlio
-from orchestrator.errors import LoadError, ResourceConflictError
+from orchestrator.errors import LoadError, ResourceConflictError, ValidationError
 from orchestrator.filters.patch import Selector, parse_label_selector
 from orchestrator.fs import Loader
 from orchestrator.resource import ResMap, Resource, effective_namespace, id_key
@@ -50,13 +50,27 @@ def test_apply_into_a_scalar_is_an_error() -> None:
 def test_default_config_has_kustomize_tables() -> None:
     tc = fieldspec.default_config()
     assert len(tc.get("commonLabels")) == 32
-    assert [b.target.kind for b in tc.name_reference][:5] == [
-        "Deployment",
-        "ReplicationController",
-        "ReplicaSet",
-        "StatefulSet",
+    kinds = [b.target.kind for b in tc.name_reference]
+    assert len(kinds) == 16
+    # Sorted as kustomize sorts its config: legacy kind rank first, then group_version_kind.
+    assert kinds[:7] == [
+        "StorageClass",
+        "ServiceAccount",
+        "Role",
+        "ClusterRole",
         "ConfigMap",
+        "Secret",
+        "Service",
     ]
+
+
+def test_config_merge_drops_general_spec_after_specific_one() -> None:
+    specific = fieldspec.make("metadata/name", kind="Deployment")
+    general = fieldspec.make("metadata/name")
+    assert fieldspec.merge([specific], [general]) == [specific]
+    assert fieldspec.merge([general], [specific]) == [general, specific]
+    with pytest.raises(ValidationError):
+        fieldspec.merge([general], [fieldspec.make("metadata/name", create=True)])
 
 
 def test_id_equality_treats_default_namespace_as_empty() -> None:

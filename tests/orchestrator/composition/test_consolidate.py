@@ -358,3 +358,21 @@ def test_format_consolidated_names_origins(tree: Tree) -> None:
         "    name: prefix-suffix-transformer\n"
         "  prefix: p-\n"
     )
+
+
+def test_diamond_import_is_a_duplicate_with_a_hint(tree: Tree) -> None:
+    root = tree(
+        {
+            "d/composition.yaml": HEAD + "transformers:\n" + labeller("shared"),
+            "b/composition.yaml": HEAD + "transformersFrom:\n- path: ../d\n",
+            "c/composition.yaml": HEAD + "transformersFrom:\n- path: ../d\n",
+            "composition.yaml": HEAD + "transformersFrom:\n- path: b\n- path: c\n",
+        }
+    )
+    where = f"{root}/d/composition.yaml:4 (transformers[0])"
+    assert fail(root).problems == [
+        'importing composition "c" resulted in duplicate "~G_builtin_LabelTransformer|default|'
+        f'shared" transformer (imported from {where}, also at {where}); '
+        f"{root}/d/composition.yaml is imported twice (a diamond): import it once, or render it "
+        "eagerly with a ResourceAccumulator"
+    ]

@@ -158,3 +158,11 @@ def test_composition_is_not_a_component(tree: Tree) -> None:
     assert info.value.message == (
         f"expected kind 'Component' for path '{root}/comp' but got 'Composition'"
     )
+
+
+def test_krm_consolidate_missing_path(tmp_path: Path) -> None:
+    proc = krm("consolidate", str(tmp_path / "nowhere"))
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"Error: '{tmp_path}/nowhere' does not exist (expected a directory with composition.yaml)\n"
+    )

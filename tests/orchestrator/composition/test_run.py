@@ -498,3 +498,78 @@ def test_load_restrictor_applies_to_resource_paths(tree: Tree) -> None:
     )
     opts = BuildOptions(load_restrictor="LoadRestrictionsNone")
     assert [r["metadata"]["name"] for r in build(str(root / "c"), opts).resources] == ["o"]
+
+
+def test_untrusted_catalog_is_an_error_even_without_functions(tree: Tree) -> None:
+    root = tree(
+        {
+            "catalog.yaml": _catalog({}),
+            "base/composition.yaml": HEAD + "catalogs: [../catalog.yaml]\n",
+            "composition.yaml": HEAD + "transformersFrom:\n- path: base\n",
+        }
+    )
+    with pytest.raises(KrmError) as info:
+        build(str(root))
+    # The imported Composition's relative reference is shown resolved from the top.
+    assert info.value.message == (
+        f"catalog {root}/catalog.yaml is not trusted: pass --trusted-catalog={root}/catalog.yaml "
+        "after reviewing it with 'krm view catalog'"
+    )
+    opts = BuildOptions(trusted_catalogs=[str(root / "catalog.yaml")])
+    assert build(str(root), opts).resources == []
+
+
+EXEC_FN = """\
+#!/bin/sh
+# Reads a ResourceList and writes it back with one more ConfigMap (a real exec function).
+cat - > /dev/null
+cat <<'OUT'
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: from-exec}
+OUT
+"""
+
+
+def test_exec_function_needs_enable_exec_from_build_options(tree: Tree) -> None:
+    from orchestrator.functions import FnOptions
+
+    root = tree(
+        {
+            "fn.sh": EXEC_FN,
+            "composition.yaml": HEAD
+            + "transformers:\n- apiVersion: example.com/v1\n  kind: Maker\n"
+            + "  runtime: {exec: {path: fn.sh}}\n",
+        }
+    )
+    (root / "fn.sh").chmod(0o755)
+    with pytest.raises(KrmError) as info:
+        build(str(root))
+    assert "--enable-exec" in info.value.message
+    assert info.value.message.startswith(
+        f'transformer "example.com_v1_Maker|default|maker" ({root}/composition.yaml:4 '
+    )
+    opts = BuildOptions(functions=FnOptions(enable_exec=True))
+    assert [r["metadata"]["name"] for r in build(str(root), opts).resources] == ["from-exec"]
+
+
+@pytest.mark.parametrize("ref", ["../b", "../b/composition.yaml"])
+def test_cycle_through_a_kustomization_is_caught(tree: Tree, ref: str) -> None:
+    root = tree(
+        {
+            "a/kustomization.yaml": f"resources: [{ref}]\n",
+            "b/composition.yaml": HEAD + "transformers:\n- kind: ResourceGenerator\n"
+            "  paths: [../a]\n",
+        }
+    )
+    opts = BuildOptions(load_restrictor="LoadRestrictionsNone")
+    with pytest.raises(LoadError) as info:
+        build(str(root / "b"), opts)
+    if ref == "../b":  # a directory: the loader's own cycle check sees it first
+        tail = f"cycle detected: candidate root '{root}/b' contains visited root '{root}/b'"
+    else:
+        tail = f"composition cycle: {root}/b/composition.yaml -> {root}/b/composition.yaml"
+    assert info.value.message.endswith(tail)

@@ -45,8 +45,8 @@ def test_untrusted_reference_is_an_error_naming_it(tmp_path, write, options):
     with pytest.raises(CatalogTrustError) as exc:
         _set(tmp_path, ["catalog.yaml"], [], options())
     assert str(exc.value) == (
-        "catalog catalog.yaml is not trusted: pass --trusted-catalog=catalog.yaml after "
-        "reviewing it with 'krm view catalog'"
+        f"catalog catalog.yaml is not trusted: pass --trusted-catalog="
+        f"{tmp_path / 'app' / 'catalog.yaml'} after reviewing it with 'krm view catalog'"
     )
     # trusted by the same file under another spelling (relative to the working directory)
     cs = _set(tmp_path, ["catalog.yaml"], ["app/catalog.yaml"], options())

@@ -61,8 +61,8 @@ def test_untrusted_catalogs_field(tmp_path, write, options, monkeypatch):
     with pytest.raises(CatalogTrustError) as exc:
         ctx.catalogs(["c.yaml"], str(tmp_path), "kustomization.yaml")
     assert str(exc.value) == (
-        "kustomization.yaml: catalog c.yaml is not trusted: pass --trusted-catalog=c.yaml after "
-        "reviewing it with 'krm view catalog'"
+        f"kustomization.yaml: catalog c.yaml is not trusted: pass --trusted-catalog="
+        f"{tmp_path / 'c.yaml'} after reviewing it with 'krm view catalog'"
     )
 
 

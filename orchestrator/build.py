@@ -9,6 +9,7 @@ fix name references, resolve vars, drop local configs and sort.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import types
@@ -423,12 +424,28 @@ class Target:
         acc.merge(sub_acc)
 
     def load_crds(self, acc: _Accumulator, paths: list[str]) -> None:
-        """Extend the patch schema with the CRDs listed in ``crds:``."""
-        docs = []
+        """Check the OpenAPI definitions listed in ``crds:``.
+
+        kustomize v5.5.0 reads them only for name references declared with
+        ``x-kubernetes-object-ref-*``; they never change strategic merge (checked against
+        kubectl). A CRD manifest there is an error in kustomize, and so it is here; declared
+        references are not implemented yet, so they fail loudly instead of being ignored.
+        """
         for path in paths:
-            docs.extend(yamlio.load_all(self.loader.read(path), source=path))
-        if not self.build.schema_set:
-            self.build.schema = _extend_schema(self.build.schema, docs, source=self.kfile)
+            for doc in yamlio.load_all(self.loader.read(path), source=path):
+                if not isinstance(doc, dict) or "kind" in doc or "apiVersion" in doc:
+                    what = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
+                    raise ValidationError(
+                        f"unable to parse open API definition from '{path}': expected a map "
+                        f"of OpenAPI definitions, got {what or 'a resource'}",
+                        file=self.kfile,
+                    )
+                if "x-kubernetes-object-ref-kind" in json.dumps(doc):
+                    raise NotSupportedError(
+                        f"'{path}': name references declared with x-kubernetes-object-ref-* "
+                        "in crds: are not supported yet",
+                        file=self.kfile,
+                    )
 
     # ------------------------------------------------------------------ generators
 

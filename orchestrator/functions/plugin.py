@@ -6,6 +6,7 @@ the same ``generate()`` / ``transform(resmap)`` methods as the builtin plugins.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from orchestrator.functions.catalogs import CatalogSet, TrustConfig
@@ -89,6 +90,21 @@ class FunctionPlugin:
         self.options = options
         self.openapi = openapi
 
+    def _openapi(self) -> dict[str, Any] | None:
+        """The schema for ``ctx.open_api()``: a kustomization's ``openapi: {path}`` is read."""
+        spec = self.openapi
+        if isinstance(spec, dict) and spec and set(spec) <= {"path", "version"}:
+            path = spec.get("path")
+            if not path:
+                return None  # a built-in version: no document to hand out
+            from orchestrator import yamlio
+            from orchestrator.functions.fetch import read_limited
+
+            full = os.path.join(self.kustomization_dir, str(path))
+            doc = yamlio.load(read_limited(full, 64 * 1024 * 1024), source=full)
+            return doc if isinstance(doc, dict) else None
+        return spec
+
     def _run(self, resources: list[Resource]) -> list[Resource]:
         return run_function_config(
             self.config,
@@ -97,7 +113,7 @@ class FunctionPlugin:
             kustomization_dir=self.kustomization_dir,
             catalogs=self.catalogs,
             options=self.options,
-            openapi=self.openapi,
+            openapi=self._openapi(),
         ).resources
 
     def generate(self) -> list[Resource]:

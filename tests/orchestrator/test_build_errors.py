@@ -329,3 +329,46 @@ def test_errors_are_krm_errors() -> None:
     for cls in (LoadError, ValidationError, ResourceConflictError, PatchError, YamlError):
         assert issubclass(cls, KrmError)
     assert os.path.basename(__file__).startswith("test_")
+
+
+CRD_MANIFEST = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: foos.example.com
+spec:
+  group: example.com
+  names: {kind: Foo, plural: foos}
+  scope: Namespaced
+  versions: []
+"""
+
+
+def test_a_crd_manifest_in_crds_is_an_error_as_in_kustomize(tmp_path: Path) -> None:
+    (tmp_path / "crd.yaml").write_text(CRD_MANIFEST)
+    (tmp_path / "kustomization.yaml").write_text("crds: [crd.yaml]\n")
+    with pytest.raises(ValidationError) as err:
+        build(str(tmp_path), BuildOptions())
+    assert str(err.value) == (
+        f"{tmp_path / 'kustomization.yaml'}: unable to parse open API definition from "
+        "'crd.yaml': expected a map of OpenAPI definitions, got CustomResourceDefinition"
+    )
+    # the oracle fails on the same input
+    oracle = subprocess.run(["kubectl", "kustomize", str(tmp_path)], capture_output=True)
+    assert oracle.returncode != 0
+
+
+def test_name_references_declared_in_crds_fail_loudly(tmp_path: Path) -> None:
+    (tmp_path / "defs.yaml").write_text(
+        "example.com.v1.Foo:\n"
+        "  Schema:\n"
+        "    properties:\n"
+        "      spec:\n"
+        "        properties:\n"
+        "          secret:\n"
+        "            x-kubernetes-object-ref-api-version: v1\n"
+        "            x-kubernetes-object-ref-kind: Secret\n"
+    )
+    (tmp_path / "kustomization.yaml").write_text("crds: [defs.yaml]\n")
+    with pytest.raises(NotSupportedError, match="x-kubernetes-object-ref-\\* in crds: are not"):
+        build(str(tmp_path), BuildOptions())

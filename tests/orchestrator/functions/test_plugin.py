@@ -99,3 +99,32 @@ def test_cli_flags():
         "r",
     )
     assert o.mounts == ["type=bind,src=/a,dst=/b"] and o.env == ["K=V", "X"]
+
+
+def test_open_api_from_kustomization_openapi_path(tmp_path, write, options, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    write("schema.json", '{"definitions": {"io.example.App": {"type": "object"}}}')
+    write(
+        "o.star",
+        'ctx.resource_list["items"][0]["metadata"]["annotations"] = {\n'
+        '  "defs": ",".join(sorted(ctx.open_api().get("definitions", {}).keys()))}\n',
+    )
+    ctx = FunctionsContext(options(), [])
+    rm = ResMap([Resource(obj={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})])
+    cs = ctx.catalogs([], str(tmp_path), None)
+    ctx.plugin(
+        _cfg("o.star"),
+        role="transformer",
+        kustomization_dir=str(tmp_path),
+        catalogs=cs,
+        openapi={"path": "schema.json"},
+    ).transform(rm)
+    assert rm.resources()[0].obj["metadata"]["annotations"] == {"defs": "io.example.App"}
+    ctx.plugin(
+        _cfg("o.star"),
+        role="transformer",
+        kustomization_dir=str(tmp_path),
+        catalogs=cs,
+        openapi={"version": "v1.21.2"},
+    ).transform(rm)
+    assert rm.resources()[0].obj["metadata"]["annotations"] == {"defs": ""}

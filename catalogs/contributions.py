@@ -33,6 +33,7 @@ from catalogs.models import (
     CatalogVersion,
     Contribution,
     ContributionStatus,
+    MirrorSource,
     ReviewEvent,
     ReviewEventAction,
 )
@@ -213,12 +214,10 @@ def catalog_parsed_latest(*, catalog: Catalog) -> ParsedCatalog | None:
     return parse_catalog(bytes(content))
 
 
-def catalog_with_function(
-    *, catalog: Catalog, function: ParsedFunction, name: str | None = None
-) -> ParsedCatalog:
+def catalog_with_function(*, catalog: Catalog, function: ParsedFunction) -> ParsedCatalog:
     """The latest version of ``catalog`` with ``function`` replacing its group/kind, or added."""
     current = catalog_parsed_latest(catalog=catalog)
-    metadata = dict(current.metadata) if current else {"name": name or catalog.name}
+    metadata = dict(current.metadata) if current else {"name": catalog.name}
     functions = list(current.functions) if current else []
     for i, existing in enumerate(functions):
         if existing.group == function.group and existing.kind == function.kind:
@@ -407,6 +406,12 @@ def _log(
 def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contribution:
     """Propose a function definition for ``catalog``; any signed-in user may."""
     _require_user(actor, "contribute a function")
+    mirror = MirrorSource.objects.filter(catalog=catalog).values_list("url", flat=True).first()
+    if mirror is not None:
+        # A mirror serves exactly what upstream publishes; an approved contribution would not be.
+        raise InvalidInputError(
+            f"Catalog '{catalog}' is a mirror of {mirror}; contribute to its upstream instead."
+        )
     definition = contribution_definition_parse(content=content)
     contribution = Contribution.objects.create(
         catalog=catalog,

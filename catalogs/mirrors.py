@@ -41,7 +41,7 @@ from catalogs.exceptions import (
     SyncInProgressError,
 )
 from catalogs.fetchers import FetchOptions, Limits, fetch, fetcher_for
-from catalogs.fetchers.base import SIGSTORE_BUNDLE_SUFFIX
+from catalogs.fetchers.base import SIGSTORE_BUNDLE_SUFFIX, scheme_of
 from catalogs.fetchers.git import COMMIT_RE, parse_git_ref
 from catalogs.fetchers.https import HttpsSession
 from catalogs.fetchers.oci import OciClient, parse_oci_ref
@@ -55,6 +55,7 @@ from catalogs.models import (
 )
 from catalogs.services import Actor
 from catalogs.signatures import cosign_public_key_load, cosign_verify, sigstore_verify
+from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import dump_canonical
 
 logger = logging.getLogger(__name__)
@@ -169,7 +170,7 @@ def _source_checked(
         fetcher_for(url)
     except FetchError as exc:
         raise InvalidInputError(exc.message)
-    scheme = url.partition("://")[0].lower() if "://" in url else "path"
+    scheme = scheme_of(url)
     kind = "oci" if scheme == "oci" else "https" if scheme == "https" else "git"
     try:
         if kind == "git":
@@ -424,6 +425,8 @@ def _sync_fetch_and_verify(
     if progress:
         progress("fetch", 0, 1)
     fetched = fetch(source.url, limits=limits, options=options)
+    if progress:
+        progress("fetch", 1, 1)
     provenance = dict(fetched.provenance)
     base = _Outcome(
         content=b"",
@@ -472,15 +475,7 @@ def _sync_fetch_and_verify(
         )
     else:
         verification = {"type": "none"}
-    try:
-        parsed = services.catalog_document_parse(content=fetched.content)
-    except InvalidCatalogError as exc:
-        details = "; ".join(
-            f"{p.path or '(document)'}: {p.message}"
-            + (f" (line {p.line})" if p.line is not None else "")
-            for p in exc.problems[:5]
-        )
-        raise SyncError(f"{exc.message} {details}")
+    parsed = _catalog_parsed(fetched.content)
     content = fetched.content
     staged: list[_Staged] = []
     images: dict[str, str] = {}
@@ -491,6 +486,8 @@ def _sync_fetch_and_verify(
         )
         images = _container_images_resolve(doc=doc, limits=limits, provenance=provenance)
         content = dump_canonical(doc).encode("utf-8")
+        # Blob URLs are longer than most upstream ones: the rewrite must still be publishable.
+        _catalog_parsed(content, rewritten=True)
     return _Outcome(
         content=content,
         fetched_digest=fetched.digest,
@@ -503,6 +500,23 @@ def _sync_fetch_and_verify(
         last_modified=base.last_modified,
         downloaded=len(fetched.content) + sum(s.size for s in staged),
     )
+
+
+def _catalog_parsed(content: bytes, *, rewritten: bool = False) -> ParsedCatalog:
+    """Validate a catalog document; SyncError naming its first problems otherwise."""
+    try:
+        return services.catalog_document_parse(content=content)
+    except InvalidCatalogError as exc:
+        details = "; ".join(
+            f"{p.path or '(document)'}: {p.message}"
+            + (f" (line {p.line})" if p.line is not None else "")
+            for p in exc.problems[:5]
+        )
+        if rewritten:
+            raise SyncError(
+                f"With its runtime URIs pointed at this registry, the catalog is invalid: {details}"
+            )
+        raise SyncError(f"{exc.message} {details}")
 
 
 def _unchanged(base: _Outcome, *, source: MirrorSource, limits: Limits) -> _Outcome:
@@ -583,7 +597,7 @@ def _runtime_artifacts_stage(
 
     results: list[_Staged] = []
     with HttpsSession(limits=limits_artifact) as session:
-        workers = max(1, int(getattr(settings, "MIRROR_DOWNLOAD_CONCURRENCY", 4)))
+        workers = max(1, int(settings.MIRROR_DOWNLOAD_CONCURRENCY))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(download, i, uri) for i, uri in enumerate(uris)]
             try:
@@ -629,7 +643,7 @@ def _container_images_resolve(
                 name += ":latest"
             try:
                 images[image] = OciClient(host, limits=limits).resolve(name)
-            except (FetchError, SyncError) as exc:
+            except SyncError as exc:
                 errors[image] = exc.message
     if errors:
         # Unreachable image registries do not block the catalog: the digest is informative.

@@ -119,7 +119,6 @@ def sigstore_verify(
         "identity": identity,
         "issuer": issuer,
         "bundle": where,
-        "log_index": parsed.log_entry._inner.log_index
-        if hasattr(parsed.log_entry, "_inner")
-        else getattr(parsed.log_entry, "log_index", None),
+        # sigstore (pinned) keeps the Rekor entry's fields on its private protobuf model.
+        "log_index": parsed.log_entry._inner.log_index,
     }

@@ -236,10 +236,6 @@ class Target:
         self.loader = loader
         self.kfile = kfile or find_kustomization(loader.root)
         self.source = display(self.kfile)
-        if os.path.basename(self.kfile) == "composition.yaml":
-            raise NotSupportedError(
-                "a Composition cannot be built by this command yet", file=self.source
-            )
         self.k = kustomization.load(self.kfile, warnings=build.warnings)
         self.kind = self.k["kind"]
         self._catalogs: Any = None
@@ -764,10 +760,8 @@ def _composition_plugin(full: str) -> Any:
             return None
     elif os.path.basename(full) != "composition.yaml":
         return None
-    try:
-        from orchestrator.composition import plugin
-    except ImportError:
-        return None
+    from orchestrator.composition import plugin
+
     return plugin if plugin.is_composition_path(full) else None
 
 

@@ -29,7 +29,8 @@ def _parser() -> argparse.ArgumentParser:
         "--reorder",
         choices=["legacy", "none"],
         default=None,
-        help="output order: legacy kind order (default) or input order",
+        help="output order: legacy kind order (default; a Composition keeps pipeline order) "
+        "or input order",
     )
     b.add_argument("--enable-helm", action="store_true", help="inflate helmCharts with helm")
     b.add_argument("--helm-command", default="helm", help="helm binary to use")

@@ -95,8 +95,7 @@ def find_kustomization(root: str) -> str:
     """Path of the one kustomization file in ``root`` (error if none or several)."""
     found = [n for n in KUSTOMIZATION_FILES if os.path.isfile(os.path.join(root, n))]
     if not found:
-        if os.path.isfile(os.path.join(root, "composition.yaml")):
-            return os.path.join(root, "composition.yaml")
+        # A Composition directory never gets here: callers route it to orchestrator.composition.
         raise LoadError(
             "unable to find one of 'kustomization.yaml', 'kustomization.yml' or "
             f"'Kustomization' in directory '{root}'",

@@ -8,6 +8,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_CATALOG = ROOT / "catalogs" / "fixtures" / "demo-catalog.yaml"
+# Where the browser tests (tests/browser/) save a screenshot of each main page.
+SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
 
 
 @pytest.fixture
@@ -62,3 +64,19 @@ def catalog(publisher):
     from tests.catalogs.factories import CatalogFactory
 
     return CatalogFactory(publisher=publisher, name="functions")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Print the screenshot folder after browser tests ran.
+
+    It lives here, not in tests/browser/conftest.py: under xdist (scripts/test.sh) the
+    controller prints the summary and only loads this top-level conftest.
+    """
+    ran = any(
+        getattr(report, "when", None) == "call" and report.nodeid.startswith("tests/browser/")
+        for reports in terminalreporter.stats.values()
+        for report in reports
+    )
+    if ran:
+        count = len(list(SCREENSHOTS.glob("*.png")))
+        terminalreporter.write_line(f"browser screenshots ({count}): {SCREENSHOTS}")

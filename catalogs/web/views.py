@@ -15,13 +15,14 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
-from catalogs import contributions, selectors, services
+from catalogs import contributions, mirrors, selectors, services
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
@@ -44,9 +45,8 @@ def _render(request: HttpRequest, template: str, context: dict[str, Any], status
 
 
 def _is_operator(user) -> bool:
-    from catalogs.mirrors import user_is_mirror_operator
-
-    return getattr(user, "is_authenticated", False) and user_is_mirror_operator(user)
+    # user_is_mirror_operator(None) means "the system"; a page always has a (maybe anonymous) user.
+    return getattr(user, "is_authenticated", False) and mirrors.user_is_mirror_operator(user)
 
 
 def image_digest(container: dict[str, Any] | None) -> str:
@@ -302,7 +302,8 @@ def catalog_publish(request: HttpRequest, publisher: str, catalog: str) -> HttpR
 @require_http_methods(["GET", "POST"])
 def contribution_create(request: HttpRequest) -> HttpResponse:
     """Any signed-in user proposes a function definition (YAML, or simple form fields)."""
-    catalogs = selectors.catalog_list()
+    # Mirrored catalogs only serve what upstream publishes: they take no contributions.
+    catalogs = selectors.catalog_list().filter(mirror_source__isnull=True)
     initial = {"catalog": request.GET["catalog"]} if request.GET.get("catalog") else {}
     by_fields = request.POST.get("mode") == "fields"
     post = request.POST or None
@@ -460,11 +461,17 @@ def review_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One contribution for review, with its audit log."""
     _require_reviewer(request)
     contribution = contributions.contribution_get(pk=pk)
+    return _review_page(request, contribution, forms.RejectForm())
+
+
+def _review_page(
+    request: HttpRequest, contribution, reject_form: forms.RejectForm, status: int = 200
+) -> HttpResponse:
     context = _review_context(request, contribution)
     context["events"] = contributions.review_event_list(contribution=contribution)
     context["own"] = contribution.author_id == request.user.pk
-    context["reject_form"] = forms.RejectForm()
-    return _render(request, "review_detail.html", context)
+    context["reject_form"] = reject_form
+    return _render(request, "review_detail.html", context, status=status)
 
 
 @login_required
@@ -506,11 +513,7 @@ def review_reject(request: HttpRequest, pk: int) -> HttpResponse:
         # Keep the reviewer on the page with the error next to the reason box.
         _require_reviewer(request)
         form.add_error("reason", err.message)
-        context = _review_context(request, contribution)
-        context["events"] = contributions.review_event_list(contribution=contribution)
-        context["own"] = contribution.author_id == request.user.pk
-        context["reject_form"] = form
-        return _render(request, "review_detail.html", context, status=400)
+        return _review_page(request, contribution, form, status=400)
     messages.success(request, f"Rejected contribution #{pk}.")
     return redirect("web:review-detail", pk=pk)
 
@@ -547,14 +550,20 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
     """The user's API token (DRF token auth): create, regenerate or revoke it."""
     token = Token.objects.filter(user=request.user).first()
     new_key = None
+    status = 200
     if request.method == "POST":
         action = request.POST.get("action")
         if action in ("create", "regenerate"):
-            Token.objects.filter(user=request.user).delete()
-            token = Token.objects.create(user=request.user)
+            # One transaction: a failed create must not leave the user without their old token.
+            with transaction.atomic():
+                Token.objects.filter(user=request.user).delete()
+                token = Token.objects.create(user=request.user)
             new_key = token.key
         elif action == "revoke":
             Token.objects.filter(user=request.user).delete()
             token = None
             messages.success(request, "Token revoked.")
-    return _render(request, "tokens.html", {"token": token, "new_key": new_key})
+        else:
+            messages.error(request, f"Unknown action {action!r}: use create, regenerate or revoke.")
+            status = 400
+    return _render(request, "tokens.html", {"token": token, "new_key": new_key}, status=status)

@@ -62,16 +62,11 @@ def is_composition_dir(path: str) -> bool:
 
 def _check_dir(path: str) -> None:
     from orchestrator.errors import LoadError
-    from orchestrator.fs import KUSTOMIZATION_FILES, display
+    from orchestrator.fs import display
 
     if not os.path.isdir(path):
         raise LoadError(f"'{path}' is not a directory", file=display(path))
-    found = [n for n in KUSTOMIZATION_FILES if os.path.isfile(os.path.join(path, n))]
-    if found and is_composition_dir(path):
-        raise LoadError(
-            f"both '{found[0]}' and '{FILE_NAME}' found in '{path}'; keep only one",
-            file=display(path),
-        )
+    # A kustomization next to composition.yaml is refused by schema.load, on every route.
     if not is_composition_dir(path):
         raise LoadError(f"no {FILE_NAME} in '{path}'", file=display(path))
 

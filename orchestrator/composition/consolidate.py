@@ -100,6 +100,14 @@ def consolidate_loaded(comp: Composition, *, _stack: tuple[str, ...] = ()) -> Co
                 f'identifier "{t.ident()}" must include a name (kind is required; '
                 "metadata.name defaults to the kind in kebab case)",
             )
+        if not t.kind:
+            # The KEP schema requires kind; a named, kind-less config would otherwise pass
+            # `krm consolidate` and fail only when run.
+            raise _fail(
+                comp,
+                f"transformers field is invalid: line {t.line}: {t.field}[{t.index}]: transformer "
+                f'identifier "{t.ident()}" must include a kind',
+            )
         if t.key() in seen:
             raise _fail(comp, _duplicate_message(t, seen[t.key()]))
         seen[t.key()] = t

@@ -61,14 +61,8 @@ class CompositionPlugin:
 
 def accumulate(state: Any, full: str, acc: Any, *, source: str | None = None) -> None:
     """``resources:`` entry naming a Composition: append its output (and its configs) to acc."""
-    from orchestrator.composition.run import build_resources
-    from orchestrator.errors import ResourceConflictError
+    from orchestrator.composition.run import _append, build_resources
 
     sub = build_resources(full, state)
-    for res in sub.resmap:
-        try:
-            acc.resmap.append(res)
-        except ResourceConflictError as exc:
-            exc.file = source
-            raise
+    _append(acc, sub.resmap, source)
     acc.merge(sub)

@@ -31,7 +31,7 @@ from orchestrator.composition.consolidate import (
     composition_file,
     consolidate,
 )
-from orchestrator.composition.schema import BUILTIN, FILE_NAME, Transformer
+from orchestrator.composition.schema import BUILTIN, Transformer
 from orchestrator.errors import KrmError, LoadError, NotSupportedError, ValidationError
 
 KUSTOMIZATION_API = "kustomize.config.k8s.io/v1beta1"
@@ -121,7 +121,7 @@ def _run_builtin(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> An
     if cls is None:
         known = ", ".join(sorted({*filters.BUILTINS, *READERS}))
         raise ValidationError(f"unknown builtin kind {t.kind!r}; builtin kinds are: {known}")
-    key = getattr(cls, "default_specs", None) or DEFAULT_SPECS.get(t.kind)
+    key = DEFAULT_SPECS.get(t.kind)
     if key and not cfg.get("fieldSpecs"):
         cfg["fieldSpecs"] = acc.config().get(key)
     plugin = cls(cfg, _ctx(run, t, acc))
@@ -136,7 +136,8 @@ def _run_builtin(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> An
 
 def _read_paths(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> None:
     from orchestrator.build import Target, _Accumulator, resources_from_bytes
-    from orchestrator.fs import KUSTOMIZATION_FILES, Loader, display
+    from orchestrator.composition.plugin import is_composition_path
+    from orchestrator.fs import Loader, display
 
     unknown = sorted(set(cfg) - {"apiVersion", "kind", "metadata", "paths", "files"})
     if unknown:
@@ -150,16 +151,12 @@ def _read_paths(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> Non
     loader = Loader(t.base_dir, restrictor=run.options.load_restrictor)
     for path in paths:
         full = loader.abspath(path)
-        is_dir = os.path.isdir(full)
-        has_k = is_dir and any(os.path.isfile(os.path.join(full, n)) for n in KUSTOMIZATION_FILES)
-        if (is_dir and not has_k and os.path.isfile(os.path.join(full, FILE_NAME))) or (
-            not is_dir and os.path.basename(full) == FILE_NAME
-        ):
+        if is_composition_path(full):
             sub = build_resources(full, run.state, stack=run.stack)
             _append(acc, sub.resmap, display(full))
             acc.merge(sub)
             continue
-        if is_dir:
+        if os.path.isdir(full):
             child = loader.child(path)
             sub = Target(run.state, child).accumulate(_Accumulator())
             _append(acc, sub.resmap, display(full))
@@ -179,7 +176,7 @@ def _read_paths(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> Non
         _append(acc, resources_from_bytes(data, source=where), where)
 
 
-def _append(acc: Any, resources: Any, where: str) -> None:
+def _append(acc: Any, resources: Any, where: str | None) -> None:
     from orchestrator.errors import ResourceConflictError
 
     for res in resources:

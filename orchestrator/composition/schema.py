@@ -47,6 +47,8 @@ ROOT_FIELDS = (
 IMPORT_FIELDS = ("path", "importMode")
 # KEP: name, kind, apiVersion; the prototype's fixtures also use group, version and namespace.
 ORDER_FIELDS = ("name", "kind", "apiVersion", "group", "version", "namespace")
+# An empty group selects the core group; the other selectors must not be empty.
+_NON_EMPTY_ORDER_FIELDS = ("kind", "apiVersion", "version", "namespace")
 # KEP: metadata holds only name. namespace is what NamespaceTransformer configs set, and
 # annotations/labels are how KRM function configs carry config.kubernetes.io/* settings.
 META_FIELDS = ("name", "namespace", "annotations", "labels")
@@ -180,6 +182,8 @@ class OrderEntry:
     group: str | None = None
     version: str = ""
     namespace: str = ""
+    # Selectors given with an empty value (the KEP schema's minLength/pattern reject them).
+    empty: tuple[str, ...] = ()
 
     def matches(self, t: Transformer) -> bool:
         if self.name != t.name or (self.kind and self.kind != t.kind):
@@ -409,6 +413,7 @@ def parse(data: bytes, *, file: str) -> Composition:
                 group=got.get("group"),
                 version=got.get("version") or "",
                 namespace=got.get("namespace") or "",
+                empty=tuple(k for k in _NON_EMPTY_ORDER_FIELDS if k in got and not got[k]),
             )
         )
     if dec.problems:
@@ -486,6 +491,7 @@ def _validate(
             problems.append(f"{where}.name: required field is missing")
         else:
             problems.extend(_check_name(entry.name, where + ".name"))
+        problems.extend(f"{where}.{key}: must not be empty" for key in entry.empty)
         if entry.api_version and not API_VERSION_RE.match(entry.api_version):
             problems.append(f"{where}.apiVersion: invalid apiVersion {entry.api_version!r}")
         if entry.api_version and (entry.group is not None or entry.version):
@@ -543,14 +549,23 @@ def _check_transformer(t: Transformer) -> list[str]:
 
 def load(path: str) -> Composition:
     """Read and check the Composition file at ``path``."""
-    from orchestrator.fs import display
+    from orchestrator.errors import LoadError
+    from orchestrator.fs import KUSTOMIZATION_FILES, display
 
     file = os.path.abspath(path)
+    if os.path.basename(file) == FILE_NAME:
+        # KEP-2299: both files in one directory is an error, however the directory is reached
+        # (build target, transformersFrom, ResourceGenerator paths, a Kustomization's fields).
+        directory = os.path.dirname(file)
+        found = [n for n in KUSTOMIZATION_FILES if os.path.isfile(os.path.join(directory, n))]
+        if found:
+            raise LoadError(
+                f"both '{found[0]}' and '{FILE_NAME}' found in '{directory}'; keep only one",
+                file=display(directory),
+            )
     try:
         with open(file, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        from orchestrator.errors import LoadError
-
         raise LoadError("file does not exist", file=display(file)) from None
     return parse(data, file=file)

@@ -200,12 +200,48 @@ def apply_json6902(
 
     if store_previous:
         res.store_previous()
+    internal = _internal_annotations(res)
+    obj = res.obj
+    md = obj.get("metadata")
+    had_annotations = isinstance(md, dict) and isinstance(md.get("annotations"), dict)
+    if internal and isinstance(md, dict):
+        # kustomize's resources carry its bookkeeping as annotations while a JSON patch runs,
+        # so e.g. ``add /metadata/annotations/x`` works there without an annotations map.
+        md = {**md, "annotations": {**(md.get("annotations") or {}), **internal}}
+        obj = {**obj, "metadata": md}
     try:
-        res.obj = json6902.apply(res.obj, ops, source=source)
+        patched = json6902.apply(obj, ops, source=source)
     except KrmError as exc:
         if not exc.resource:
             exc.resource = res.describe()
         raise
+    ann = (patched.get("metadata") or {}).get("annotations") if internal else None
+    if isinstance(ann, dict):
+        for key in internal:
+            ann.pop(key, None)
+        if not ann and not had_annotations:
+            del patched["metadata"]["annotations"]
+    res.obj = patched
+
+
+def _internal_annotations(res: Resource) -> dict[str, str]:
+    """The internal annotations kustomize v5 would have on ``res`` at this point."""
+    out: dict[str, str] = {}
+    if res.prefixes:
+        out["internal.config.kubernetes.io/prefixes"] = ",".join(res.prefixes)
+    if res.suffixes:
+        out["internal.config.kubernetes.io/suffixes"] = ",".join(res.suffixes)
+    if res.previous:
+        out["internal.config.kubernetes.io/previousKinds"] = ",".join(
+            [res.kind] * len(res.previous)
+        )
+        out["internal.config.kubernetes.io/previousNames"] = ",".join(n for _, n in res.previous)
+        out["internal.config.kubernetes.io/previousNamespaces"] = ",".join(
+            ns or "default" for ns, _ in res.previous
+        )
+    if res.needs_hash:
+        out["internal.config.kubernetes.io/needsHashSuffix"] = "enabled"
+    return out
 
 
 def parse_json_ops(text: str, source: str | None) -> list[dict]:

@@ -95,6 +95,8 @@ def decode(data: bytes | str, *, function: str) -> dict[str, Any]:
         doc = yamlio.load(data, source=f"output of {function}")
     except KrmError as exc:
         raise FunctionError(f"{function} wrote output that is not YAML: {exc.message}") from None
+    if doc is None:
+        raise FunctionError(f"{function} wrote no output (expected a ResourceList on stdout)")
     if not isinstance(doc, dict) or doc.get("kind") != "ResourceList":
         got = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
         raise FunctionError(f"{function} wrote output that is not a ResourceList (got {got!r})")

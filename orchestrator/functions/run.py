@@ -28,6 +28,16 @@ def _local(path: str, base: str) -> str:
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(base, path))
 
 
+def _against_catalog(uri: str | None, resolved: Resolved) -> str | None:
+    """A relative URI in a catalog fetched over http(s) is relative to the catalog's URL."""
+    catalog = resolved.catalog
+    if not uri or catalog is None or catalog.ref.kind != "url" or "://" in uri:
+        return uri
+    from urllib.parse import urljoin
+
+    return urljoin(catalog.source, uri)
+
+
 def _starlark_script(resolved: Resolved, kdir: str, options: FnOptions) -> tuple[str, str]:
     """(script text, filename) for a starlark runtime; verified when a sha256 is given."""
     from orchestrator.functions import fetch
@@ -35,7 +45,7 @@ def _starlark_script(resolved: Resolved, kdir: str, options: FnOptions) -> tuple
     spec = resolved.spec
     sha = spec.get("sha256")
     base = resolved.catalog.base_dir if resolved.catalog is not None else kdir
-    uri = spec.get("url") or spec.get("uri")
+    uri = _against_catalog(spec.get("url") or spec.get("uri"), resolved)
     path = spec.get("path")
     if resolved.catalog is not None and path and not uri:
         if base is None:
@@ -79,7 +89,8 @@ def _argv(resolved: Resolved, kdir: str, options: FnOptions, name: str) -> tuple
             return [program, *[str(a) for a in args]], False
         from orchestrator.functions.fetch import exec_binary
 
-        return [exec_binary(spec, options=options, base_dir=resolved.catalog.base_dir)], False
+        platform = dict(spec, uri=_against_catalog(spec["uri"], resolved))
+        return [exec_binary(platform, options=options, base_dir=resolved.catalog.base_dir)], False
     from orchestrator.functions import container
 
     engine = container.detect_engine(options)

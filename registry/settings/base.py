@@ -166,6 +166,8 @@ MIRROR_MAX_BYTES = env_int("MIRROR_MAX_BYTES", CATALOG_MAX_BYTES)
 MIRROR_ARTIFACT_MAX_BYTES = env_int("MIRROR_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024)
 MIRROR_TIMEOUT = float(env("MIRROR_TIMEOUT", default="30"))
 MIRROR_MAX_REDIRECTS = env_int("MIRROR_MAX_REDIRECTS", 5)
+# Runtime artifacts a sync downloads at the same time (one pooled HTTPS client).
+MIRROR_DOWNLOAD_CONCURRENCY = env_int("MIRROR_DOWNLOAD_CONCURRENCY", 4)
 # Hosts a source (and every redirect) may point at; "*" allows any public host.
 MIRROR_ALLOWED_HOSTS = env.list("MIRROR_ALLOWED_HOSTS", default=["*"])
 # Private, loopback and link-local destinations are refused unless listed here (CIDRs).

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SCREENSHOTS
+
 CHROMIUM = os.environ.get("KRM_CHROMIUM", "/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -51,20 +52,9 @@ def browser():
 
 @pytest.fixture(scope="session")
 def screenshots() -> Path:
-    """Where page screenshots go; printed so that a person can find and look at them."""
+    """Where page screenshots go; tests/conftest.py prints it at the end of the run."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    _used.append(SCREENSHOTS)
     return SCREENSHOTS
-
-
-_used: list[Path] = []
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    """Print the screenshot folder at the end of the run (pytest captures fixture output)."""
-    if _used:
-        count = len(list(SCREENSHOTS.glob("*.png")))
-        terminalreporter.write_line(f"browser screenshots ({count}): {SCREENSHOTS}")
 
 
 @pytest.fixture

@@ -32,11 +32,14 @@ def _shot(page, folder, name: str) -> None:
 def test_publish_contribute_review_search_and_copy(new_page, people, screenshots, tmp_path):
     # --- An owner creates a catalog and publishes it by upload, fixing a validation error.
     owner = new_page()
+    owner.goto("/accounts/login/")
+    _shot(owner, screenshots, "00a-sign-in")
     sign_in(owner, "olivia")
     owner.goto("/catalogs/new/")
     owner.select_option("#id_publisher", label="platform-team")
     owner.fill("#id_name", "platform")
     owner.fill("#id_description", "Functions the platform team supports.")
+    _shot(owner, screenshots, "00b-new-catalog")
     owner.click("text=Create catalog")
     owner.wait_for_url("**/catalogs/platform-team/platform/publish/")
 
@@ -185,5 +188,8 @@ def test_mirror_pages(new_page, people, screenshots):
     page.click("table.mirrors >> text=upstream")
     page.click("text=Sync now")
     page.wait_for_selector("text=queued for upstream")
-    assert "Digest pin mismatch" in page.inner_text("table.runs")
+    runs = page.inner_text("table.runs")
+    assert "Digest pin mismatch" in runs
+    # The queued run ran (eager celery here) and failed for a reason the operator can act on.
+    assert "is private, loopback or link-local; refusing https://127.0.0.1:9/catalog.yaml" in runs
     _shot(page, screenshots, "15-mirror-detail")

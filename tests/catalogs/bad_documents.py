@@ -73,6 +73,39 @@ BAD_DOCUMENTS: dict[str, tuple[bytes | str, list[tuple[str, str, int | None, int
         VALID_HEAD + "kind: Catalog\n",
         [("", "duplicate key 'kind'", 5, 1)],
     ),
+    # KEP-2906: a container image whose tag is a semantic version must be pinned by sha256.
+    "semver-tag-unpinned": (
+        VALID_HEAD + "spec:\n  krmFunctions:\n  - group: example.co\n    names:\n      kind: A\n"
+        "    versions:\n    - name: v1\n      runtime:\n        container:\n"
+        "          image: registry.example.co/a:v1.2.3\n",
+        [
+            (
+                "spec.krmFunctions[0].versions[0].runtime.container.sha256",
+                "required: the image tag 'v1.2.3' is a semantic version, so the image must be "
+                "pinned (sha256, or @sha256:<digest> in image)",
+                None,
+                None,
+            )
+        ],
+    ),
+    # The same (group, kind, version) twice in one catalog, once per KEP shape of the kind.
+    "duplicate-function": (
+        VALID_HEAD + "spec:\n  krmFunctions:\n  - group: example.co\n    names:\n      kind: A\n"
+        "    versions:\n    - name: v1\n      runtime:\n        container:\n"
+        "          image: registry.example.co/a:v1\n"
+        "  - group: example.co\n    kind: A\n"
+        "    versions:\n    - name: v1\n      runtime:\n        container:\n"
+        "          image: registry.example.co/a-again:v1\n",
+        [
+            (
+                "spec.krmFunctions[1].versions[0].name",
+                "duplicate function example.co/v1 A (first defined at "
+                "spec.krmFunctions[0].versions[0])",
+                None,
+                None,
+            )
+        ],
+    ),
 }
 
 

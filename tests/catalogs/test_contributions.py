@@ -120,6 +120,22 @@ def test_anonymous_cannot_contribute(published):
     assert Contribution.objects.count() == 0
 
 
+def test_a_mirrored_catalog_takes_no_contributions(contributor):
+    from catalogs import mirrors
+
+    source = mirrors.mirror_source_create(
+        name="upstream", url="https://127.0.0.1:9/catalog.yaml", actor=None
+    )
+    message = (
+        "Catalog 'mirrors/upstream' is a mirror of https://127.0.0.1:9/catalog.yaml; "
+        "contribute to its upstream instead."
+    )
+    with pytest.raises(InvalidInputError) as err:
+        contribution_submit(catalog=source.catalog, content=DEFINITION, actor=contributor)
+    assert err.value.message == message
+    assert _state() == ([], 0, 0)
+
+
 def test_approve_publishes_a_version_with_the_function(pending, reviewer):
     catalog = pending.catalog
     c = contribution_approve(contribution=pending, actor=reviewer)

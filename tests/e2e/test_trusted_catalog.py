@@ -144,6 +144,10 @@ def _publish(live_server, owner, document: str) -> str:
 
 
 def _krm(app: Path, *args: str, ca_file: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return _krm_cmd("build", str(app), *args, ca_file=ca_file, home=home)
+
+
+def _krm_cmd(*args: str, ca_file: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -154,7 +158,7 @@ def _krm(app: Path, *args: str, ca_file: str, home: Path) -> subprocess.Complete
     if "PYTHONPATH" in os.environ:  # a checkout run without installing it
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run(
-        [sys.executable, "-m", "orchestrator", "build", str(app), *args],
+        [sys.executable, "-m", "orchestrator", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -181,6 +185,14 @@ def test_build_with_trusted_registry_catalog(live_server, catalog, owner, files_
     )
     url = _publish(live_server, owner, document)
     app = _app(tmp_path)
+
+    # What a user reads before trusting it: publisher, digest, both functions and their needs.
+    view = _krm_cmd("view", "catalog", url, ca_file=ca_file, home=tmp_path / "home")
+    assert view.returncode == 0, view.stderr
+    assert "Catalog:   functions" in view.stdout
+    assert f"Source:    {url}" in view.stdout
+    assert "fn.example.com/v1  SetTier  exec      linux/" in view.stdout
+    assert "fn.example.com/v1  SetTeam  starlark  -" in view.stdout
 
     proc = _krm(app, f"--trusted-catalog={url}", ca_file=ca_file, home=tmp_path / "home")
     assert proc.returncode == 0, proc.stderr

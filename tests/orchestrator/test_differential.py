@@ -29,7 +29,8 @@ _spec.loader.exec_module(kustgen)
 SEEDS = range(int(os.environ.get("KRM_DIFF_SEEDS", "40")))
 
 
-def _compare(path: Path) -> None:
+def _compare(path: Path) -> bool:
+    """Check krm against kubectl on ``path``; return whether kubectl succeeded."""
     oracle = kubectl_kustomize(path)
     try:
         ours = build(str(path)).to_yaml().encode()
@@ -38,9 +39,10 @@ def _compare(path: Path) -> None:
         ours, error = None, str(exc)
     if oracle.returncode != 0:
         assert error is not None, f"kubectl failed but krm succeeded: {oracle.stderr[-400:]!r}"
-        return
+        return False
     assert error is None, f"krm failed where kubectl succeeded: {error}"
     assert ours.decode() == oracle.stdout.decode()
+    return True
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -135,6 +137,52 @@ CASES = {
               - secretName: sec
               defaultBackend:
                 service: {name: db, port: {number: 80}}
+        """,
+    },
+    "json-patches-see-kustomize-internal-annotations": {
+        "kustomization.yaml": """
+            resources: [res.yaml]
+            namespace: prod
+            configMapGenerator:
+            - name: gen
+              literals: [a=1]
+            patches:
+            - target: {kind: Service}
+              patch: |-
+                - op: add
+                  path: /metadata/annotations/added
+                  value: by-patches
+            - target: {kind: Secret}
+              patch: |-
+                - op: add
+                  path: /metadata/annotations/tmp
+                  value: x
+                - op: remove
+                  path: /metadata/annotations/tmp
+            patchesJson6902:
+            - target: {version: v1, kind: ConfigMap, name: gen}
+              patch: |-
+                - op: add
+                  path: /metadata/annotations/added
+                  value: on-generated
+            - target: {version: v1, kind: ServiceAccount, name: sa}
+              patch: |-
+                - op: add
+                  path: /metadata/annotations/added
+                  value: after-namespace
+        """,
+        "res.yaml": """
+            apiVersion: v1
+            kind: Service
+            metadata: {name: s}
+            ---
+            apiVersion: v1
+            kind: Secret
+            metadata: {name: sec}
+            ---
+            apiVersion: v1
+            kind: ServiceAccount
+            metadata: {name: sa}
         """,
     },
     "labels-selectors-templates-and-fields": {
@@ -273,7 +321,7 @@ CASES = {
                 options: {create: true}
         """,
         "repl.yaml": """
-            - source: {kind: ConfigMap, fieldPath: metadata.name}
+            - source: {kind: ConfigMap, name: p-cm, fieldPath: metadata.name}
               targets:
               - select: {kind: Deployment}
                 fieldPaths: [spec.template.spec.containers.0.env.0.value]
@@ -415,6 +463,72 @@ CASES = {
             metadata: {name: s}
         """,
     },
+    "patch-selectors-regex-annotations-and-file-names": {
+        "kustomization.yaml": """
+            resources: [one, two]
+            patches:
+            - target: {kind: Deployment, annotationSelector: tier=front}
+              patch: |-
+                - op: add
+                  path: /spec/replicas
+                  value: 5
+            - target: {name: "api-.*"}
+              patch: |-
+                - op: add
+                  path: /metadata/annotations/matched
+                  value: regex
+            - target: {kind: "Service|ConfigMap", labelSelector: "app in (web,api)"}
+              patch: |-
+                apiVersion: v1
+                kind: Service
+                metadata:
+                  name: ignored
+                  annotations: {smp: "yes"}
+            patchesJson6902:
+            - target: {group: apps, version: v1, kind: Deployment, name: web}
+              path: image.yaml
+        """,
+        "image.yaml": """
+            - op: replace
+              path: /spec/template/spec/containers/0/image
+              value: nginx:2
+        """,
+        "one/kustomization.yml": """
+            resources: [res.yaml]
+            namePrefix: api-
+        """,
+        "one/res.yaml": """
+            apiVersion: apps/v1
+            kind: Deployment
+            metadata: {name: server, labels: {app: api}}
+            spec:
+              template:
+                spec:
+                  containers: [{name: c, image: redis}]
+            ---
+            apiVersion: v1
+            kind: ConfigMap
+            metadata: {name: conf, labels: {app: api}}
+        """,
+        "two/Kustomization": """
+            apiVersion: kustomize.config.k8s.io/v1beta1
+            kind: Kustomization
+            resources: [res.yaml]
+        """,
+        "two/res.yaml": """
+            apiVersion: apps/v1
+            kind: Deployment
+            metadata: {name: web, labels: {app: web}, annotations: {tier: front}}
+            spec:
+              template:
+                spec:
+                  containers: [{name: c, image: nginx}]
+            ---
+            apiVersion: v1
+            kind: Service
+            metadata: {name: web, labels: {app: web}}
+        """,
+    },
     "sort-options-legacy-custom": {
         "kustomization.yaml": """
             resources: [res.yaml]
@@ -447,4 +561,24 @@ def test_feature_matches_kubectl(tmp_path: Path, name: str) -> None:
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text).lstrip("\n"))
-    _compare(tmp_path)
+    # Each feature case is meant to build: a case kubectl rejects would compare nothing.
+    assert _compare(tmp_path), "kubectl kustomize failed on a feature case"
+
+
+def test_json_patch_on_a_resource_without_internal_annotations_fails_like_kubectl(
+    tmp_path: Path,
+) -> None:
+    # patchesJson6902 does not record a previous id: with no rename before it, kustomize has
+    # no annotations map to add into, and fails.
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources: [cm.yaml]\n"
+        "patchesJson6902:\n"
+        "- target: {version: v1, kind: ConfigMap, name: c}\n"
+        "  patch: '[{op: add, path: /metadata/annotations/x, value: y}]'\n"
+    )
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    assert _compare(tmp_path) is False
+    with pytest.raises(KrmError) as err:
+        build(str(tmp_path))
+    assert err.value.resource == "ConfigMap/c"
+    assert "op 0 (add /metadata/annotations/x)" in err.value.message

@@ -24,7 +24,8 @@ class Command(BaseCommand):
             run = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
         except RegistryError as exc:
             raise CommandError(exc.message)
-        console = Console(file=self.stderr._out, force_terminal=False)
+        # Detect the terminal: the bar shows on a tty and stays out of logs and pipes.
+        console = Console(file=self.stderr._out)
         progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -132,6 +132,9 @@ class _Handler(BaseHTTPRequestHandler):
         server: HttpsUpstream = self.server.upstream  # type: ignore[attr-defined]
         path = self.path.split("?", 1)[0]
         server.requests.append((path, dict(self.headers)))
+        if server.git_root is not None and path.startswith("/git/"):
+            self._git_http_backend(server.git_root)
+            return
         route = server.routes.get(path)
         try:
             if route is None:
@@ -171,6 +174,47 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.close_connection = True
 
+    do_POST = do_GET  # noqa: N815  (git's smart HTTP posts to git-upload-pack)
+
+    def _git_http_backend(self, root: Path) -> None:
+        """Serve ``/git/<repo>/…`` with git's own smart-HTTP server, ``git http-backend`` (CGI)."""
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        path, _, query = self.path.partition("?")
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_PROJECT_ROOT": str(root),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": path[len("/git") :],
+            "QUERY_STRING": query,
+            "REQUEST_METHOD": self.command,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+            "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+            "REMOTE_ADDR": "127.0.0.1",
+        }
+        done = subprocess.run(
+            ["git", "http-backend"], input=body, env=env, capture_output=True, check=True
+        )
+        # CGI headers end at the first blank line; the rest is binary pack data, left untouched.
+        separator = b"\r\n\r\n" if b"\r\n\r\n" in done.stdout else b"\n\n"
+        head, _, payload = done.stdout.partition(separator)
+        status, headers = 200, []
+        for line in head.decode().splitlines():
+            key, _, value = line.partition(":")
+            if key.lower() == "status":
+                status = int(value.split()[0])
+            else:
+                headers.append((key, value.strip()))
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
     def log_message(self, format: str, *args: object) -> None:
         pass
 
@@ -181,6 +225,7 @@ class HttpsUpstream:
     def __init__(self, ca_path: str, context: ssl.SSLContext):
         self.routes: dict[str, Route] = {}
         self.requests: list[tuple[str, dict]] = []
+        self.git_root: Path | None = None  # repositories served at /git/<name> when set
         self.ca_path = ca_path
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.httpd.daemon_threads = True
@@ -220,6 +265,7 @@ def https_upstream(https_upstream_session):
     """The HTTPS upstream with no routes."""
     https_upstream_session.routes.clear()
     https_upstream_session.requests.clear()
+    https_upstream_session.git_root = None
     return https_upstream_session
 
 

@@ -175,6 +175,24 @@ def test_bad_input_is_rejected_with_its_message(mirror_settings, cosign_key, cha
 
 
 @pytest.mark.django_db
+def test_bad_update_is_rejected_and_changes_nothing(mirror_settings, cosign_key):
+    staff = client_for(UserFactory(username="admin", is_staff=True))
+    url = "https://h.example/catalog.yaml"
+    source_id = staff.post("/api/v1/sources/", {"name": "keep", "url": url}, format="json").json()[
+        "id"
+    ]
+    before = MirrorSource.objects.values().get(pk=source_id)
+    for change, message in [
+        ({"url": "ftp://h.example/c.yaml"}, BAD_INPUT[0][1].replace("host/catalog", "h.example/c")),
+        ({"cosign_public_key": public_pem(cosign_key)}, BAD_INPUT[6][1]),
+        ({"sigstore_issuer": "https://issuer.example"}, BAD_INPUT[7][1]),
+    ]:
+        response = staff.patch(f"/api/v1/sources/{source_id}/", change, format="json")
+        assert (response.status_code, response.json()) == (400, {"detail": message})
+    assert MirrorSource.objects.values().get(pk=source_id) == before
+
+
+@pytest.mark.django_db
 def test_duplicate_name_conflicts(mirror_settings):
     staff = client_for(UserFactory(username="admin", is_staff=True))
     payload = {"name": "twice", "url": "https://h.example/catalog.yaml"}

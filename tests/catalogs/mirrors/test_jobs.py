@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
+import os
+import threading
 from datetime import timedelta
 
 import pytest
@@ -11,7 +15,7 @@ from django.utils import timezone
 from catalogs import mirrors, tasks
 from catalogs.exceptions import SyncInProgressError
 from catalogs.models import MirrorSource, SyncRun
-from tests.catalogs.mirrors.conftest import catalog_doc, sha256
+from tests.catalogs.mirrors.conftest import catalog_doc, exec_catalog_doc, sha256
 
 pytestmark = pytest.mark.django_db
 
@@ -76,6 +80,43 @@ def test_sync_source_command(mirror_settings, https_upstream, capsys):
         f"Run {run.pk} of 'cli' succeeded: version 1, upstream {sha256(doc)}, 1 functions, "
         f"0 artifacts, {len(doc)} bytes"
     )
+
+
+def test_sync_source_command_shows_progress_on_a_terminal(mirror_settings, https_upstream):
+    """A real pseudo-terminal as stderr: the rich bar renders each stage, --no-progress none."""
+    data = b"binary" * 1000
+    bin_url = https_upstream.serve("/bin/tool", data)
+    doc = exec_catalog_doc([("Tool", bin_url, hashlib.sha256(data).hexdigest())])
+    url = https_upstream.serve("/catalog.yaml", doc)
+    mirrors.mirror_source_create(name="bar", url=url, actor=None, mirror_runtimes=True)
+    mirrors.mirror_source_create(name="quiet", url=url, actor=None, mirror_runtimes=True)
+
+    def on_terminal(*args: str) -> str:
+        master, replica = os.openpty()
+        chunks: list[bytes] = []
+
+        def drain() -> None:
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the terminal's last writer closed it
+                    return
+                if not chunk:
+                    return
+                chunks.append(chunk)
+
+        reader = threading.Thread(target=drain)
+        reader.start()
+        with open(replica, "w", encoding="utf-8") as tty:
+            call_command("sync_source", *args, stderr=tty, stdout=io.StringIO())
+        reader.join(timeout=10)
+        os.close(master)
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    shown = on_terminal("bar")
+    assert "fetch" in shown and "artifacts" in shown and "1/1" in shown
+    assert on_terminal("quiet", "--no-progress") == ""
+    assert list(SyncRun.objects.values_list("status", flat=True)) == ["succeeded"] * 2
 
 
 def test_sync_source_command_failure_and_unknown_name(mirror_settings, https_upstream):

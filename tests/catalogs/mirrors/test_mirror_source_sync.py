@@ -97,6 +97,29 @@ def test_git_source(mirror_settings, git_upstream, sync, client, form):
     )
 
 
+def test_git_https_source(mirror_settings, https_upstream, git_upstream, sync, client):
+    """git+https through git's own smart-HTTP server behind the trustme HTTPS upstream."""
+    https_upstream.git_root = git_upstream.path.parent
+    doc = catalog_doc("over-https")
+    commit = git_upstream.commit({"cat/catalog.yaml": doc})
+    repo = https_upstream.url(f"/git/{git_upstream.path.name}")
+    source = create("git-https", f"git+{repo}//cat/catalog.yaml?ref=main", digest=commit)
+
+    run = sync(source)
+
+    assert (run.status, run.reason, run.digest) == ("succeeded", "", commit)
+    assert run.provenance["repository"] == repo
+    assert run.provenance["blob"] == git_upstream.git("rev-parse", "HEAD:cat/catalog.yaml")
+    assert client.get("/c/mirrors/git-https/catalog.yaml").content == canonical(doc)
+    assert any(path.endswith("/git-upload-pack") for path, _ in https_upstream.requests)
+
+    missing = sync(create("git-https-missing", f"git+{repo}//cat/catalog.yaml?ref=nope"))
+    assert missing.status == "failed"
+    assert missing.reason == (
+        f"Cannot fetch ref 'nope' of {repo}: fatal: couldn't find remote ref nope"
+    )
+
+
 def test_git_source_follows_the_branch(mirror_settings, git_upstream, sync):
     git_upstream.commit({"catalog.yaml": catalog_doc(kinds=("A",))})
     source = create("branch", f"{git_upstream.path}//catalog.yaml?ref=main")

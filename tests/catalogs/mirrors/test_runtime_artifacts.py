@@ -4,6 +4,7 @@ container image tags resolved at their registry with drift events when a tag mov
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,70 @@ def test_relative_artifact_uris_resolve_against_the_catalog(mirror_settings, htt
     assert (run.status, run.reason, run.artifact_count) == ("succeeded", "", 1)
 
 
-def test_container_tag_drift_is_recorded(oci_settings, oci_upstream, https_upstream, sync):
+def starlark_doc(uri: str, hexdigest: str) -> bytes:
+    return (
+        "apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\nmetadata:\n  name: star\n"
+        "spec:\n  krmFunctions:\n  - group: example.co\n    names:\n      kind: Star\n"
+        "    versions:\n    - name: v1\n      runtime:\n        starlark:\n"
+        f"          uri: {uri}\n          sha256: {hexdigest}\n"
+    ).encode()
+
+
+def test_starlark_scripts_are_mirrored_and_checked(
+    mirror_settings, https_upstream, sync, client, snapshot
+):
+    script = b"def run(items):\n    return items\n"
+    script_url = https_upstream.serve("/scripts/star.star", script)
+    hexdigest = hashlib.sha256(script).hexdigest()
+    url = https_upstream.serve("/catalog.yaml", starlark_doc(script_url, hexdigest))
+    source = create("star", url, mirror_runtimes=True)
+
+    run = sync(source)
+
+    assert (run.status, run.reason, run.artifact_count) == ("succeeded", "", 1)
+    served = yaml.safe_load(client.get("/c/mirrors/star/catalog.yaml").content)
+    starlark = served["spec"]["krmFunctions"][0]["versions"][0]["runtime"]["starlark"]
+    assert starlark == {"uri": f"http://testserver/c/blobs/sha256/{hexdigest}", "sha256": hexdigest}
+    assert b"".join(client.get(f"/c/blobs/sha256/{hexdigest}").streaming_content) == script
+
+    before = snapshot(source)
+    changed = b"def run(items):\n    return []\n"
+    https_upstream.serve("/scripts/star.star", changed)
+    wrong = "f" * 64
+    https_upstream.serve("/catalog.yaml", starlark_doc(script_url, wrong))
+    failed = sync(source)
+    assert (failed.status, failed.reason) == (
+        "failed",
+        f"Runtime artifact {script_url} has {sha256(changed)}, the catalog declares "
+        f"sha256:{wrong}.",
+    )
+    assert snapshot(source) == before
+
+
+def test_rewritten_catalog_over_the_limit_fails_before_storing(
+    mirror_settings, https_upstream, sync, snapshot
+):
+    """Blob URLs are longer than upstream ones: the rewritten document is checked before commit."""
+    data = b"binary"
+    doc = exec_catalog_doc(
+        [("Big", https_upstream.serve("/b", data), hashlib.sha256(data).hexdigest())]
+    )
+    source = create("grows", https_upstream.serve("/catalog.yaml", doc), mirror_runtimes=True)
+    mirror_settings.CATALOG_MAX_BYTES = len(doc)
+    before = snapshot(source)
+
+    run = sync(source)
+
+    assert run.status == "failed"
+    assert re.fullmatch(
+        r"With its runtime URIs pointed at this registry, the catalog is invalid: "
+        r"\(document\): catalog is (\d+) bytes, over the limit of " + str(len(doc)) + r" bytes",
+        run.reason,
+    ), run.reason
+    assert snapshot(source) == before
+
+
+def test_container_tag_drift_is_recorded(oci_settings, oci_upstream, https_upstream, sync, client):
     image_ref = "tools/setter:latest"
     first = oci_upstream.push(image_ref, [(b"layer one", "application/octet-stream", {})])
     data = b"exec"
@@ -108,6 +172,10 @@ def test_container_tag_drift_is_recorded(oci_settings, oci_upstream, https_upstr
         moved,
         second,
     )
+    shown = client.get(f"/api/v1/runs/{second.pk}/").json()["drift_events"]
+    assert [(e["image"], e["old_digest"], e["new_digest"]) for e in shown] == [
+        (f"{oci_upstream.host}/{image_ref}", first, moved)
+    ]
 
 
 def test_real_sigstore_bundle_passes_before_catalog_validation(

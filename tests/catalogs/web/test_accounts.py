@@ -78,6 +78,19 @@ def test_tokens_create_regenerate_and_revoke(client, owner):
     assert not Token.objects.filter(user=owner).exists()
 
 
+def test_an_unknown_token_action_is_refused_and_keeps_the_token(client, owner):
+    client.force_login(owner)
+    client.post("/accounts/tokens/", {"action": "create"})
+    key = Token.objects.get(user=owner).key
+    response = client.post("/accounts/tokens/", {"action": "delete-all"})
+    assert response.status_code == 400
+    assert (
+        "Unknown action &#x27;delete-all&#x27;: use create, regenerate or revoke."
+        in response.content.decode()
+    )
+    assert Token.objects.get(user=owner).key == key
+
+
 @pytest.mark.parametrize(
     "path",
     ["catalogs/htmx.min.js", "catalogs/htmx.LICENSE", "catalogs/site.css", "catalogs/site.js"],

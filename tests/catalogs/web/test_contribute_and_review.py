@@ -33,6 +33,21 @@ def test_contribute_by_upload(as_user, published, contributor):
     assert Contribution.objects.get().content == DEFINITION
 
 
+def test_a_mirrored_catalog_is_not_offered_and_is_refused(as_user, published, contributor):
+    from catalogs import mirrors
+
+    source = mirrors.mirror_source_create(
+        name="upstream", url="https://127.0.0.1:9/catalog.yaml", actor=None
+    )
+    client = as_user(contributor)
+    choices = client.get("/contribute/").context["form"].fields["catalog"].queryset
+    assert list(choices) == [published]
+    response = client.post("/contribute/", {"catalog": source.catalog.pk, "content": DEFINITION})
+    assert response.status_code == 200
+    assert "Select a valid choice." in response.content.decode()
+    assert not Contribution.objects.exists()
+
+
 def test_an_invalid_contribution_shows_problems_and_saves_nothing(as_user, published, contributor):
     bad = DEFINITION.replace("    kind: SetOwner\n", "    kind: 12\n")
     response = as_user(contributor).post("/contribute/", {"catalog": published.pk, "content": bad})
@@ -109,6 +124,9 @@ def test_reject_then_edit_and_resubmit_then_approve(as_user, pending, reviewer, 
     assert response.status_code == 302
     pending.refresh_from_db()
     assert (pending.status, pending.revision, pending.content) == ("pending", 2, fixed)
+    # The reviewer sees the earlier reason as such, not as a decision on this revision.
+    review = as_user(reviewer).get(f"/review/{pending.pk}/").content.decode()
+    assert "Reason of the last rejection: <strong>Pin the image.</strong>" in review
     response = as_user(reviewer).post(f"/review/{pending.pk}/approve/", follow=True)
     assert response.redirect_chain == [(f"/review/{pending.pk}/", 302)]
     page = response.content.decode()

@@ -34,7 +34,11 @@ def many(db):
             "tags: [mutator, test]", "tags: [generator]"
         ),
     )
-    _publish(CatalogFactory(publisher=other, name="misc"), catalog_yaml(("zeta.io", "Plain", "v1")))
+    storage = catalog_yaml(("zeta.io", "Plain", "v1")).replace(
+        "image: registry.example.co/plain:v1",
+        "image: registry.example.co/plain:v1\n          requireStorageMount: true",
+    )
+    _publish(CatalogFactory(publisher=other, name="misc"), storage)
 
 
 def _kinds(response) -> list[str]:
@@ -48,11 +52,14 @@ def _kinds(response) -> list[str]:
         ("?q=fetcher", ["Fetcher"]),
         ("?q=the+function", ["Binary", "Fetcher", "Plain"]),
         ("?q=zeta.io", ["Plain"]),
+        ("?q=GENERATOR", ["Binary"]),
         ("?tag=generator", ["Binary"]),
         ("?runtime=exec", ["Binary"]),
         ("?publisher=zeta", ["Plain"]),
         ("?verified=on", ["Binary", "Fetcher"]),
         ("?network=on", ["Fetcher"]),
+        ("?storage=on", ["Plain"]),
+        ("?network=on&storage=on", []),
         ("?q=nothing-like-this", []),
     ],
 )
@@ -74,8 +81,12 @@ def test_search_pages_through_results(client, db, settings):
 
 def test_search_lists_catalogs_on_the_front_page(client, many):
     body = client.get("/").content.decode()
-    assert "acme/net" in body and "zeta/misc" in body
-    assert "verified" in body
+    cards = body.split("<h2>Catalogs</h2>", 1)[1]
+    assert "acme/net" in cards and "acme/bins" in cards and "zeta/misc" in cards
+    # Only acme is verified: its two catalogs carry the badge, zeta's does not.
+    assert cards.count('<span class="badge ok">verified</span>') == 2
+    zeta = cards.split("zeta/misc", 1)[1].split("</li>", 1)[0]
+    assert "verified" not in zeta
 
 
 def test_catalog_page_shows_versions_digests_and_the_trusted_catalog_line(client, published):
@@ -110,18 +121,24 @@ def test_an_empty_catalog_says_so(client, catalog):
 
 
 def test_function_page_shows_runtimes_badges_and_schema_fields(client, catalog):
-    text = catalog_yaml(("example.co", "Tool", "v1"), runtime="exec").replace(
-        "          type: object\n",
-        "          type: object\n"
-        "          required: [name]\n"
-        "          properties:\n"
-        "            name: {type: string, description: Resource name.}\n"
-        "            ports:\n"
-        "              type: array\n"
-        "              items:\n"
-        "                type: object\n"
-        "                properties:\n"
-        "                  port: {type: integer, enum: [80, 443]}\n",
+    text = (
+        catalog_yaml(("example.co", "Tool", "v1"), runtime="exec")
+        .replace(
+            "          type: object\n",
+            "          type: object\n"
+            "          required: [name]\n"
+            "          properties:\n"
+            "            name: {type: string, description: Resource name.}\n"
+            "            ports:\n"
+            "              type: array\n"
+            "              items:\n"
+            "                type: object\n"
+            "                properties:\n"
+            "                  port: {type: integer, enum: [80, 443]}\n",
+        )
+        .replace(
+            "license: Apache 2.0", "license: Apache 2.0\n      maintainers: [ana@example.co, bo]"
+        )
     )
     _publish(catalog, text)
     response = client.get("/catalogs/example-co/functions/functions/example.co/Tool/")
@@ -136,6 +153,8 @@ def test_function_page_shows_runtimes_badges_and_schema_fields(client, catalog):
     assert "linux/amd64" in body and "ab" * 32 in body
     assert "runs a binary" in body and "Apache 2.0" in body
     assert 'href="https://example.co/tool/README.md"' in body
+    assert 'href="https://example.co/tool/example.md"' in body
+    assert "<dt>Maintainers</dt><dd>ana@example.co, bo</dd>" in body
 
 
 def test_function_page_shows_container_image_digest_and_needs(client, catalog):

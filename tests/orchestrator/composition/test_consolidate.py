@@ -376,3 +376,37 @@ def test_diamond_import_is_a_duplicate_with_a_hint(tree: Tree) -> None:
         f"{root}/d/composition.yaml is imported twice (a diamond): import it once, or render it "
         "eagerly with a ResourceAccumulator"
     ]
+
+
+def test_named_transformer_without_kind(tree: Tree) -> None:
+    # KEP schema: kind is required even when metadata.name is given (nothing to default).
+    root = tree(
+        {
+            "composition.yaml": HEAD + "transformers:\n- apiVersion: example.com/v1\n"
+            "  metadata: {name: x}\n"
+        }
+    )
+    assert fail(root).problems == [
+        "transformers field is invalid: line 4: transformers[0]: transformer identifier "
+        '"example.com_v1_~K|default|x" must include a kind'
+    ]
+
+
+@pytest.mark.parametrize("path", ["base", "base/composition.yaml"])
+def test_import_of_a_directory_with_both_files(tree: Tree, path: str) -> None:
+    from orchestrator.errors import LoadError
+
+    files = {
+        "base/composition.yaml": HEAD + "transformers:\n" + labeller("x"),
+        "base/kustomization.yaml": "resources: []\n",
+        "composition.yaml": HEAD + f"transformersFrom:\n- path: {path}\n",
+    }
+    root = tree(files)
+    with pytest.raises(LoadError) as info:
+        consolidate(str(root))
+    assert str(info.value) == (
+        f"{root}/base: both 'kustomization.yaml' and 'composition.yaml' found in "
+        f"'{root}/base'; keep only one"
+    )
+    for rel, text in files.items():
+        assert (root / rel).read_text() == text

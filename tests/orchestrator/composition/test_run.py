@@ -573,3 +573,131 @@ def test_cycle_through_a_kustomization_is_caught(tree: Tree, ref: str) -> None:
     else:
         tail = f"composition cycle: {root}/b/composition.yaml -> {root}/b/composition.yaml"
     assert info.value.message.endswith(tail)
+
+
+PATCH_APP = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.0
+        env:
+        - name: PW
+          valueFrom:
+            secretKeyRef: {name: creds, key: pw}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: src
+data:
+  value: hello
+"""
+
+SMP = """\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: web}
+    spec:
+      template:
+        spec:
+          containers:
+          - name: web
+            image: nginx:2.0"""
+JSON_OP = '[{"op": "replace", "path": "/spec/replicas", "value": 4}]'
+ANNOTATE_OP = '[{"op": "add", "path": "/metadata/annotations", "value": {"patched": "yes"}}]'
+REPLACEMENT = """\
+  - source: {kind: ConfigMap, name: src, fieldPath: data.value}
+    targets:
+    - select: {kind: Deployment}
+      fieldPaths: [spec.template.metadata.annotations.from]
+      options: {create: true}
+"""
+
+
+def test_patch_replacement_and_secret_builtins_match_kubectl_kustomize(
+    tree: Tree, oracle: Any
+) -> None:
+    # The builtins the fieldSpecs test above leaves out, checked against the oracle too.
+    root = tree(
+        {
+            "c/app.yaml": PATCH_APP,
+            "c/composition.yaml": HEAD
+            + "transformers:\n"
+            + "- kind: ResourceGenerator\n  paths: [app.yaml]\n"
+            + "- kind: SecretGenerator\n  metadata: {name: creds}\n  literals: [pw=secret]\n"
+            + f"- kind: PatchStrategicMergeTransformer\n  patches: |-\n{SMP}\n"
+            + "- kind: PatchJson6902Transformer\n  target: {kind: Deployment, name: web}\n"
+            + f"  jsonOp: '{JSON_OP}'\n"
+            + f"- kind: PatchTransformer\n  patch: '{ANNOTATE_OP}'\n  target: {{kind: ConfigMap}}\n"
+            + "- kind: ReplacementTransformer\n  replacements:\n"
+            + REPLACEMENT,
+            "k/app.yaml": PATCH_APP,
+            "k/kustomization.yaml": "resources: [app.yaml]\n"
+            + "secretGenerator:\n- name: creds\n  literals: [pw=secret]\n"
+            + f"patches:\n- patch: |-\n{SMP}\n"
+            + f"- target: {{kind: Deployment, name: web}}\n  patch: '{JSON_OP}'\n"
+            + f"- target: {{kind: ConfigMap}}\n  patch: '{ANNOTATE_OP}'\n"
+            + "replacements:\n"
+            + REPLACEMENT,
+        }
+    )
+    want = oracle(root / "k")
+    assert want.returncode == 0, want.stderr
+    got = docs(build(str(root / "c"), legacy()).to_yaml())
+    assert got == docs(want.stdout)
+    dep = next(d for d in got if d["kind"] == "Deployment")
+    assert dep["spec"]["replicas"] == 4
+    assert dep["spec"]["template"]["metadata"]["annotations"] == {"from": "hello"}
+    secret_ref = dep["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]
+    assert secret_ref["secretKeyRef"]["name"].startswith("creds-")
+
+
+def test_builtin_and_function_transformers_interleave(tree: Tree) -> None:
+    # builtin -> function -> builtin -> builtin: the function sees only what existed before it.
+    root = tree(
+        {
+            "logger.star": ANNOTATE_STAR,
+            "a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+            "b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+            "composition.yaml": HEAD
+            + "transformers:\n"
+            + "- apiVersion: builtin\n  kind: ResourceGenerator\n  metadata: {name: first}\n"
+            + "  paths: [a.yaml]\n"
+            + _fn("Logger", "logger.star", "{key: logged, value: 'yes'}")
+            + "- apiVersion: builtin\n  kind: ResourceGenerator\n  metadata: {name: second}\n"
+            + "  paths: [b.yaml]\n"
+            + "- apiVersion: builtin\n  kind: LabelTransformer\n  labels: {all: 'yes'}\n",
+        }
+    )
+    out = build(str(root)).resources
+    assert [r["metadata"] for r in out] == [
+        {"name": "a", "annotations": {"logged": "yes"}, "labels": {"all": "yes"}},
+        {"name": "b", "labels": {"all": "yes"}},
+    ]
+
+
+def test_resource_generator_refuses_a_composition_next_to_a_kustomization(tree: Tree) -> None:
+    root = tree(
+        {
+            "sub/composition.yaml": HEAD,
+            "sub/kustomization.yaml": "resources: []\n",
+            "composition.yaml": HEAD
+            + "transformers:\n- kind: ResourceGenerator\n  paths: [sub/composition.yaml]\n",
+        }
+    )
+    with pytest.raises(LoadError) as info:
+        build(str(root))
+    assert info.value.message.endswith(
+        f"both 'kustomization.yaml' and 'composition.yaml' found in '{root}/sub'; keep only one"
+    )

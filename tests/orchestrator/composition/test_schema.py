@@ -233,6 +233,14 @@ VALIDATION_CASES = [
         HEAD + "transformerOrder:\n- name: a\n  apiVersion: x/v1\n  group: x\n",
         "line 4: transformerOrder[0]: give apiVersion or group/version, not both",
     ),
+    (
+        HEAD + "transformerOrder:\n- name: a\n  kind: ''\n",
+        "line 4: transformerOrder[0].kind: must not be empty",
+    ),
+    (
+        HEAD + "transformerOrder:\n- name: a\n  apiVersion:\n",
+        "line 4: transformerOrder[0].apiVersion: must not be empty",
+    ),
 ]
 
 

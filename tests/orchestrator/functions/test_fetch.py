@@ -195,3 +195,25 @@ def test_size_limits(tmp_path, options, kit):
             base_dir=None,
         )
     assert str(exc.value) == f"archive {uri} unpacks to over the limit of 1000 bytes"
+
+
+def test_relative_uri_in_https_catalog_is_relative_to_it(tmp_path, https_server, options, kit):
+    sha = kit.make_tgz(tmp_path / "fn.tgz", {"bin/fn": kit.LABEL_FN})
+    https_server.files["/blobs/fn.tgz"] = (tmp_path / "fn.tgz").read_bytes()
+    https_server.files["/c/catalog.yaml"] = _catalog("../blobs/fn.tgz", sha).encode()
+    opts = options(ca_file=https_server.ca_file)
+    trust = TrustConfig.load([https_server.url("c/catalog.yaml")], config=str(tmp_path / "none"))
+    catalogs = CatalogSet.for_kustomization(
+        [], kustomization_dir=str(tmp_path), trust=trust, options=opts
+    )
+    res = [Resource(obj={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})]
+    out = run_function_config(
+        CONFIG,
+        res,
+        role="transformer",
+        kustomization_dir=str(tmp_path),
+        catalogs=catalogs,
+        options=opts,
+    )
+    assert out.resources[0].obj["metadata"]["labels"] == {"exec-fn": "ran"}
+    assert ("/blobs/fn.tgz", "", 200) in https_server.requests

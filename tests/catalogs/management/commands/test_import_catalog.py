@@ -109,6 +109,17 @@ def test_bad_publisher_slug_is_refused(catalog_file):
     )
 
 
+def test_bad_catalog_name_is_refused_and_creates_nothing(catalog_file):
+    with pytest.raises(CommandError) as err:
+        call_command("import_catalog", str(catalog_file), "--publisher", "acme", "--catalog", "a/b")
+    assert str(err.value) == (
+        "Invalid catalog name 'a/b': use only letters, numbers, hyphens and underscores."
+    )
+    # The publisher created on the way is rolled back with the refused catalog.
+    assert not Publisher.objects.exists()
+    assert not Catalog.objects.exists()
+
+
 def test_missing_file_is_a_clear_error(tmp_path):
     missing = tmp_path / "nope.yaml"
     with pytest.raises(CommandError) as err:

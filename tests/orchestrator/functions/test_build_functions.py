@@ -1,0 +1,101 @@
+"""Functions inside a real build: generators, transformers, validators, components, order."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.build import BuildOptions, build
+from orchestrator.errors import KrmError
+from orchestrator.functions import FnOptions
+
+GEN = (
+    'ctx.resource_list["items"].append({"apiVersion": "v1", "kind": "ConfigMap",\n'
+    '  "metadata": {"name": "generated"}, "data": {"from": "starlark"}})\n'
+)
+CHECK = (
+    "for r in ctx.resource_list['items']:\n"
+    "  if r['kind'] == 'Deployment' and 'replicas' not in r['spec']:\n"
+    "    ctx.resource_list['results'] = [{'message': 'replicas must be set',"
+    " 'severity': 'error', 'resourceRef': {'apiVersion': 'apps/v1', 'kind': 'Deployment',"
+    " 'name': r['metadata']['name']}}]\n"
+)
+LABEL = (
+    "for r in ctx.resource_list['items']:\n"
+    "  r['metadata'].setdefault('labels', {})['seen-prefix'] = "
+    "str(r['metadata']['name'].startswith('p-'))\n"
+)
+
+
+def _fn(kind: str, script: str) -> str:
+    return (
+        f"apiVersion: fn.example.com/v1\nkind: {kind}\nmetadata:\n  name: {kind.lower()}\n"
+        f"runtime:\n  starlark:\n    path: {script}\n"
+    )
+
+
+def _opts(tmp_path, **kw) -> BuildOptions:
+    fn = FnOptions(cache_dir=str(tmp_path / "cache"))
+    return BuildOptions(functions=fn, **kw)
+
+
+@pytest.fixture(autouse=True)
+def _no_official_catalog(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def test_generator_runs_before_builtin_transformers(tmp_path, write):
+    write("gen.star", GEN)
+    write("label.star", LABEL)
+    write("gen.yaml", _fn("Gen", "gen.star"))
+    write("label.yaml", _fn("Label", "label.star"))
+    write(
+        "kustomization.yaml",
+        "namePrefix: p-\ngenerators:\n- gen.yaml\ntransformers:\n- label.yaml\n",
+    )
+    result = build(str(tmp_path), _opts(tmp_path))
+    (cm,) = result.resources
+    # the generated ConfigMap got the prefix; the transformers: function ran after the builtins
+    assert cm["metadata"] == {"name": "p-generated", "labels": {"seen-prefix": "True"}}
+    assert [r.get("starlark") for r in result.results] == ["gen.star", "label.star"]
+
+
+def test_validator_error_fails_build_and_output_is_discarded(tmp_path, write):
+    write("check.star", CHECK)
+    write("check.yaml", _fn("Check", "check.star"))
+    write("d.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec: {}\n")
+    write("kustomization.yaml", "resources:\n- d.yaml\nvalidators:\n- check.yaml\n")
+    with pytest.raises(KrmError) as exc:
+        build(str(tmp_path), _opts(tmp_path))
+    assert "[error] apps/v1/Deployment/web: replicas must be set" in str(exc.value)
+    write(
+        "d.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n",
+    )
+    result = build(str(tmp_path), _opts(tmp_path))
+    assert result.resources[0]["spec"] == {"replicas": 1}
+
+
+def test_component_catalogs_and_trusted_flag(tmp_path, write):
+    write(
+        "catalog.yaml",
+        "apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\nmetadata:\n  name: c\n"
+        "spec:\n  krmFunctions:\n  - group: fn.example.com\n    names:\n      kind: Label\n"
+        f"    versions:\n    - name: v1\n      runtime:\n        starlark:\n"
+        f"          path: {tmp_path / 'label.star'}\n",
+    )
+    write("label.star", LABEL)
+    write(
+        "comp/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncatalogs:\n"
+        "- ../catalog.yaml\ntransformers:\n- label.yaml\n",
+    )
+    write("comp/label.yaml", "apiVersion: fn.example.com/v1\nkind: Label\nmetadata:\n  name: l\n")
+    write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: p-x\n")
+    write("kustomization.yaml", "resources:\n- cm.yaml\ncomponents:\n- comp\n")
+    with pytest.raises(KrmError) as exc:
+        build(str(tmp_path), _opts(tmp_path))
+    assert "catalog ../catalog.yaml is not trusted" in str(exc.value)
+    result = build(
+        str(tmp_path), _opts(tmp_path, trusted_catalogs=[str(tmp_path / "catalog.yaml")])
+    )
+    assert result.resources[0]["metadata"]["labels"] == {"seen-prefix": "True"}

@@ -7,8 +7,10 @@ strategic-merge patch; checks that both tools print byte-identical output; then 
 both (median of --repeat runs, the two tools alternating) in wall-clock and CPU time (user + system
 of the child, which other load on the machine disturbs less) and measures peak memory (max RSS
 of the child process).
-Prints one row per size with the krm/kustomize time ratio and the time per resource,
-which stays flat when growth is linear.
+Prints one row per size with the krm/kustomize time ratio, then a least-squares line
+through krm's times (fixed start-up + ms per resource, with R²) and the marginal cost per
+resource between sizes, which stays flat when growth is linear, and the issue's targets
+(ratio <= 1.5 at 10 resources, <= 0.1 at 2,000).
 
     .venv/bin/python bench/build_vs_kustomize.py [--sizes 10,250,1000,2000] [--repeat 5]
 """
@@ -204,6 +206,48 @@ def bench(sizes: list[int], repeat: int) -> list[dict]:
     return rows
 
 
+# The issue's targets: krm/kustomize wall-time ratio at most this much at these sizes.
+TARGETS = {10: 1.5, 2000: 0.1}
+
+
+def linear_fit(points: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """Least-squares line through (size, seconds): intercept, slope (s/resource) and R²."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    sxy = sum((x - mx) * (y - my) for x, y in points)
+    slope = sxy / sxx if sxx else 0.0
+    intercept = my - slope * mx
+    ss_tot = sum((y - my) ** 2 for _, y in points)
+    ss_res = sum((y - intercept - slope * x) ** 2 for x, y in points)
+    return intercept, slope, (1 - ss_res / ss_tot) if ss_tot else 1.0
+
+
+def summarise(rows: list[dict]) -> list[str]:
+    """Lines on linear growth (fit and marginal cost per resource) and on the targets."""
+    lines = []
+    if len(rows) >= 3:
+        a, b, r2 = linear_fit([(r["size"], r["krm_s"]) for r in rows])
+        lines.append(
+            f"krm time ~ {a:.3f}s + {1000 * b:.3f} ms x resources (least squares, R^2 {r2:.4f})"
+        )
+        for prev, cur in zip(rows, rows[1:], strict=False):
+            marginal = (cur["krm_s"] - prev["krm_s"]) / (cur["size"] - prev["size"])
+            lines.append(
+                f"  marginal cost {prev['size']}->{cur['size']}: {1000 * marginal:.3f} ms/resource"
+            )
+    for r in rows:
+        limit = TARGETS.get(r["size"])
+        if limit is not None:
+            verdict = "met" if r["ratio"] <= limit else "MISSED"
+            lines.append(
+                f"target ratio <= {limit} at {r['size']}: {r['ratio']:.3f} "
+                f"(cpu {r['cpu_ratio']:.3f}) {verdict}"
+            )
+    return lines
+
+
 def main() -> int:
     """Parse arguments, run, print."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -212,6 +256,8 @@ def main() -> int:
     ap.add_argument("--json", help="also write the rows as JSON to this file")
     args = ap.parse_args()
     rows = bench([int(s) for s in args.sizes.split(",")], args.repeat)
+    for line in summarise(rows):
+        print(line)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)

@@ -360,6 +360,11 @@ def contribution_list(
     return qs
 
 
+def catalog_mirror_url(*, catalog: Catalog) -> str | None:
+    """The upstream URL of a mirrored catalog (which takes no contributions), else None."""
+    return MirrorSource.objects.filter(catalog=catalog).values_list("url", flat=True).first()
+
+
 def contribution_get(*, pk: int) -> Contribution:
     """Contribution ``pk`` or NotFoundError."""
     try:
@@ -406,7 +411,7 @@ def _log(
 def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contribution:
     """Propose a function definition for ``catalog``; any signed-in user may."""
     _require_user(actor, "contribute a function")
-    mirror = MirrorSource.objects.filter(catalog=catalog).values_list("url", flat=True).first()
+    mirror = catalog_mirror_url(catalog=catalog)
     if mirror is not None:
         # A mirror serves exactly what upstream publishes; an approved contribution would not be.
         raise InvalidInputError(

@@ -766,13 +766,9 @@ def _composition_plugin(full: str) -> Any:
 
 
 def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:
+    """``schema`` extended with the OpenAPI definitions in ``docs`` (from ``openapi: path:``)."""
     try:
-        from orchestrator import openapi
-    except ImportError:
-        return schema
-    base = schema if schema is not None else openapi.PatchSchema.default()
-    try:
-        return base.extended(docs)
+        return schema.extended(docs)
     except KrmError:
         raise
     except Exception as exc:  # the schema module reports bad documents its own way

@@ -111,11 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             functions=fcli.fn_options(args) if fcli is not None else None,
             trusted_catalogs=getattr(args, "trusted_catalog", None) or [],
         )
-        try:
-            result = build(args.path, options)
-        finally:
-            pass
-        for w in _dedupe(getattr(result, "warnings", [])):
+        result = build(args.path, options)
+        for w in _dedupe(result.warnings):
             print(w, file=sys.stderr)
         if args.output and os.path.isdir(args.output):
             _write_dir(args.output, result.resources)

@@ -150,6 +150,7 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
         "trust": _trust_view(parsed, latest_url),
         "functions": functions,
         "can_publish": selectors.user_is_owner_or_staff(publisher=cat.publisher, user=request.user),
+        "mirror_url": contributions.catalog_mirror_url(catalog=cat),
     }
     return _render(request, "catalog_detail.html", context)
 

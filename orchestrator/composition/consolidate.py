@@ -146,6 +146,11 @@ def consolidate_loaded(comp: Composition, *, _stack: tuple[str, ...] = ()) -> Co
                         f"; {_short(t.file)} is imported twice (a diamond): import it once, or "
                         "render it eagerly with a ResourceAccumulator"
                     )
+                elif not t.explicit_name and not other.explicit_name:
+                    hint = (
+                        "; metadata.name defaults to the kind in kebab case, so give each "
+                        f"instance of {t.api_version}/{t.kind} its own metadata.name"
+                    )
                 raise _fail(
                     comp,
                     f'importing composition "{imp.path}" resulted in duplicate "{t.ident()}" '

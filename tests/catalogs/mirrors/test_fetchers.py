@@ -88,3 +88,13 @@ def test_oci_fetch_through_the_same_server_verifies_a_good_layer(mirror_settings
     fetched = fetch(url, limits=mirrors.mirror_limits())
     assert fetched.content == doc
     assert fetched.provenance["layer_digest"] == sha256(doc)
+
+
+def test_redirect_to_plain_http_is_refused(mirror_settings, https_upstream):
+    url = https_upstream.serve("/c.yaml", location="http://127.0.0.1/c.yaml")
+    with pytest.raises(DestinationRefusedError) as err:
+        fetch(url, limits=mirrors.mirror_limits())
+    assert err.value.message == (
+        f"Redirect from {url} refused: Only https:// is allowed, not http://127.0.0.1/c.yaml"
+    )
+    assert [path for path, _ in https_upstream.requests] == ["/c.yaml"]

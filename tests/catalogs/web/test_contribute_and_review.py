@@ -46,6 +46,11 @@ def test_a_mirrored_catalog_is_not_offered_and_is_refused(as_user, published, co
     assert response.status_code == 200
     assert "Select a valid choice." in response.content.decode()
     assert not Contribution.objects.exists()
+    # Its page says where it comes from and offers no "Contribute a function".
+    page = client.get("/catalogs/mirrors/upstream/").content.decode()
+    assert "Mirrored from <code>https://127.0.0.1:9/catalog.yaml</code>" in page
+    assert "Contribute a function" not in page
+    assert "Contribute a function" in client.get("/catalogs/example-co/functions/").content.decode()
 
 
 def test_an_invalid_contribution_shows_problems_and_saves_nothing(as_user, published, contributor):

@@ -410,3 +410,20 @@ def test_import_of_a_directory_with_both_files(tree: Tree, path: str) -> None:
     )
     for rel, text in files.items():
         assert (root / rel).read_text() == text
+
+
+def test_unnamed_instances_of_one_gvk_across_an_import(tree: Tree) -> None:
+    label = "transformers:\n- kind: LabelTransformer\n  labels: {a: b}\n"
+    root = tree(
+        {
+            "base/composition.yaml": HEAD + label,
+            "composition.yaml": HEAD + "transformersFrom:\n- path: base\n" + label,
+        }
+    )
+    assert fail(root).problems == [
+        'importing composition "base" resulted in duplicate "~G_builtin_LabelTransformer|default|'
+        f'label-transformer" transformer (imported from {root}/base/composition.yaml:4 '
+        f"(transformers[0]), also at {root}/composition.yaml:6 (transformers[0])); "
+        "metadata.name defaults to the kind in kebab case, so give each instance of "
+        "builtin/LabelTransformer its own metadata.name"
+    ]

@@ -383,7 +383,14 @@ class Target:
                 f"component '{path}' must be a directory with a kustomization of kind Component",
                 file=self.source,
             )
-        child = self.loader.child(path)
+        what = "component" if component else "resource"
+        try:
+            child = self.loader.child(path)
+        except LoadError as exc:
+            if exc.message.startswith("cycle detected"):
+                # Name the kustomization that closes the cycle, not just the reference.
+                raise LoadError(f"{what} '{path}': {exc.message}", file=self.source) from None
+            raise
         if component and _composition_plugin(child.root) is not None:
             raise ValidationError(
                 f"expected kind 'Component' for path '{child.root}' but got 'Composition'",
@@ -395,7 +402,6 @@ class Target:
             )
         except LoadError as exc:
             if "unable to find" in exc.message:
-                what = "component" if component else "resource"
                 raise LoadError(f"{what} '{path}': {exc.message}", file=self.source) from None
             raise
         if component and sub.kind != "Component":

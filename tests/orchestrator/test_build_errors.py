@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,7 @@ def test_unknown_field(tree) -> None:
     with pytest.raises(ValidationError) as err:
         build(str(root))
     assert err.value.message == 'invalid Kustomization: json: unknown field "namePrefx"'
+    assert err.value.file == str(root / "kustomization.yaml")
 
 
 @pytest.mark.parametrize(
@@ -142,7 +144,11 @@ def test_cycle_between_kustomizations(tree) -> None:
     )
     with pytest.raises(LoadError) as err:
         build(str(root / "a"))
-    assert "cycle detected: candidate root" in err.value.message
+    assert err.value.message == (
+        f"resource '../a': cycle detected: candidate root '{root / 'a'}' contains visited root "
+        f"'{root / 'a'}'"
+    )
+    assert err.value.file.endswith(os.path.join("b", "kustomization.yaml"))
 
 
 def test_parent_directory_as_base_is_a_cycle(tree) -> None:
@@ -154,7 +160,10 @@ def test_parent_directory_as_base_is_a_cycle(tree) -> None:
     )
     with pytest.raises(LoadError) as err:
         build(str(root))
-    assert err.value.message.startswith("cycle detected")
+    assert err.value.message == (
+        f"resource '..': cycle detected: candidate root '{root}' contains visited root '{root}'"
+    )
+    assert err.value.file.endswith(os.path.join("sub", "kustomization.yaml"))
 
 
 def test_both_composition_and_kustomization(tree) -> None:

@@ -62,14 +62,10 @@ def test_default_is_cached() -> None:
     assert PatchSchema.default() is PatchSchema.default()
 
 
-def test_table_is_small_and_loads_fast() -> None:
+def test_table_is_small() -> None:
+    # Its load time is part of krm's start-up, measured by bench/build_vs_kustomize.py (10
+    # resources); no timing is asserted here.
     assert DATA_FILE.stat().st_size < 100_000
-    code = (
-        "import time; from orchestrator.openapi import PatchSchema; t=time.perf_counter(); "
-        "PatchSchema.default(); print((time.perf_counter()-t)*1000)"
-    )
-    ms = float(subprocess.check_output([sys.executable, "-c", code], text=True))
-    assert ms < 30, f"loading the table took {ms:.1f} ms"
 
 
 def test_engine_modules_import_neither_yaml_nor_django() -> None:

@@ -682,6 +682,16 @@ class Target:
         for config in self.plugin_configs(self.k.get("validators") or [], "validators"):
             copies = ResMap([r.copy() for r in acc.resmap])
             self.make_plugin(config, acc, generator=False, role="validator").transform(copies)
+            # kustomize fails on a changed map rather than dropping the change silently; a
+            # Composition's output is discarded instead (KEP-2299).
+            composition = "__krm_composition__" in config
+            if not composition and [r.obj for r in copies] != [r.obj for r in acc.resmap]:
+                md = config.get("metadata") or {}
+                raise ValidationError(
+                    f"validator {config.get('kind')} '{md.get('name') or ''}' shouldn't modify "
+                    "the resource map",
+                    file=self.source,
+                )
 
     # ------------------------------------------------------------------ plugins
 

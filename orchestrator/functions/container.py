@@ -43,14 +43,11 @@ def command(
     *,
     options: FnOptions,
     require_network: bool = False,
-    require_mount: bool = False,
-    function: str = "",
 ) -> list[str]:
-    """The exact argv kustomize would run for a container function."""
-    if require_network and not options.network:
-        raise FunctionError(f"{function} requires network access: pass --network to allow it")
-    if require_mount and not options.mounts:
-        raise FunctionError(f"{function} requires a storage mount: pass --mount to provide one")
+    """The exact argv kustomize would run for a container function.
+
+    The caller has checked that --network / --mount were given where the function needs them.
+    """
     argv = [engine, "run", "--rm", "-i"]
     argv += ["--network", "host" if (require_network and options.network) else "none"]
     argv += ["--user", "65534", "--security-opt=no-new-privileges"]

@@ -100,10 +100,16 @@ def _argv(resolved: Resolved, kdir: str, options: FnOptions, name: str) -> tuple
         image,
         options=options,
         require_network=resolved.require_network,
-        require_mount=resolved.require_mount,
-        function=name,
     )
     return argv, True  # the docker/podman CLI needs DOCKER_HOST etc.; the function does not
+
+
+def _check_needs(resolved: Resolved, options: FnOptions, name: str) -> None:
+    """requireNetwork / requireStorageMount need --network / --mount, whatever the runtime."""
+    if resolved.require_network and not options.network:
+        raise FunctionError(f"{name} requires network access: pass --network to allow it")
+    if resolved.require_mount and not options.mounts:
+        raise FunctionError(f"{name} requires a storage mount: pass --mount to provide one")
 
 
 def _record(options: FnOptions, resolved: Resolved, results: list[dict], code: int, err: str):
@@ -146,6 +152,8 @@ def run_function_config(
     name = describe(config)
     resolved = resolve(config, catalogs, options)
     name = f"{name} ({_label(resolved)}, from {resolved.origin})"
+    # Before anything is fetched or run: the user's consent comes first.
+    _check_needs(resolved, options, name)
     inputs = [] if role == "generator" else list(resources)
     items = rl.to_items(inputs, kustomization_dir)
     stderr = ""

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.build import build
-from orchestrator.errors import KrmError
+from orchestrator.errors import KrmError, ValidationError
 
 from .conftest import kubectl_kustomize
 
@@ -582,3 +582,23 @@ def test_json_patch_on_a_resource_without_internal_annotations_fails_like_kubect
         build(str(tmp_path))
     assert err.value.resource == "ConfigMap/c"
     assert "op 0 (add /metadata/annotations/x)" in err.value.message
+
+
+def test_a_validator_that_modifies_resources_fails_like_kubectl(tmp_path: Path) -> None:
+    (tmp_path / "kustomization.yaml").write_text("resources: [cm.yaml]\nvalidators: [v.yaml]\n")
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    # Annotations on a field that is absent and not created change nothing: a valid validator.
+    (tmp_path / "v.yaml").write_text(
+        "apiVersion: builtin\nkind: AnnotationsTransformer\nmetadata: {name: v}\n"
+        "annotations: {a: b}\nfieldSpecs: [{path: spec/absent}]\n"
+    )
+    assert _compare(tmp_path) is True
+    (tmp_path / "v.yaml").write_text(
+        "apiVersion: builtin\nkind: LabelTransformer\nmetadata: {name: v}\nlabels: {a: b}\n"
+        "fieldSpecs: [{path: metadata/labels, create: true}]\n"
+    )
+    assert _compare(tmp_path) is False
+    with pytest.raises(ValidationError) as err:
+        build(str(tmp_path))
+    assert err.value.message == "validator LabelTransformer 'v' shouldn't modify the resource map"
+    assert err.value.file == str(tmp_path / "kustomization.yaml")

@@ -69,6 +69,7 @@ class Server:
     base: str
     ca_file: str
     files: dict[str, bytes] = field(default_factory=dict)
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> Location (302)
     requests: list[tuple[str, str, int]] = field(default_factory=list)  # (path, INM, status)
 
     def url(self, path: str) -> str:
@@ -86,7 +87,12 @@ def _serve(tmp_path: Path, *, tls: bool) -> Iterator[Server]:
             path = self.path.split("?", 1)[0]
             data = state.files.get(path)
             inm = self.headers.get("If-None-Match") or ""
-            if data is None:
+            if path in state.redirects:
+                status = 302
+                self.send_response(302)
+                self.send_header("Location", state.redirects[path])
+                self.end_headers()
+            elif data is None:
                 status = 404
                 self.send_response(404)
                 self.end_headers()

@@ -110,3 +110,39 @@ def test_cli_import_stays_light(tmp_path):
         env={**os.environ},
     )
     assert proc.stdout.strip() == "['orchestrator.functions', 'orchestrator.functions.cli']"
+
+
+def test_results_summary_printed_and_written(tmp_path, write):
+    write(
+        "app/warn.star",
+        "ctx.resource_list['results'] = [\n"
+        "  {'message': 'no owner label', 'severity': 'warning', 'resourceRef': {'apiVersion': 'v1',"
+        " 'kind': 'ConfigMap', 'name': 'a'}, 'field': {'path': 'metadata.labels'},"
+        " 'file': {'path': 'cm.yaml'}, 'tags': {'rule': 'owner'}},\n"
+        "  {'message': 'checked 1 resource'}]\n",
+    )
+    write(
+        "app/check.yaml",
+        "apiVersion: fn.example.com/v1\nkind: Check\nmetadata:\n  name: check\n"
+        "runtime:\n  starlark:\n    path: warn.star\n",
+    )
+    write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+    write("app/kustomization.yaml", "resources:\n- cm.yaml\nvalidators:\n- check.yaml\n")
+    proc = _krm("build", "app", "--results-dir", "out", home=tmp_path / "home", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+    assert proc.stderr == (
+        "Results of function fn.example.com/v1/Check 'check' (starlark warn.star, from runtime "
+        "field):\n"
+        "  [warning] v1/ConfigMap/a field metadata.labels file cm.yaml: no owner label\n"
+        "  [info]: checked 1 resource\n"
+    )
+    import yaml
+
+    doc = yaml.safe_load((tmp_path / "out" / "results.yaml").read_text())
+    assert doc["apiVersion"] == "kpt.dev/v1" and doc["kind"] == "FunctionResultList"
+    assert doc["exitCode"] == 0
+    (item,) = doc["items"]
+    assert item["starlark"] == "warn.star" and item["exitCode"] == 0
+    assert item["results"][0]["tags"] == {"rule": "owner"}
+    assert item["results"][1] == {"message": "checked 1 resource"}

@@ -8,7 +8,14 @@ import tarfile
 
 import pytest
 
-from orchestrator.functions import CatalogSet, FetchError, TrustConfig, fetch, run_function_config
+from orchestrator.functions import (
+    CatalogSet,
+    FetchError,
+    FunctionError,
+    TrustConfig,
+    fetch,
+    run_function_config,
+)
 from orchestrator.functions.resolve import host_platform
 from orchestrator.resource import Resource
 
@@ -217,3 +224,134 @@ def test_relative_uri_in_https_catalog_is_relative_to_it(tmp_path, https_server,
     )
     assert out.resources[0].obj["metadata"]["labels"] == {"exec-fn": "ran"}
     assert ("/blobs/fn.tgz", "", 200) in https_server.requests
+
+
+@pytest.mark.parametrize(
+    ("need", "allow", "message"),
+    [
+        (
+            "requireNetwork",
+            {"network": True},
+            "requires network access: pass --network to allow it",
+        ),
+        (
+            "requireStorageMount",
+            {"mounts": ["type=bind,src=/data,dst=/data"]},
+            "requires a storage mount: pass --mount to provide one",
+        ),
+    ],
+)
+def test_needs_apply_to_every_runtime_before_fetching(
+    tmp_path, options, kit, write, need, allow, message
+):
+    # The version offers exec (chosen here) and a container that states the need.
+    sha = kit.make_tgz(tmp_path / "fn.tgz", {"bin/fn": kit.LABEL_FN})
+    text = _catalog(f"file://{tmp_path / 'fn.tgz'}", sha) + (
+        f"        container:\n          image: example/fn:v1\n          {need}: true\n"
+    )
+    cat = write("catalog.yaml", text)
+    marker = tmp_path / "marker"
+    with pytest.raises(FunctionError) as exc:
+        _run(tmp_path, cat, options(env=[f"MARKER={marker}"]))
+    assert str(exc.value) == (
+        f"function example.com/v1/Labeler 'l' (exec file://{tmp_path / 'fn.tgz'}, from catalog "
+        f"{cat}) {message}"
+    )
+    assert not marker.exists()
+    assert not (tmp_path / "cache").exists()  # nothing was even fetched
+    out = _run(tmp_path, cat, options(env=[f"MARKER={marker}"], **allow))
+    assert out.resources[0].obj["metadata"]["labels"] == {"exec-fn": "ran"}
+    assert marker.exists()
+
+
+def _zip_entry(path, name: str, data: bytes, mode: int) -> str:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        info = zipfile.ZipInfo(name)
+        info.external_attr = mode << 16
+        zf.writestr(info, data)
+    return fetch._file_sha256(str(path))
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "mode", "limits", "message"),
+    [
+        ("../evil", b"x", 0o100755, {}, "unsafe path '../evil' in archive {uri}"),
+        ("/tmp/evil", b"x", 0o100755, {}, "unsafe path '/tmp/evil' in archive {uri}"),
+        (
+            "bin/fn",
+            b"/etc/passwd",
+            0o120777,
+            {},
+            "archive {uri} holds a symbolic link 'bin/fn'",
+        ),
+        (
+            "bin/fn",
+            b"x" * 5000,
+            0o100755,
+            {"max_unpacked": 1000},
+            "archive {uri} unpacks to over the limit of 1000 bytes",
+        ),
+    ],
+)
+def test_unsafe_zip_archives_refused(tmp_path, options, name, data, mode, limits, message):
+    archive = tmp_path / "fn.zip"
+    sha = _zip_entry(archive, name, data, mode)
+    uri = f"file://{archive}"
+    with pytest.raises(FetchError) as exc:
+        fetch.exec_binary(
+            {"uri": uri, "sha256": sha, "bin": "bin/fn"}, options=options(**limits), base_dir=None
+        )
+    assert str(exc.value) == message.format(uri=uri)
+    assert not (tmp_path / "evil").exists()
+    assert os.listdir(tmp_path / "cache" / "exec") == []  # the partial unpack was removed
+
+
+def test_entry_count_limit(tmp_path, options, kit):
+    files = {f"bin/f{i}": "x" for i in range(3)}
+    sha = kit.make_tgz(tmp_path / "many.tgz", {**files, "bin/fn": kit.LABEL_FN})
+    uri = f"file://{tmp_path / 'many.tgz'}"
+    with pytest.raises(FetchError) as exc:
+        fetch.exec_binary(
+            {"uri": uri, "sha256": sha, "bin": "bin/fn"},
+            options=options(max_files=3),
+            base_dir=None,
+        )
+    assert str(exc.value) == f"archive {uri} has over 3 entries"
+    path = fetch.exec_binary(
+        {"uri": uri, "sha256": sha, "bin": "bin/fn"}, options=options(max_files=4), base_dir=None
+    )
+    assert path.endswith("/bin/fn")
+
+
+def test_download_size_limit_over_https(tmp_path, https_server, options):
+    https_server.files["/big"] = b"x" * 5000
+    url = https_server.url("big")
+    opts = options(ca_file=https_server.ca_file, max_download=100)
+    with pytest.raises(FetchError) as exc:  # any well-formed digest: the limit fails first
+        fetch.fetch_blob(url, "0" * 64, options=opts)
+    assert str(exc.value) == f"downloading {url}: 5000 bytes is over the limit of 100 bytes"
+    assert os.listdir(tmp_path / "cache" / "blobs" / "sha256") == []
+    # --offline: a blob that is not cached is an error, and the server is not asked
+    n = len(https_server.requests)
+    with pytest.raises(FetchError) as exc:
+        fetch.fetch_blob(url, "0" * 64, options=options(offline=True))
+    assert str(exc.value) == f"cannot download {url}: --offline and not in the cache"
+    assert len(https_server.requests) == n
+
+
+def test_redirect_to_plain_http_elsewhere_refused(tmp_path, http_server, https_server, options):
+    # Every hop is checked: loopback http may not hand the download on to a remote http host,
+    # and neither may https.
+    http_server.redirects["/fn.tgz"] = "http://example.com/fn.tgz"
+    https_server.redirects["/fn.tgz"] = "http://example.com/fn.tgz"
+    for server in (http_server, https_server):
+        with pytest.raises(FetchError) as exc:
+            fetch.fetch_blob(
+                server.url("fn.tgz"), "0" * 64, options=options(ca_file=https_server.ca_file)
+            )
+        assert str(exc.value) == (
+            "refusing to download http://example.com/fn.tgz: plain http is allowed only to loopback"
+        )
+        assert server.requests == [("/fn.tgz", "", 302)]

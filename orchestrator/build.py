@@ -209,13 +209,10 @@ class _Build:
         self.results: list[dict[str, Any]] = []
 
     def functions(self) -> Any:
-        """The KRM functions context of this build (created on first use; None if the
-        functions package is missing)."""
+        """The KRM functions context of this build (created on first use)."""
         if self._functions is None:
-            try:
-                from orchestrator.functions.plugin import FunctionsContext
-            except ImportError:
-                return None
+            from orchestrator.functions.plugin import FunctionsContext
+
             self._functions = FunctionsContext(
                 self.options.functions,
                 list(self.options.trusted_catalogs or []),
@@ -249,12 +246,7 @@ class Target:
     def catalog_set(self) -> Any:
         """This kustomization's catalogs (its ``catalogs:`` plus the trusted ones)."""
         if self._catalogs is None:
-            functions = self.build.functions()
-            if functions is None:
-                raise NotSupportedError(
-                    "catalogs: needs the KRM functions support of krm", file=self.source
-                )
-            self._catalogs = functions.catalogs(
+            self._catalogs = self.build.functions().catalogs(
                 self.k.get("catalogs") or [], self.loader.root, self.source
             )
         return self._catalogs
@@ -738,17 +730,9 @@ class Target:
 
         kind = config.get("kind") or ""
         api_version = config.get("apiVersion") or ""
-        md = config.get("metadata") or {}
         if api_version != "builtin":
             # Not a builtin: a KRM function (KEP-2906 runtimes and catalogs).
-            functions = self.build.functions()
-            if functions is None:
-                raise NotSupportedError(
-                    f"plugin {api_version}/{kind} '{md.get('name') or kind}': KRM functions "
-                    "are not supported by this installation (only 'apiVersion: builtin' plugins)",
-                    file=self.source,
-                )
-            return functions.plugin(
+            return self.build.functions().plugin(
                 config,
                 role=role,
                 kustomization_dir=self.loader.root,

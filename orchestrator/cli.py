@@ -36,9 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--helm-command", default="helm", help="helm binary to use")
     b.add_argument("--debug", action="store_true", dest="debug_cmd", help=argparse.SUPPRESS)
     fcli = _functions_cli()
-    if fcli is not None:
-        fcli.add_build_flags(b)
-        fcli.add_view_command(sub)
+    fcli.add_build_flags(b)
+    fcli.add_view_command(sub)
     c = sub.add_parser(
         "consolidate", help="print a Composition's consolidated transformer list (no run)"
     )
@@ -46,12 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _functions_cli():  # noqa: ANN202 - module or None
-    """The KRM functions CLI pieces (argparse only; cheap), when installed."""
-    try:
-        from orchestrator.functions import cli as fcli
-    except ImportError:
-        return None
+def _functions_cli():  # noqa: ANN202 - a module
+    """The KRM functions CLI pieces (argparse only; cheap)."""
+    from orchestrator.functions import cli as fcli
+
     return fcli
 
 
@@ -108,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
             enable_helm=args.enable_helm,
             helm_command=args.helm_command,
             debug=debug,
-            functions=fcli.fn_options(args) if fcli is not None else None,
-            trusted_catalogs=getattr(args, "trusted_catalog", None) or [],
+            functions=fcli.fn_options(args),
+            trusted_catalogs=args.trusted_catalog,
         )
         result = build(args.path, options)
         for w in _dedupe(result.warnings):

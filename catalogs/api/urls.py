@@ -9,6 +9,7 @@ app_name = "api"
 _catalog = "catalogs/<slug:publisher>/<slug:catalog>/"
 
 urlpatterns = [
+    path("", views.ApiRootView.as_view(), name="root"),
     path(
         "publishers/",
         views.PublisherViewSet.as_view({"get": "list", "post": "create"}),

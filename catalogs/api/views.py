@@ -6,8 +6,10 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from catalogs import selectors, services
 from catalogs.api import serializers
@@ -175,3 +177,19 @@ def _publish_content(request: Request) -> bytes | str | services.OversizedDocume
     serializer = serializers.CatalogVersionContentSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data["content"]
+
+
+class ApiRootView(APIView):
+    """The API's index: links to each collection."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        names = ["publisher-list", "catalog-list", "function-list", "source-list"]
+        links = {
+            name.removesuffix("-list") + "s": request.build_absolute_uri(reverse(f"api:{name}"))
+            for name in names
+        }
+        links["schema"] = request.build_absolute_uri(reverse("schema"))
+        return Response(links)

@@ -27,7 +27,8 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="MOUNT",
-        help="storage mount for container functions (type=bind,src=...,dst=...); repeatable",
+        help="storage mount (type=bind,src=...,dst=...), needed by functions that require one; "
+        "passed to container functions; repeatable",
     )
     p.add_argument(
         "--env",

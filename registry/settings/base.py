@@ -78,6 +78,12 @@ TEMPLATES = [
 # The embedded default is ./db.sqlite3 (git-ignored); DATABASE_URL switches to PostgreSQL.
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env_int("CONN_MAX_AGE", 0))
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Writers take the lock when their transaction starts and wait for it, instead of failing
+    # with "database is locked" when two publishes overlap (runserver serves requests in threads).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"transaction_mode": "IMMEDIATE", "timeout": env_int("SQLITE_TIMEOUT", 20)}
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

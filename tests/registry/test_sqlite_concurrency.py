@@ -84,12 +84,6 @@ def embedded_server(tmp_path):
         server.wait(timeout=10)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="registry/settings/base.py: SQLite's default deferred transactions fail concurrent "
-    "writers with 'database is locked' (500); OPTIONS transaction_mode=IMMEDIATE plus a busy "
-    "timeout on every SQLite DATABASE_URL serialize them. Remove this marker with that fix.",
-)
 def test_concurrent_publishes_all_succeed_with_consecutive_numbers(embedded_server):
     base, token = embedded_server
     url = f"{base}/api/v1/catalogs/acme/fns/versions/"

@@ -1,0 +1,16 @@
+"""The API index at /api/v1/ links to every collection, and each link answers."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.django_db
+def test_api_root_links_to_each_collection(client):
+    response = client.get("/api/v1/")
+    assert response.status_code == 200
+    links = response.json()
+    assert set(links) == {"publishers", "catalogs", "functions", "sources", "schema"}
+    assert links["functions"] == "http://testserver/api/v1/functions/"
+    for name, url in links.items():
+        assert client.get(url).status_code == 200, name

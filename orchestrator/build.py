@@ -909,7 +909,7 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
                 "Warning: Sorting order is set both in 'kustomization.yaml' ('sortOptions') "
                 "and in the CLI flag ('--reorder'). Using the kustomization file over the CLI flag."
             )
-        resources = sort.apply_sort_options(resources, sort_options)
+        resources = sort.apply_sort_options(resources, sort_options, source=target.source)
     elif options.reorder in (None, "legacy"):
         from orchestrator import sort
 

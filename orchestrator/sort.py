@@ -80,22 +80,26 @@ def legacy_sort(
     return [k[-1] for k in keyed]
 
 
-def apply_sort_options(resources: list[Resource], options: Any) -> list[Resource]:
+def apply_sort_options(
+    resources: list[Resource], options: Any, *, source: str | None = None
+) -> list[Resource]:
     """Order per a kustomization's ``sortOptions`` ({order: legacy|fifo, legacySortOptions})."""
     if not isinstance(options, dict):
-        raise ValidationError(f"sortOptions must be a map, got {options!r}")
+        raise ValidationError(f"sortOptions must be a map, got {options!r}", file=source)
     order = options.get("order")
     legacy = options.get("legacySortOptions")
     if order == "fifo":
         if legacy:
             raise ValidationError(
                 "the field 'sortOptions.legacySortOptions' is set but the selected sort order "
-                "is 'fifo', not 'legacy'"
+                "is 'fifo', not 'legacy'",
+                file=source,
             )
         return resources
     if order not in ("legacy", None, ""):
         raise ValidationError(
-            f"the field 'sortOptions.order' must be 'legacy' or 'fifo', got {order!r}"
+            f"the field 'sortOptions.order' must be 'legacy' or 'fifo', got {order!r}",
+            file=source,
         )
     if legacy:
         return legacy_sort(resources, legacy.get("orderFirst") or [], legacy.get("orderLast") or [])

@@ -73,6 +73,19 @@ def _split_git(text: str) -> tuple[str, str, str]:
     return base[:cut], base[cut + 2 :], ref
 
 
+def _check_git_repo(repo: str, raw: str) -> None:
+    """Only https, ssh, file and loopback http: git's other transports (ext::) run commands."""
+    parts = urlsplit(repo)
+    if parts.scheme == "http" and is_loopback(parts.hostname or ""):
+        return
+    if parts.scheme == "http":
+        raise FunctionError(f"catalog {raw}: plain http is allowed only to loopback")
+    if parts.scheme not in ("https", "ssh", "file"):
+        raise FunctionError(
+            f"catalog {raw}: unsupported git scheme {parts.scheme!r} (use https, ssh or file)"
+        )
+
+
 def parse_ref(raw: str, base_dir: str) -> CatalogRef:
     """Parse a catalog reference; local paths are resolved against base_dir."""
     if not isinstance(raw, str) or not raw.strip():
@@ -82,6 +95,7 @@ def parse_ref(raw: str, base_dir: str) -> CatalogRef:
         return CatalogRef(text, "oci", text, text[len("oci://") :])
     if text.startswith("git+"):
         repo, sub, ref = _split_git(text[4:])
+        _check_git_repo(repo, text)
         # git+file:// is cloned into the cache like a remote (the same path as git+https).
         return CatalogRef(text, "git", text, repo, sub, ref)
     if text.startswith(("https://", "http://")):
@@ -181,8 +195,12 @@ class CatalogStore:
         return loaded
 
     def _fetch(self, ref: CatalogRef) -> LoadedCatalog:
-        from orchestrator.catalog import parse_catalog
+        from functools import partial
 
+        from orchestrator import catalog
+
+        # Lenient: a function defined twice in one catalog resolves to the first (KEP-2906).
+        parse_catalog = partial(catalog.parse_catalog, strict=False)
         if ref.kind == "file":
             data = read_limited(ref.location, MAX_CATALOG_BYTES)
             return LoadedCatalog(ref, parse_catalog(data, source=ref.location), ref.location)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -13,6 +14,7 @@ from orchestrator.functions.resolve import Resolved, describe, resolve
 from orchestrator.resource import Resource
 
 ROLES = ("generator", "transformer", "validator")
+VALIDATED_BY = "validated-by"  # the one label kustomize lets a validator add
 
 
 def _label(resolved: Resolved) -> str:
@@ -102,6 +104,22 @@ def _argv(resolved: Resolved, kdir: str, options: FnOptions, name: str) -> tuple
         require_network=resolved.require_network,
     )
     return argv, True  # the docker/podman CLI needs DOCKER_HOST etc.; the function does not
+
+
+def _canonical(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, sort_keys=True, default=str)
+
+
+def _validated_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """A validator's output item without internal annotations and the validated-by label."""
+    rl.strip_internal(obj)  # the output is discarded: changing it in place is fine
+    md = obj.get("metadata")
+    labels = md.get("labels") if isinstance(md, dict) else None
+    if isinstance(labels, dict) and VALIDATED_BY in labels:
+        del labels[VALIDATED_BY]
+        if not labels:
+            del md["labels"]
+    return obj
 
 
 def _check_needs(resolved: Resolved, options: FnOptions, name: str) -> None:
@@ -208,10 +226,10 @@ def run_function_config(
     if summary:
         sys.stderr.write(summary)
     if role == "validator":
-        before = [r.obj for r in inputs]
-        after = [dict(o) for o in out_items]
-        for o in after:
-            rl.strip_internal(o)
+        # As kustomize compares: the same set of resources (order free), a validated-by label
+        # allowed; the output is discarded either way.
+        before = sorted(_canonical(r.obj) for r in inputs)
+        after = sorted(_canonical(_validated_view(o)) for o in out_items)
         if after != before:
             raise FunctionError(f"{name} is a validator but modified the resources")
         return FnOutcome(list(resources), results, stderr)

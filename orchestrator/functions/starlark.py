@@ -58,10 +58,8 @@ def run(
     openapi: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """Run a script on a ResourceList dict; returns (the ResourceList after, printed text)."""
-    try:
-        import starlark as sl
-    except ImportError:  # pragma: no cover - a pinned dependency
-        raise FunctionError(f"{function}: the starlark-pyo3 package is not installed") from None
+    import starlark as sl  # starlark-pyo3, pinned in requirements.txt
+
     printed: list[str] = []
     module = sl.Module()
     # JSON in and out: converting nested dicts through the bindings object by object is ~5x

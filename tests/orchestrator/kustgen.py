@@ -339,12 +339,17 @@ class Gen:
                 smp["metadata"]["name"] = "ignored"
                 k["patches"] = [{"patch": _dump([smp]), "target": {"kind": kind, "name": name}}]
             else:
+                # Odd seeds add one key: kustomize's internal annotations make that work even
+                # on a resource without annotations (decided by the seed, so that the random
+                # stream of every seed stays as it was).
+                op = (
+                    '[{"op": "add", "path": "/metadata/annotations/patched", "value": "yes"}]'
+                    if self.seed % 2
+                    else '[{"op": "add", "path": "/metadata/annotations", '
+                    '"value": {"patched": "yes"}}]'
+                )
                 k["patches"] = [
-                    {
-                        "patch": '[{"op": "add", "path": "/metadata/annotations", '
-                        '"value": {"patched": "yes"}}]',
-                        "target": {"kind": kind, "labelSelector": f"app={name}"},
-                    }
+                    {"patch": op, "target": {"kind": kind, "labelSelector": f"app={name}"}}
                 ]
         if self.chance(0.2):
             k["generatorOptions"] = self.pick(

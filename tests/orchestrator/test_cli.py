@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from orchestrator import cli
 
 KUST = """
@@ -219,3 +221,38 @@ def test_load_restrictor_flag(tree) -> None:
     p = _run("build", str(root / "app"), "--load-restrictor", "LoadRestrictionsNone")
     assert p.returncode == 0, p.stderr
     assert _kinds(p.stdout) == ["Namespace", "Service", "Deployment"]
+
+
+def test_sort_options_win_over_reorder_with_a_warning(tree) -> None:
+    root = tree({"kustomization.yaml": "resources: [res.yaml]\nsortOptions: {order: fifo}\n"})
+    (root / "res.yaml").write_text(RES)
+    p = _run("build", str(root), "--reorder", "legacy")
+    assert p.returncode == 0, p.stderr
+    assert _kinds(p.stdout) == ["Deployment", "Service", "Namespace"]
+    assert p.stderr.splitlines() == [
+        "Warning: Sorting order is set both in 'kustomization.yaml' ('sortOptions') and in the "
+        "CLI flag ('--reorder'). Using the kustomization file over the CLI flag."
+    ]
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (
+            "{order: fifo, legacySortOptions: {orderFirst: [Namespace]}}",
+            "the field 'sortOptions.legacySortOptions' is set but the selected sort order is "
+            "'fifo', not 'legacy'",
+        ),
+        (
+            "{order: random}",
+            "the field 'sortOptions.order' must be 'legacy' or 'fifo', got 'random'",
+        ),
+    ],
+)
+def test_bad_sort_options_name_the_kustomization(tree, options: str, message: str) -> None:
+    root = tree({"kustomization.yaml": f"resources: [res.yaml]\nsortOptions: {options}\n"})
+    (root / "res.yaml").write_text(RES)
+    p = _run("build", str(root))
+    assert p.returncode == 1
+    assert p.stdout == ""
+    assert p.stderr.splitlines() == [f"Error: {root / 'kustomization.yaml'}: {message}"]

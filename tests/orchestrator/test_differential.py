@@ -139,6 +139,41 @@ CASES = {
                 service: {name: db, port: {number: 80}}
         """,
     },
+    "inline-builtin-generators-transformers-and-validators": {
+        "kustomization.yaml": """
+            resources: [cm.yaml]
+            generators:
+            - |-
+              apiVersion: builtin
+              kind: ConfigMapGenerator
+              metadata:
+                name: gen
+              literals: [a=b]
+            transformers:
+            - |-
+              apiVersion: builtin
+              kind: PrefixSuffixTransformer
+              metadata:
+                name: p
+              prefix: in-
+              fieldSpecs:
+              - path: metadata/name
+            validators:
+            - |-
+              apiVersion: builtin
+              kind: AnnotationsTransformer
+              metadata:
+                name: v
+              annotations: {a: b}
+              fieldSpecs:
+              - path: spec/absent
+        """,
+        "cm.yaml": """
+            apiVersion: v1
+            kind: ConfigMap
+            metadata: {name: c}
+        """,
+    },
     "json-patches-see-kustomize-internal-annotations": {
         "kustomization.yaml": """
             resources: [res.yaml]

@@ -87,30 +87,27 @@ def _serve(tmp_path: Path, *, tls: bool) -> Iterator[Server]:
             path = self.path.split("?", 1)[0]
             data = state.files.get(path)
             inm = self.headers.get("If-None-Match") or ""
+            headers: dict[str, str] = {}
+            body = b""
             if path in state.redirects:
                 status = 302
-                self.send_response(302)
-                self.send_header("Location", state.redirects[path])
-                self.end_headers()
+                headers["Location"] = state.redirects[path]
             elif data is None:
                 status = 404
-                self.send_response(404)
-                self.end_headers()
             else:
-                etag = '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
-                if inm == etag:
+                headers["ETag"] = '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
+                if inm == headers["ETag"]:
                     status = 304
-                    self.send_response(304)
-                    self.send_header("ETag", etag)
-                    self.end_headers()
                 else:
-                    status = 200
-                    self.send_response(200)
-                    self.send_header("ETag", etag)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    status, body = 200, data
+                    headers["Content-Length"] = str(len(data))
+            # Recorded before answering: a test may look as soon as its client has the answer.
             state.requests.append((path, inm, status))
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(body)
 
         def log_message(self, *args: object) -> None:
             pass

@@ -69,9 +69,7 @@ def test_order_referenced_then_trusted_first_match_wins(tmp_path, write, options
     assert [r.raw for r in cs.refs] == ["one.yaml", "two.yaml"]
     assert resolve(_cfg(), cs, opts).origin == "catalog one.yaml"
     # the same function twice in one catalog: the first (parsed leniently)
-    with pytest.raises(FunctionError) as exc:
-        resolve(_cfg(kind="Other"), cs, opts)
-    assert "duplicate function example.com/v1 Other" in str(exc.value)
+    assert resolve(_cfg(kind="Other"), cs, opts).spec["image"] == "img:two-other"
 
 
 def test_official_catalog_from_config_is_trusted_and_first(tmp_path, write, options):
@@ -120,6 +118,14 @@ def test_explicit_runtime_wins_over_catalog(tmp_path, write, options):
     cfg["runtime"] = {"container": {"image": "img:explicit"}}
     r = resolve(cfg, cs, opts)
     assert (r.spec["image"], r.origin, r.explicit) == ("img:explicit", "runtime field", True)
+    # the annotation comes after the runtime field and before the catalogs
+    cfg["metadata"]["annotations"] = {
+        "config.kubernetes.io/function": "container:\n  image: img:annotation\n"
+    }
+    assert resolve(cfg, cs, opts).spec["image"] == "img:explicit"
+    del cfg["runtime"]
+    r = resolve(cfg, cs, opts)
+    assert (r.spec["image"], r.origin) == ("img:annotation", "annotation")
 
 
 def test_unreachable_catalog_is_an_error_only_when_needed(tmp_path, https_server, options):
@@ -214,6 +220,23 @@ def test_bad_references(tmp_path, options):
         "git catalog reference 'https://host/repo.git' needs '//' between the repository and "
         "the file, e.g. git+https://host/repo.git//catalog.yaml?ref=v1"
     )
+    with pytest.raises(FunctionError) as exc:
+        parse_ref("git+http://example.com/repo.git//catalog.yaml", "/")
+    assert str(exc.value) == (
+        "catalog git+http://example.com/repo.git//catalog.yaml: plain http is allowed only to "
+        "loopback"
+    )
+    assert parse_ref("git+http://127.0.0.1:8080/r.git//c.yaml", "/").location == (
+        "http://127.0.0.1:8080/r.git"
+    )
+    marker = tmp_path / "pwned"
+    with pytest.raises(FunctionError) as exc:  # git's ext:: transport would run a command
+        parse_ref(f"git+ext::sh -c touch% {marker}//catalog.yaml", "/")
+    assert str(exc.value) == (
+        f"catalog git+ext::sh -c touch% {marker}//catalog.yaml: unsupported git scheme 'ext' "
+        "(use https, ssh or file)"
+    )
+    assert not marker.exists()
     with pytest.raises(FunctionError) as exc:
         _set(tmp_path, "catalog.yaml", [], options())
     assert str(exc.value) == "catalogs must be a list of references, got 'catalog.yaml'"

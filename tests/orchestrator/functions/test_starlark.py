@@ -186,3 +186,54 @@ def test_catalog_starlark_remote_needs_sha256(tmp_path, https_server, write, opt
                 f"starlark {url} in catalog {tmp_path / name} has no sha256; refusing an "
                 "unverified script"
             )
+
+
+def test_validator_may_reorder_and_label_validated_by_but_not_modify(tmp_path, write, options):
+    # kustomize compares a validator's output as a set and ignores its validated-by label.
+    write(
+        "ok.star",
+        "items = ctx.resource_list['items']\n"
+        "for r in items:\n"
+        "  r['metadata'].setdefault('labels', {})['validated-by'] = 'ok'\n"
+        "ctx.resource_list['items'] = [items[1], items[0]]\n",
+    )
+    res = _res()
+    out = run_function_config(
+        _cfg(path="ok.star"),
+        res,
+        role="validator",
+        kustomization_dir=str(tmp_path),
+        catalogs=None,
+        options=options(),
+    )
+    assert out.resources == res
+    assert [r.obj["metadata"] for r in res] == [{"name": "c0"}, {"name": "c1"}]
+    write(
+        "bad.star",
+        "ctx.resource_list['items'][0]['metadata'].setdefault('labels', {})['other'] = 'x'\n",
+    )
+    with pytest.raises(FunctionError) as exc:
+        run_function_config(
+            _cfg(path="bad.star"),
+            res,
+            role="validator",
+            kustomization_dir=str(tmp_path),
+            catalogs=None,
+            options=options(),
+        )
+    assert str(exc.value) == (
+        "function example.com/v1/SetNamespace 'ns' (starlark bad.star, from runtime field) is a "
+        "validator but modified the resources"
+    )
+    write("drop.star", "ctx.resource_list['items'] = ctx.resource_list['items'][:1]\n")
+    with pytest.raises(FunctionError) as exc:
+        run_function_config(
+            _cfg(path="drop.star"),
+            res,
+            role="validator",
+            kustomization_dir=str(tmp_path),
+            catalogs=None,
+            options=options(),
+        )
+    assert str(exc.value).endswith("is a validator but modified the resources")
+    assert [r.obj["metadata"] for r in res] == [{"name": "c0"}, {"name": "c1"}]

@@ -88,78 +88,67 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     debug = args.debug or getattr(args, "debug_cmd", False)
     if args.command == "view" and getattr(args, "view_what", None) == "catalog":
-        return _view(args, debug)
-    if args.command == "consolidate":
-        return _consolidate(args, debug)
-    if args.command != "build":
+        command = _view
+    elif args.command == "consolidate":
+        command = _consolidate
+    elif args.command == "build":
+        command = _build
+    else:
         _parser().print_help(sys.stderr)
         return USAGE_ERROR
-    try:
-        from orchestrator.build import BuildOptions, build
-        from orchestrator.errors import KrmError
+    from orchestrator.errors import KrmError
 
-        fcli = _functions_cli()
-        options = BuildOptions(
-            load_restrictor=args.load_restrictor,
-            reorder=args.reorder,
-            enable_helm=args.enable_helm,
-            helm_command=args.helm_command,
-            debug=debug,
-            functions=fcli.fn_options(args),
-            trusted_catalogs=args.trusted_catalog,
-        )
-        result = build(args.path, options)
-        for w in _dedupe(result.warnings):
-            print(w, file=sys.stderr)
-        if args.output and os.path.isdir(args.output):
-            _write_dir(args.output, result.resources)
+    try:
+        return command(args, debug)
+    except (KrmError, OSError, RecursionError) as exc:
+        # One line for the user; the traceback only when asked for.
+        if debug:
+            raise
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _build(args: argparse.Namespace, debug: bool) -> int:
+    """``krm build DIR``."""
+    from orchestrator.build import BuildOptions, build
+
+    fcli = _functions_cli()
+    options = BuildOptions(
+        load_restrictor=args.load_restrictor,
+        reorder=args.reorder,
+        enable_helm=args.enable_helm,
+        helm_command=args.helm_command,
+        debug=debug,
+        functions=fcli.fn_options(args),
+        trusted_catalogs=args.trusted_catalog,
+    )
+    result = build(args.path, options)
+    for w in _dedupe(result.warnings):
+        print(w, file=sys.stderr)
+    if args.output and os.path.isdir(args.output):
+        _write_dir(args.output, result.resources)
+    else:
+        text = result.to_yaml()
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
         else:
-            text = result.to_yaml()
-            if args.output:
-                with open(args.output, "w", encoding="utf-8") as f:
-                    f.write(text)
-            else:
-                sys.stdout.write(text)
-        return 0
-    except KrmError as exc:
-        if debug:
-            raise
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
-    except (OSError, RecursionError) as exc:
-        if debug:
-            raise
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
+            sys.stdout.write(text)
+    return 0
 
 
 def _consolidate(args: argparse.Namespace, debug: bool) -> int:
     """``krm consolidate DIR`` (KEP-2299)."""
     from orchestrator.composition import consolidate_text
-    from orchestrator.errors import KrmError
 
-    try:
-        sys.stdout.write(consolidate_text(args.path))
-        return 0
-    except KrmError as exc:
-        if debug:
-            raise
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
+    sys.stdout.write(consolidate_text(args.path))
+    return 0
 
 
 def _view(args: argparse.Namespace, debug: bool) -> int:
     """``krm view catalog REF``."""
-    from orchestrator.errors import KrmError
-
-    try:
-        sys.stdout.write(_functions_cli().run_view(args))
-        return 0
-    except KrmError as exc:
-        if debug:
-            raise
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
+    sys.stdout.write(_functions_cli().run_view(args))
+    return 0
 
 
 def _dedupe(items: list[str]) -> list[str]:

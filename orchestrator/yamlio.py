@@ -62,7 +62,8 @@ def _parse_go_int(text: str) -> int | None:
         return None
 
 
-def _key_str(key: Any) -> str:
+def scalar_text(key: Any) -> str:
+    """The text of a YAML scalar as Go sees it (map keys, string fields)."""
     if isinstance(key, str):
         return key
     if key is True:
@@ -170,7 +171,7 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False)
             raise yaml.constructor.ConstructorError(
                 None, None, "mapping keys must be scalars", key_node.start_mark
             )
-        key = _key_str(_scalar(key_node, bools))
+        key = scalar_text(_scalar(key_node, bools))
         if key in seen and not dup_ok:
             raise yaml.constructor.ConstructorError(
                 None,
@@ -497,7 +498,7 @@ def _node(v: Any) -> Any:
     if t is dict:
         keys = v.keys()
         if not all(k.__class__ is str for k in keys):
-            v = {_key_str(k): x for k, x in v.items()}
+            v = {scalar_text(k): x for k, x in v.items()}
             keys = v.keys()
         return yaml.MappingNode(
             _MAP,

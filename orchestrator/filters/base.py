@@ -9,6 +9,7 @@ from orchestrator import fieldspec
 from orchestrator.errors import KrmError, ValidationError
 from orchestrator.fieldspec import FieldSpec, TransformerConfig
 from orchestrator.resource import Resource
+from orchestrator.yamlio import scalar_text
 
 
 class PluginContext:
@@ -48,23 +49,6 @@ def string_map(value: Any, what: str, source: str | None) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ValidationError(f"{what} must be a map of strings, got {value!r}", file=source)
     return {str(k): scalar_text(v) for k, v in value.items()}
-
-
-def scalar_text(v: Any) -> str:
-    """The text of a YAML scalar as Go sees it."""
-    if isinstance(v, str):
-        return v
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        from orchestrator.yamlio import format_float
-
-        return format_float(v)
-    return str(v)
 
 
 def apply_spec(

@@ -738,6 +738,7 @@ class Target:
                 kustomization_dir=self.loader.root,
                 catalogs=self.catalog_set(),
                 openapi=self.k.get("openapi"),
+                source=self.source,
             )
         cls = filters.lookup(kind)
         if cls is None:
@@ -872,8 +873,8 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         raise ValidationError(f"invalid --reorder {options.reorder!r}: use legacy or none")
     if not os.path.isdir(path):
         if os.path.exists(path):
-            raise LoadError(f"'{path}' must be a directory", file=path)
-        raise LoadError(f"'{path}' does not exist", file=path)
+            raise LoadError("must be a directory", file=path)
+        raise LoadError("directory does not exist", file=path)
     if _composition_plugin(os.path.realpath(path)) is not None:
         from orchestrator import composition
 

@@ -111,18 +111,27 @@ def main(argv: list[str] | None = None) -> int:
 def _build(args: argparse.Namespace, debug: bool) -> int:
     """``krm build DIR``."""
     from orchestrator.build import BuildOptions, build
+    from orchestrator.errors import KrmError
 
     fcli = _functions_cli()
+    fn_options = fcli.fn_options(args)
     options = BuildOptions(
         load_restrictor=args.load_restrictor,
         reorder=args.reorder,
         enable_helm=args.enable_helm,
         helm_command=args.helm_command,
         debug=debug,
-        functions=fcli.fn_options(args),
+        functions=fn_options,
         trusted_catalogs=args.trusted_catalog,
     )
-    result = build(args.path, options)
+    try:
+        result = build(args.path, options)
+    except KrmError:
+        # The functions that ran before the failure keep their summaries; the build's results
+        # log is the list the functions context hung on these options.
+        _print_summaries(getattr(fn_options, "_results_log", None) or [])
+        raise
+    _print_summaries(result.results)
     for w in _dedupe(result.warnings):
         print(w, file=sys.stderr)
     if args.output and os.path.isdir(args.output):
@@ -149,6 +158,17 @@ def _view(args: argparse.Namespace, debug: bool) -> int:
     """``krm view catalog REF``."""
     sys.stdout.write(_functions_cli().run_view(args))
     return 0
+
+
+def _print_summaries(entries: list[dict]) -> None:
+    """The readable results of each function run that succeeded, to stderr."""
+    for entry in entries:
+        # A failed run's summary is part of its error message already.
+        if entry.get("exitCode") or not entry.get("results"):
+            continue
+        from orchestrator.functions.resourcelist import format_summary
+
+        sys.stderr.write(format_summary(str(entry.get("function")), entry["results"]))
 
 
 def _dedupe(items: list[str]) -> list[str]:

@@ -53,8 +53,9 @@ class FunctionsContext:
         kustomization_dir: str,
         catalogs: CatalogSet,
         openapi: dict[str, Any] | None = None,
+        source: str | None = None,
     ) -> FunctionPlugin:
-        """A plugin object that runs config as a KRM function."""
+        """A plugin object that runs config as a KRM function (source: its kustomization file)."""
         return FunctionPlugin(
             config,
             role=role,
@@ -62,6 +63,7 @@ class FunctionsContext:
             catalogs=catalogs,
             options=self.options,
             openapi=openapi,
+            source=source,
         )
 
     @property
@@ -82,8 +84,10 @@ class FunctionPlugin:
         catalogs: CatalogSet,
         options: FnOptions,
         openapi: dict[str, Any] | None = None,
+        source: str | None = None,
     ):
         self.config = config
+        self.source = source
         self.role = role
         self.kustomization_dir = kustomization_dir
         self.catalogs = catalogs
@@ -114,6 +118,7 @@ class FunctionPlugin:
             catalogs=self.catalogs,
             options=self.options,
             openapi=self._openapi(),
+            source=self.source,
         ).resources
 
     def generate(self) -> list[Resource]:

@@ -191,7 +191,8 @@ def results_file(entries: list[dict[str, Any]]) -> str:
         "kind": "FunctionResultList",
         "metadata": {"name": "fnresults"},
         "exitCode": exit_code,
-        "items": entries,
+        # kpt's item shape: the readable "function" name is for the CLI's summary only.
+        "items": [{k: v for k, v in e.items() if k != "function"} for e in entries],
     }
     return yamlio.dump(doc)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any
 
+from orchestrator.errors import KrmError
 from orchestrator.functions import resourcelist as rl
 from orchestrator.functions.catalogs import CatalogSet
 from orchestrator.functions.options import FnOptions, FnOutcome, FunctionError
@@ -130,8 +130,11 @@ def _check_needs(resolved: Resolved, options: FnOptions, name: str) -> None:
         raise FunctionError(f"{name} requires a storage mount: pass --mount to provide one")
 
 
-def _record(options: FnOptions, resolved: Resolved, results: list[dict], code: int, err: str):
-    entry: dict[str, Any] = {}
+def _record(
+    options: FnOptions, resolved: Resolved, name: str, results: list[dict], code: int, err: str
+):
+    # "function" is the readable name the CLI's summary uses; results.yaml leaves it out.
+    entry: dict[str, Any] = {"function": name}
     if resolved.kind == "container":
         entry["image"] = resolved.spec.get("image")
     elif resolved.kind == "exec":
@@ -163,12 +166,23 @@ def run_function_config(
     catalogs: CatalogSet | None,
     options: FnOptions,
     openapi: dict[str, Any] | None = None,
+    source: str | None = None,
 ) -> FnOutcome:
-    """Run one function config; generators get no input and return only what they generate."""
+    """Run one function config; generators get no input and return only what they generate.
+
+    Nothing is printed: each run's entry (with its results) is appended to the build's results
+    log, and written to ``options.results_dir`` when set. ``source`` is the kustomization file
+    named in resolution errors.
+    """
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}")
     name = describe(config)
-    resolved = resolve(config, catalogs, options)
+    try:
+        resolved = resolve(config, catalogs, options)
+    except KrmError as exc:
+        if exc.file is None:  # the config is wrong or unmatched: point at where it is listed
+            exc.file = source
+        raise
     name = f"{name} ({_label(resolved)}, from {resolved.origin})"
     # Before anything is fetched or run: the user's consent comes first.
     _check_needs(resolved, options, name)
@@ -215,16 +229,15 @@ def run_function_config(
             decoded = rl.decode(stdout, function=name)
             out_items, results = decoded["items"], decoded["results"]
     except FunctionError as exc:
-        _record(options, resolved, [], 1, exc.message)
+        _record(options, resolved, name, [], 1, exc.message)
         raise
     failed = rl.has_errors(results)
-    _record(options, resolved, results, 1 if failed else 0, stderr)
-    summary = rl.format_summary(name, results)
+    _record(options, resolved, name, results, 1 if failed else 0, stderr)
     if failed:
-        detail = summary + (f"stderr:\n{stderr.strip()}\n" if stderr.strip() else "")
+        detail = rl.format_summary(name, results) + (
+            f"stderr:\n{stderr.strip()}\n" if stderr.strip() else ""
+        )
         raise FunctionError(f"{name} reported errors:\n{detail.rstrip()}")
-    if summary:
-        sys.stderr.write(summary)
     if role == "validator":
         # As kustomize compares: the same set of resources (order free), a validated-by label
         # allowed; the output is discarded either way.

@@ -44,8 +44,25 @@ def test_missing_directory(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope")
     with pytest.raises(LoadError) as err:
         build(missing)
-    assert err.value.message == f"'{missing}' does not exist"
+    assert err.value.message == "directory does not exist"
     assert err.value.file == missing
+    assert str(err.value) == f"{missing}: directory does not exist"
+
+
+def test_missing_directory_on_the_cli_names_the_path_once(tmp_path: Path) -> None:
+    proc = _krm("build", "nope", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr == "Error: nope: directory does not exist\n"
+    assert proc.stdout == ""
+    assert not (tmp_path / "nope").exists()
+
+
+def test_a_file_on_the_cli_is_not_a_build_directory(tmp_path: Path) -> None:
+    (tmp_path / "k.yaml").write_text("resources: []\n")
+    proc = _krm("build", "k.yaml", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr == "Error: k.yaml: must be a directory\n"
+    assert (tmp_path / "k.yaml").read_text() == "resources: []\n"
 
 
 def test_a_file_is_not_a_build_directory(tree) -> None:
@@ -53,7 +70,8 @@ def test_a_file_is_not_a_build_directory(tree) -> None:
     path = str(root / "kustomization.yaml")
     with pytest.raises(LoadError) as err:
         build(path)
-    assert err.value.message == f"'{path}' must be a directory"
+    assert err.value.message == "must be a directory"
+    assert err.value.file == path
 
 
 def test_not_a_kustomization(tree) -> None:

@@ -99,3 +99,56 @@ def test_component_catalogs_and_trusted_flag(tmp_path, write):
         str(tmp_path), _opts(tmp_path, trusted_catalogs=[str(tmp_path / "catalog.yaml")])
     )
     assert result.resources[0]["metadata"]["labels"] == {"seen-prefix": "True"}
+
+
+WARN = (
+    "ctx.resource_list['results'] = [{'message': 'no owner label', 'severity': 'warning',"
+    " 'resourceRef': {'apiVersion': 'v1', 'kind': 'ConfigMap', 'name': 'a'}}]\n"
+)
+
+
+def test_python_api_prints_nothing_and_returns_the_results(tmp_path, write, capfd):
+    import yaml
+
+    write("warn.star", WARN)
+    write("warn.yaml", _fn("Warn", "warn.star"))
+    write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+    write("kustomization.yaml", "resources:\n- cm.yaml\nvalidators:\n- warn.yaml\n")
+    opts = _opts(tmp_path)
+    opts.functions.results_dir = str(tmp_path / "out")
+    result = build(str(tmp_path), opts)
+    # The engine returns data; only the CLI formats it.
+    assert capfd.readouterr() == ("", "")
+    warning = {
+        "message": "no owner label",
+        "severity": "warning",
+        "resourceRef": {"apiVersion": "v1", "kind": "ConfigMap", "name": "a"},
+    }
+    assert result.results == [
+        {
+            "function": "function fn.example.com/v1/Warn 'warn' (starlark warn.star, from "
+            "runtime field)",
+            "starlark": "warn.star",
+            "exitCode": 0,
+            "results": [warning],
+        }
+    ]
+    # results.yaml keeps kpt's item shape: the readable name is left out.
+    doc = yaml.safe_load((tmp_path / "out" / "results.yaml").read_text())
+    assert doc["items"] == [{"starlark": "warn.star", "exitCode": 0, "results": [warning]}]
+
+
+def test_function_without_runtime_or_catalog_names_the_kustomization(tmp_path, write):
+    write("fn.yaml", "apiVersion: fn.example.com/v1\nkind: Nope\nmetadata:\n  name: nope\n")
+    write("kustomization.yaml", "transformers:\n- fn.yaml\n")
+    opts = _opts(tmp_path)
+    opts.functions.results_dir = str(tmp_path / "out")
+    with pytest.raises(KrmError) as exc:
+        build(str(tmp_path), opts)
+    kfile = str(tmp_path / "kustomization.yaml")
+    assert exc.value.file == kfile
+    assert str(exc.value) == (
+        f"{kfile}: no runtime for fn.example.com/v1 Nope: no catalog defines it; catalogs "
+        "searched: none (add catalogs: or --trusted-catalog)"
+    )
+    assert not (tmp_path / "out").exists()  # nothing ran, nothing was recorded

@@ -146,3 +146,45 @@ def test_results_summary_printed_and_written(tmp_path, write):
     assert item["starlark"] == "warn.star" and item["exitCode"] == 0
     assert item["results"][0]["tags"] == {"rule": "owner"}
     assert item["results"][1] == {"message": "checked 1 resource"}
+
+
+def test_summaries_of_functions_before_a_failure_still_print(tmp_path, write):
+    write(
+        "app/warn.star",
+        "ctx.resource_list['results'] = [{'message': 'looks odd', 'severity': 'warning'}]\n",
+    )
+    write(
+        "app/fail.star",
+        "ctx.resource_list['results'] = [{'message': 'broken', 'severity': 'error'}]\n",
+    )
+    for kind in ("Warn", "Fail"):
+        write(
+            f"app/{kind.lower()}.yaml",
+            f"apiVersion: fn.example.com/v1\nkind: {kind}\nmetadata:\n  name: {kind.lower()}\n"
+            f"runtime:\n  starlark:\n    path: {kind.lower()}.star\n",
+        )
+    write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+    write(
+        "app/kustomization.yaml", "resources:\n- cm.yaml\nvalidators:\n- warn.yaml\n- fail.yaml\n"
+    )
+    proc = _krm("build", "app", home=tmp_path / "home", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    warn = "function fn.example.com/v1/Warn 'warn' (starlark warn.star, from runtime field)"
+    fail = "function fn.example.com/v1/Fail 'fail' (starlark fail.star, from runtime field)"
+    assert proc.stderr == (
+        f"Results of {warn}:\n  [warning]: looks odd\n"
+        f"Error: {fail} reported errors:\nResults of {fail}:\n  [error]: broken\n"
+    )
+
+
+def test_function_without_runtime_names_the_kustomization_file(tmp_path, write):
+    write("app/fn.yaml", "apiVersion: fn.example.com/v1\nkind: Nope\nmetadata:\n  name: nope\n")
+    write("app/kustomization.yaml", "transformers:\n- fn.yaml\n")
+    proc = _krm("build", "app", home=tmp_path / "home", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr == (
+        "Error: app/kustomization.yaml: no runtime for fn.example.com/v1 Nope: no catalog "
+        "defines it; catalogs searched: none (add catalogs: or --trusted-catalog)\n"
+    )

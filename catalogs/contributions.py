@@ -373,6 +373,14 @@ def contribution_get(*, pk: int) -> Contribution:
         raise NotFoundError(f"Contribution {pk} does not exist.")
 
 
+def contribution_get_visible(*, pk: int, user: AbstractBaseUser | AnonymousUser) -> Contribution:
+    """Contribution ``pk`` if its author or a reviewer asks; NotAllowedError for anyone else."""
+    contribution = contribution_get(pk=pk)
+    if contribution.author_id != user.pk and not user_can_review(user=user):
+        raise NotAllowedError("Only its author and reviewers may see a contribution.")
+    return contribution
+
+
 def review_event_list(*, contribution: Contribution | None = None) -> QuerySet[ReviewEvent]:
     """The audit log, oldest first; of one contribution or of all."""
     qs = ReviewEvent.objects.select_related("actor", "contribution__catalog__publisher")

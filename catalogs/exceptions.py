@@ -88,3 +88,7 @@ class SignatureError(SyncError):
 
 class SyncInProgressError(AlreadyExistsError):
     """Another run of the same source is queued or running (a conflict, like AlreadyExists)."""
+
+
+class MirrorCatalogReadOnlyError(RegistryError):
+    """A publish into a mirror's catalog from anywhere but a running sync of its source."""

@@ -704,7 +704,7 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
             names = _store_blobs(outcome.staged, created_files)
             catalog = Catalog.objects.select_related("publisher").get(pk=source.catalog_id)
             version, created = services.catalog_version_publish(
-                catalog=catalog, content=outcome.content, actor=None
+                catalog=catalog, content=outcome.content, actor=None, sync_run=run
             )
             seen: set[str] = set()
             for item in outcome.staged:

@@ -39,8 +39,8 @@ def publisher_get(*, slug: str) -> Publisher:
 
 
 def catalog_list(*, publisher_slug: str | None = None) -> QuerySet[Catalog]:
-    """Catalogs, optionally of one publisher, with their latest version joined in."""
-    qs = Catalog.objects.select_related("publisher", "latest_version").defer(
+    """Catalogs, optionally of one publisher, with their latest version and mirror joined in."""
+    qs = Catalog.objects.select_related("publisher", "latest_version", "mirror_source").defer(
         "latest_version__content"
     )
     if publisher_slug is not None:

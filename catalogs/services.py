@@ -23,10 +23,19 @@ from catalogs.exceptions import (
     AlreadyExistsError,
     InvalidCatalogError,
     InvalidInputError,
+    MirrorCatalogReadOnlyError,
     NotAllowedError,
     ProblemDetail,
 )
-from catalogs.models import Catalog, CatalogVersion, FunctionDefinition, FunctionVersion, Publisher
+from catalogs.models import (
+    Catalog,
+    CatalogVersion,
+    FunctionDefinition,
+    FunctionVersion,
+    MirrorSource,
+    Publisher,
+    SyncRun,
+)
 from catalogs.selectors import user_is_owner_or_staff
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import CatalogError, parse_catalog
@@ -222,15 +231,39 @@ def _functions_create(*, version: CatalogVersion, parsed: ParsedCatalog) -> None
     FunctionVersion.objects.bulk_create(rows)
 
 
+def _check_not_mirror(*, catalog: Catalog, sync_run: SyncRun | None) -> None:
+    """Raise MirrorCatalogReadOnlyError for a mirror's catalog unless ``sync_run`` is its sync."""
+    source = MirrorSource.objects.filter(catalog_id=catalog.pk).only("pk", "name", "url").first()
+    if source is None:
+        return
+    # Only a running run of this very source may publish: what upstream serves, verified.
+    if (
+        sync_run is not None
+        and sync_run.source_id == source.pk
+        and sync_run.status == SyncRun.Status.RUNNING
+    ):
+        return
+    raise MirrorCatalogReadOnlyError(
+        f"Catalog '{catalog}' is a mirror of source '{source.name}' ({source.url}): it changes "
+        "only through that source's sync runs."
+    )
+
+
 @transaction.atomic
 def catalog_version_publish(
-    *, catalog: Catalog, content: bytes | str | OversizedDocument, actor: Actor
+    *,
+    catalog: Catalog,
+    content: bytes | str | OversizedDocument,
+    actor: Actor,
+    sync_run: SyncRun | None = None,
 ) -> tuple[CatalogVersion, bool]:
     """Publish ``content`` as the next immutable version; the same content returns the existing one.
 
-    Returns ``(version, created)``. Nothing is written unless the document is valid.
+    Returns ``(version, created)``. Nothing is written unless the document is valid. A mirror's
+    catalog takes versions only from ``sync_run``, a running sync of its own source.
     """
     _check_can_write(publisher=catalog.publisher, actor=actor)
+    _check_not_mirror(catalog=catalog, sync_run=sync_run)
     parsed = catalog_document_parse(content=content)
     canonical = parsed.canonical_bytes()
     # Hash the bytes we serve, so X-Content-Digest always equals sha256(body).

@@ -12,6 +12,7 @@ from catalogs.exceptions import (
     AlreadyExistsError,
     InvalidCatalogError,
     InvalidInputError,
+    MirrorCatalogReadOnlyError,
     NotAllowedError,
     NotFoundError,
     RegistryError,
@@ -23,6 +24,7 @@ _STATUS = {
     NotAllowedError: status.HTTP_403_FORBIDDEN,
     NotFoundError: status.HTTP_404_NOT_FOUND,
     AlreadyExistsError: status.HTTP_409_CONFLICT,
+    MirrorCatalogReadOnlyError: status.HTTP_409_CONFLICT,
 }
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
-from catalogs.models import Catalog, CatalogVersion, FunctionDefinition, FunctionVersion, Publisher
+from catalogs.models import (
+    Catalog,
+    CatalogVersion,
+    FunctionDefinition,
+    FunctionVersion,
+    MirrorSource,
+    Publisher,
+)
 
 
 def _absolute(request, path: str) -> str:
@@ -74,13 +81,31 @@ class PublisherUpdateSerializer(serializers.Serializer):
 # --- Catalogs ---
 
 
+class CatalogMirrorSerializer(serializers.ModelSerializer):
+    """Provenance of a mirror's catalog: its source, upstream and the served version's check."""
+
+    source = serializers.IntegerField(source="pk", read_only=True)
+    source_url = serializers.SerializerMethodField()
+    upstream_url = serializers.CharField(source="url", read_only=True)
+
+    class Meta:
+        model = MirrorSource
+        fields = ["source", "name", "source_url", "upstream_url", "verification", "last_synced_at"]
+        read_only_fields = fields
+
+    def get_source_url(self, obj: MirrorSource) -> str:
+        path = reverse("api:source-detail", kwargs={"pk": obj.pk})
+        return _absolute(self.context.get("request"), path)
+
+
 class CatalogSerializer(serializers.ModelSerializer):
-    """A catalog with where its latest version is served."""
+    """A catalog with where its latest version is served; ``mirror`` is null unless mirrored."""
 
     publisher = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     latest_version = serializers.SerializerMethodField()
     latest_digest = serializers.SerializerMethodField()
     catalog_url = serializers.SerializerMethodField()
+    mirror = CatalogMirrorSerializer(source="mirror_source", read_only=True, allow_null=True)
 
     class Meta:
         model = Catalog
@@ -91,6 +116,7 @@ class CatalogSerializer(serializers.ModelSerializer):
             "latest_version",
             "latest_digest",
             "catalog_url",
+            "mirror",
             "created_at",
             "updated_at",
         ]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from catalogs.api import mirrors, views
+from catalogs.api import contributions, mirrors, views
 
 app_name = "api"
 
@@ -49,6 +49,31 @@ urlpatterns = [
         "functions/<int:pk>/",
         views.FunctionVersionViewSet.as_view({"get": "retrieve"}),
         name="function-detail",
+    ),
+    path(
+        "contributions/",
+        contributions.ContributionViewSet.as_view({"get": "list", "post": "create"}),
+        name="contribution-list",
+    ),
+    path(
+        "contributions/<int:pk>/",
+        contributions.ContributionViewSet.as_view({"get": "retrieve"}),
+        name="contribution-detail",
+    ),
+    path(
+        "contributions/<int:pk>/resubmit/",
+        contributions.ContributionViewSet.as_view({"post": "resubmit"}),
+        name="contribution-resubmit",
+    ),
+    path(
+        "contributions/<int:pk>/approve/",
+        contributions.ContributionViewSet.as_view({"post": "approve"}),
+        name="contribution-approve",
+    ),
+    path(
+        "contributions/<int:pk>/reject/",
+        contributions.ContributionViewSet.as_view({"post": "reject"}),
+        name="contribution-reject",
     ),
     path(
         "sources/",

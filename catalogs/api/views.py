@@ -186,7 +186,13 @@ class ApiRootView(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
-        names = ["publisher-list", "catalog-list", "function-list", "source-list"]
+        names = [
+            "publisher-list",
+            "catalog-list",
+            "function-list",
+            "source-list",
+            "contribution-list",
+        ]
         links = {
             name.removesuffix("-list") + "s": request.build_absolute_uri(reverse(f"api:{name}"))
             for name in names

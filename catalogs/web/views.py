@@ -26,6 +26,7 @@ from catalogs import contributions, mirrors, selectors, services
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
+    MirrorCatalogReadOnlyError,
     NotAllowedError,
     NotFoundError,
     RegistryError,
@@ -142,6 +143,7 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
         if cat.latest_version
         else []
     )
+    mirror_url = contributions.catalog_mirror_url(catalog=cat)
     context = {
         "catalog": cat,
         "versions": selectors.catalog_version_list(catalog=cat),
@@ -149,8 +151,10 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
         "build_line": f"krm build . --trusted-catalog={latest_url}",
         "trust": _trust_view(parsed, latest_url),
         "functions": functions,
-        "can_publish": selectors.user_is_owner_or_staff(publisher=cat.publisher, user=request.user),
-        "mirror_url": contributions.catalog_mirror_url(catalog=cat),
+        "mirror_url": mirror_url,
+        # A mirror's catalog takes versions only from its sync runs.
+        "can_publish": mirror_url is None
+        and selectors.user_is_owner_or_staff(publisher=cat.publisher, user=request.user),
     }
     return _render(request, "catalog_detail.html", context)
 
@@ -261,6 +265,7 @@ def catalog_publish(request: HttpRequest, publisher: str, catalog: str) -> HttpR
         raise NotAllowedError(f"Only owners of publisher '{cat.publisher.slug}' may publish here.")
     form = forms.PublishForm(request.POST or None, request.FILES or None)
     context: dict[str, Any] = {"catalog": cat, "form": form}
+    status = 200
     if request.method == "POST" and form.is_valid():
         document = form.document()
         text = document.decode("utf-8", errors="replace") if isinstance(document, bytes) else ""
@@ -274,25 +279,32 @@ def catalog_publish(request: HttpRequest, publisher: str, catalog: str) -> HttpR
             context["error"] = err.message
         else:
             if request.POST.get("action") == "publish":
-                version, created = services.catalog_version_publish(
-                    catalog=cat, content=document, actor=request.user
-                )
-                if created:
-                    messages.success(request, f"Published version {version.number}.")
-                else:
-                    messages.info(
-                        request, f"Nothing changed: version {version.number} has this content."
+                try:
+                    version, created = services.catalog_version_publish(
+                        catalog=cat, content=document, actor=request.user
                     )
-                return redirect("web:catalog", publisher=publisher, catalog=catalog)
-            old = contributions.catalog_parsed_latest(catalog=cat)
-            context["changes"] = contributions.catalog_changes(old=old, new=parsed)
-            context["preview_ok"] = True
+                except MirrorCatalogReadOnlyError as err:
+                    context["error"] = err.message
+                    status = 409  # as the API answers the same refusal
+                else:
+                    if created:
+                        messages.success(request, f"Published version {version.number}.")
+                    else:
+                        messages.info(
+                            request, f"Nothing changed: version {version.number} has this content."
+                        )
+                    return redirect("web:catalog", publisher=publisher, catalog=catalog)
+            else:
+                old = contributions.catalog_parsed_latest(catalog=cat)
+                context["changes"] = contributions.catalog_changes(old=old, new=parsed)
+                context["preview_ok"] = True
         # Re-show what was uploaded as text, so the user can fix it in place.
         form = forms.PublishForm(initial={"content": text})
         context["form"] = form
     if request.headers.get("HX-Request"):
+        # htmx swaps in only 2xx answers, and the message must show.
         return _render(request, "partials/publish_result.html", context)
-    return _render(request, "catalog_publish.html", context)
+    return _render(request, "catalog_publish.html", context, status)
 
 
 # --------------------------------------------------------------------------- contributions
@@ -340,21 +352,12 @@ def contribution_list_mine(request: HttpRequest) -> HttpResponse:
     return _render(request, "contribution_list.html", {"contributions": items})
 
 
-def _visible_contribution(request: HttpRequest, pk: int):
-    contribution = contributions.contribution_get(pk=pk)
-    if contribution.author_id != request.user.pk and not contributions.user_can_review(
-        user=request.user
-    ):
-        raise NotAllowedError("Only its author and reviewers may see a contribution.")
-    return contribution
-
-
 @login_required
 @domain_errors
 @require_http_methods(["GET", "POST"])
 def contribution_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """The author edits a rejected contribution and resubmits it."""
-    contribution = _visible_contribution(request, pk)
+    contribution = contributions.contribution_get_visible(pk=pk, user=request.user)
     if contribution.author_id != request.user.pk:
         raise NotAllowedError("Only the author of a contribution may edit it.")
     form = forms.ResubmitForm(request.POST or None, initial={"content": contribution.content})

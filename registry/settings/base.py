@@ -151,6 +151,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two choice sets share the field name "status": name each (StatusEnum as it was before).
+    "ENUM_NAME_OVERRIDES": {
+        "StatusEnum": "catalogs.models.SyncRun.Status",
+        "ContributionStatusEnum": "catalogs.models.ContributionStatus",
+    },
 }
 
 # The registry's own limits and URLs.

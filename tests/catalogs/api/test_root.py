@@ -10,7 +10,16 @@ def test_api_root_links_to_each_collection(client):
     response = client.get("/api/v1/")
     assert response.status_code == 200
     links = response.json()
-    assert set(links) == {"publishers", "catalogs", "functions", "sources", "schema"}
+    assert set(links) == {
+        "publishers",
+        "catalogs",
+        "functions",
+        "sources",
+        "contributions",
+        "schema",
+    }
     assert links["functions"] == "http://testserver/api/v1/functions/"
     for name, url in links.items():
-        assert client.get(url).status_code == 200, name
+        # contributions are private to their authors and reviewers: anonymous users are refused
+        expected = 403 if name == "contributions" else 200
+        assert client.get(url).status_code == expected, name

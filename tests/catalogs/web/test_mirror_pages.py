@@ -112,8 +112,13 @@ def test_search_filters_mirrored_and_signed(client, source):
     from catalogs import services
     from tests.catalogs.factories import catalog_yaml
 
+    # A mirror's catalog takes versions only from a running sync of its source.
+    run = SyncRun.objects.create(source=source, status=SyncRun.Status.RUNNING)
     services.catalog_version_publish(
-        catalog=source.catalog, content=catalog_yaml(("m.io", "Mirrored", "v1")), actor=None
+        catalog=source.catalog,
+        content=catalog_yaml(("m.io", "Mirrored", "v1")),
+        actor=None,
+        sync_run=run,
     )
     assert [v.kind for v in client.get("/?mirrored=on").context["page"]] == ["Mirrored"]
     assert list(client.get("/?signed=on").context["page"]) == []

@@ -199,15 +199,20 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False)
 
 def load_all(text: str | bytes, *, source: str | None = None) -> list[Any]:
     """Parse every document of a YAML stream; empty documents are dropped."""
+    return _load_docs(Loader, text, source)
+
+
+def _load_docs(loader_class: type, text: str | bytes, source: str | None, **construct: Any) -> list:
+    """The non-empty documents of a stream, read with ``loader_class``'s scalar typing."""
     if isinstance(text, bytes):
         text = decode(text)
-    loader = Loader(text)
+    loader = loader_class(text)
     docs = []
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is not None:
-                doc = _construct(node)
+                doc = _construct(node, **construct)
                 if doc is not None:
                     docs.append(doc)
     except yaml.YAMLError as exc:
@@ -273,23 +278,8 @@ Loader11.resolve = _v2_resolve  # type: ignore[method-assign]
 
 def load_yaml11(text: str | bytes, *, source: str | None = None) -> list[Any]:
     """Parse a YAML stream with go-yaml v2's YAML 1.1 typing (y/yes/on are booleans)."""
-    if isinstance(text, bytes):
-        text = decode(text)
-    loader = Loader11(text)
-    docs = []
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is not None:
-                # go-yaml v2 (non-strict) lets a repeated key win over the earlier one.
-                doc = _construct(node, bools=_V2_BOOLS, dup_ok=True)
-                if doc is not None:
-                    docs.append(doc)
-    except yaml.YAMLError as exc:
-        raise YamlError(f"invalid YAML: {_mark(exc)}", file=source) from None
-    finally:
-        loader.dispose()
-    return docs
+    # go-yaml v2 (non-strict) lets a repeated key win over the earlier one.
+    return _load_docs(Loader11, text, source, bools=_V2_BOOLS, dup_ok=True)
 
 
 def load(text: str | bytes, *, source: str | None = None) -> Any:

@@ -129,7 +129,7 @@ def _build(args: argparse.Namespace, debug: bool) -> int:
     except KrmError:
         # The functions that ran before the failure keep their summaries; the build's results
         # log is the list the functions context hung on these options.
-        _print_summaries(getattr(fn_options, "_results_log", None) or [])
+        _print_summaries(fn_options.results_log)
         raise
     _print_summaries(result.results)
     for w in _dedupe(result.warnings):

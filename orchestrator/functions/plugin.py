@@ -26,7 +26,7 @@ class FunctionsContext:
     ):
         self.options = options or FnOptions()
         if results is not None:  # results entries land in the caller's list (BuildResult)
-            self.options._results_log = results  # type: ignore[attr-defined]
+            self.options.results_log = results
         self.trust = TrustConfig.load(list(trusted or []))
         self._sets: dict[tuple[str, tuple[str, ...]], CatalogSet] = {}
 
@@ -69,7 +69,7 @@ class FunctionsContext:
     @property
     def results(self) -> list[dict[str, Any]]:
         """Every function run's results entry so far (kpt's results.yaml items)."""
-        return list(getattr(self.options, "_results_log", None) or [])
+        return list(self.options.results_log)
 
 
 class FunctionPlugin:

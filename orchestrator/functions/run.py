@@ -148,10 +148,7 @@ def _record(
         entry["results"] = results
     if err:
         entry["stderr"] = err
-    log: list[dict[str, Any]] | None = getattr(options, "_results_log", None)
-    if log is None:  # the build may have handed its own list in; else start one
-        log = []
-        options._results_log = log  # type: ignore[attr-defined]
+    log = options.results_log
     log.append(entry)
     if options.results_dir:
         rl.write_results(options.results_dir, log)

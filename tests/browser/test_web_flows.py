@@ -154,12 +154,16 @@ def test_tokens_page(new_page, people, screenshots):
     _shot(page, screenshots, "13-tokens")
 
 
-def test_mirror_pages(new_page, people, screenshots):
+def test_mirror_pages(new_page, people, screenshots, monkeypatch):
     from django.utils import timezone
 
     from catalogs import mirrors
     from catalogs.models import DriftEvent, SyncRun
+    from registry.celery import app as celery_app
 
+    # This checks the pages, not the worker: "sync now" runs in this process even in the
+    # PostgreSQL + Redis CI stage, where a real worker (with its own settings) would pick it up.
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     UserFactory(username="sam", is_staff=True)
     # A loopback port nobody listens on: "sync now" runs eagerly here and must fail locally.
     source = mirrors.mirror_source_create(

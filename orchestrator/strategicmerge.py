@@ -157,6 +157,19 @@ def _kind_name(v: Any) -> str:
     return "ScalarNode"
 
 
+def _apply_directive(dest: Any, origin: Any) -> Any:
+    """Merge result for an existing map or list: an explicit null or ``$patch: delete`` drops it,
+    ``$patch: replace`` takes the patch's value, anything else keeps ``dest`` for the walk."""
+    if origin is None:
+        return MISSING
+    ps = _directive(origin)
+    if ps == _DELETE:
+        return MISSING
+    if ps == _REPLACE:
+        return origin
+    return dest
+
+
 def _wrong_kind(expected: str, node: Any) -> PatchError:
     import yaml  # only on the error path
 
@@ -247,14 +260,7 @@ class _Walker:
             if origin is MISSING and dest is not MISSING:
                 return KEEP_NULL
             return origin
-        if origin is None:
-            return MISSING
-        ps = _directive(origin)
-        if ps == _DELETE:
-            return MISSING
-        if ps == _REPLACE:
-            return origin
-        return dest
+        return _apply_directive(dest, origin)
 
     def walk_map(self, sources: list[Any], node: SchemaNode) -> Any:
         dest = self.visit_map(sources)
@@ -293,14 +299,7 @@ class _Walker:
         dest, origin = sources[0], sources[1]
         if _null(dest):
             return origin
-        if origin is None:
-            return MISSING
-        ps = _directive(origin)
-        if ps == _DELETE:
-            return MISSING
-        if ps == _REPLACE:
-            return origin
-        return dest
+        return _apply_directive(dest, origin)
 
     def walk_associative(self, sources: list[Any], node: SchemaNode) -> Any:
         dest = self.visit_list(sources)

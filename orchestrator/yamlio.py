@@ -233,7 +233,10 @@ _V2_BOOLS = {
         for w in ["n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"]
     },
 }
-_V2_FLOAT_RE = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+_V2_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+_V2_SPECIAL_FLOATS = frozenset(
+    sign + dot for sign in ("", "+", "-") for dot in (".inf", ".Inf", ".INF")
+) | frozenset([".nan", ".NaN", ".NAN"])
 
 
 def _v2_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
@@ -246,26 +249,13 @@ def _v2_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
             return _BOOL
         if value == "<<":
             return _MERGE
-        if value in (
-            ".inf",
-            ".Inf",
-            ".INF",
-            "+.inf",
-            "+.Inf",
-            "+.INF",
-            "-.inf",
-            "-.Inf",
-            "-.INF",
-            ".nan",
-            ".NaN",
-            ".NAN",
-        ):
+        if value in _V2_SPECIAL_FLOATS:
             return _FLOAT
         if value[0] in _NUM_START:
             plain = value.replace("_", "")
             if _INT_RE.match(value) and _parse_go_int(value) is not None:
                 return _INT
-            if _V2_FLOAT_RE.match(plain):
+            if _V2_FLOAT.match(plain):
                 return _FLOAT
         return _STR
     if kind is yaml.SequenceNode:
@@ -371,50 +361,9 @@ def go_sorted_keys(keys: Iterable[str]) -> tuple[str, ...]:
 
 
 # Strings go-yaml v2 would read back as another type when written plain.
-_V2_SPECIAL = frozenset(
-    [
-        "y",
-        "Y",
-        "yes",
-        "Yes",
-        "YES",
-        "n",
-        "N",
-        "no",
-        "No",
-        "NO",
-        "true",
-        "True",
-        "TRUE",
-        "false",
-        "False",
-        "FALSE",
-        "on",
-        "On",
-        "ON",
-        "off",
-        "Off",
-        "OFF",
-        "null",
-        "Null",
-        "NULL",
-        "~",
-        ".nan",
-        ".NaN",
-        ".NAN",
-        ".inf",
-        ".Inf",
-        ".INF",
-        "+.inf",
-        "+.Inf",
-        "+.INF",
-        "-.inf",
-        "-.Inf",
-        "-.INF",
-        "<<",
-    ]
+_V2_SPECIAL = (
+    frozenset(_V2_BOOLS) | frozenset(["null", "Null", "NULL", "~", "<<"]) | _V2_SPECIAL_FLOATS
 )
-_V2_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _V2_TIMESTAMP = re.compile(
     r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
     r"(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(?:\.[0-9]*)?"

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from catalogs import services
+from catalogs.exceptions import RegistryError
 from catalogs.models import Catalog, CatalogVersion, FunctionDefinition, FunctionVersion, Publisher
+from catalogs.selectors import publisher_slug_is_reserved
 
 
 class ReadOnlyAdminMixin:
@@ -21,8 +25,35 @@ class ReadOnlyAdminMixin:
         return False
 
 
+class PublisherAdminForm(forms.ModelForm):
+    """Publisher form: a new or renamed slug passes the same checks as ``publisher_create``."""
+
+    class Meta:
+        model = Publisher
+        fields = ["slug", "display_name", "owners", "verified"]
+
+    def clean_slug(self) -> str:
+        slug = self.cleaned_data["slug"]
+        if self.instance.pk is None or slug != self.instance.slug:
+            try:
+                services.publisher_slug_check(slug=slug)
+            except RegistryError as err:
+                raise forms.ValidationError(err.message)
+        return slug
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        slug = cleaned.get("slug") or self.instance.slug
+        if slug and publisher_slug_is_reserved(slug) and cleaned.get("owners"):
+            self.add_error(
+                "owners", f"Publisher '{slug}' is reserved: it is owned by the registry, not users."
+            )
+        return cleaned
+
+
 @admin.register(Publisher)
 class PublisherAdmin(admin.ModelAdmin):
+    form = PublisherAdminForm
     list_display = ["slug", "display_name", "verified", "created_at"]
     list_filter = ["verified"]
     search_fields = ["slug", "display_name"]

@@ -72,7 +72,8 @@ def _remote_config(repo: str, *, addresses: list[str], limits: Limits) -> dict[s
     parts = urlsplit(repo)
     host, port = parts.hostname or "", default_port(repo)
     shown = f"[{host}]" if ":" in host else host
-    config = [("http.curloptResolve", f"{shown}:{port}:{','.join(addresses)}")]
+    pinned = ",".join(f"[{a}]" if ":" in a else a for a in addresses)  # curl's IPv6 form
+    config = [("http.curloptResolve", f"{shown}:{port}:{pinned}")]
     credential = credential_for(repo, limits=limits)
     if credential is not None:
         origin = f"{parts.scheme}://{parts.netloc}/"

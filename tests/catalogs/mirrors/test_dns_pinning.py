@@ -223,3 +223,20 @@ def test_oci_rebinding_to_a_refused_address_at_connect_time_is_refused(
         f"{NAME}:{named_oci} (allow it with MIRROR_ALLOWED_NETWORKS)"
     )
     assert not listener.connected()
+
+
+def test_oci_over_tls_verifies_the_host_name_on_the_pinned_connection(upstream, resolver, rogue):
+    """The HTTPS upstream speaks the registry URLs; its certificate names NAME only."""
+    from tests.catalogs.mirrors.test_fetchers import broken_registry
+
+    doc = catalog_doc("pinned-oci-tls")
+    url = named(broken_registry(upstream, "tls/catalog", layer=doc, declared=doc))
+    fake = resolver("127.0.0.1")
+    listener = rogue(upstream.port)
+
+    fetched = fetch(url, limits=mirrors.mirror_limits())
+
+    assert fetched.content == doc
+    assert fake.calls and all(host == NAME for host, _ in fake.calls)
+    assert {headers["Host"] for _, headers in upstream.requests} == {f"{NAME}:{upstream.port}"}
+    assert not listener.connected()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest
 
@@ -60,8 +61,27 @@ class PublisherAdmin(admin.ModelAdmin):
     filter_horizontal = ["owners"]
 
 
+class CatalogAdminForm(forms.ModelForm):
+    """Catalog form: no catalog moves into the mirror publisher except through a mirror source."""
+
+    class Meta:
+        model = Catalog
+        fields = ["publisher", "name", "description"]
+
+    def clean_publisher(self) -> Publisher:
+        publisher = self.cleaned_data["publisher"]
+        moved = self.instance.pk is None or publisher.pk != self.instance.publisher_id
+        if moved and publisher.slug == settings.MIRROR_PUBLISHER_SLUG:
+            raise forms.ValidationError(
+                f"Catalogs of publisher '{publisher.slug}' are created by adding a mirror source "
+                "(POST /api/v1/sources/)."
+            )
+        return publisher
+
+
 @admin.register(Catalog)
 class CatalogAdmin(admin.ModelAdmin):
+    form = CatalogAdminForm
     list_display = ["__str__", "latest_version", "updated_at"]
     list_select_related = ["publisher", "latest_version"]
     search_fields = ["name", "publisher__slug", "description"]

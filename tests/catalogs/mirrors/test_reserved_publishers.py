@@ -224,3 +224,14 @@ def test_the_admin_still_creates_ordinary_publishers(admin_client, owner):
     )
     assert response.status_code == 302
     assert list(Publisher.objects.get(slug="acme").owners.all()) == [owner]
+
+
+def test_the_admin_adds_no_catalog_to_the_mirror_publisher(admin_client, mirror_pub):
+    before = _state()
+    response = admin_client.post(
+        "/admin/catalogs/catalog/add/",
+        {"publisher": mirror_pub.catalog.publisher_id, "name": "fake", "description": ""},
+    )
+    assert response.status_code == 200
+    assert "are created by adding a mirror source" in response.content.decode()
+    assert _state() == before

@@ -82,6 +82,14 @@ def _check_can_write(*, publisher: Publisher, actor: Actor) -> None:
         )
 
 
+def publisher_check_can_write(*, publisher: Publisher, actor: Actor) -> None:
+    """NotAllowedError unless ``actor`` may change ``publisher`` and its catalogs.
+
+    Views call it before reading the request body, so a refused user gets 403, never a 400.
+    """
+    _check_can_write(publisher=publisher, actor=actor)
+
+
 def _users_by_name(usernames: list[str]) -> list[AbstractBaseUser]:
     """Users named in ``usernames``, or InvalidInputError listing the unknown names."""
     user_model = get_user_model()

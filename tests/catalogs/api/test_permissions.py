@@ -174,3 +174,41 @@ def test_session_login_authenticates_writes(client, owner, catalog):
     assert response.status_code == 200
     catalog.refresh_from_db()
     assert catalog.description == "Via session"
+
+
+BAD_BODIES = {
+    "publisher-update": ("patch", "/api/v1/publishers/example-co/", {"owners": "not-a-list"}, None),
+    "catalog-update": (
+        "patch",
+        "/api/v1/catalogs/example-co/functions/",
+        {"description": ["not", "text"]},
+        None,
+    ),
+    "version-publish": (
+        "post",
+        "/api/v1/catalogs/example-co/functions/versions/",
+        "kind: [unclosed",
+        "application/yaml",
+    ),
+    "version-publish-json": (
+        "post",
+        "/api/v1/catalogs/example-co/functions/versions/",
+        {"content": 7},
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("endpoint", BAD_BODIES)
+def test_permission_is_checked_before_the_body(as_user, catalog, endpoint):
+    """A refused user gets 403 whatever the body; the owner sending it gets the 400."""
+    method, url, data, content_type = BAD_BODIES[endpoint]
+    kwargs = {"content_type": content_type} if content_type else {"format": "json"}
+    before = _state()
+    refused = getattr(as_user("other"), method)(url, data, **kwargs)
+    assert refused.status_code == 403, refused.content
+    assert refused.json() == {
+        "detail": "Only owners of publisher 'example-co' (or staff) may change it."
+    }
+    assert getattr(as_user("owner"), method)(url, data, **kwargs).status_code == 400
+    assert _state() == before

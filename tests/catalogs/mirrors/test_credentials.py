@@ -291,3 +291,16 @@ def test_oci_without_or_with_wrong_credentials_fails_with_a_reason(
             f"'{oci_auth_upstream.host}' in MIRROR_CREDENTIALS",
         )
     assert "not-it" not in run.reason
+
+
+def test_django_debug_pages_mask_the_secrets(settings):
+    """DEBUG error pages list settings: Django masks the token and password keys inside."""
+    from django.views.debug import SafeExceptionReporterFilter
+
+    settings.MIRROR_CREDENTIALS = {
+        "ghcr.io": {"token": TOKEN},
+        "git.example.co": {"username": "bot", "password": PASSWORD},
+    }
+    shown = str(SafeExceptionReporterFilter().get_safe_settings()["MIRROR_CREDENTIALS"])
+    assert TOKEN not in shown and PASSWORD not in shown
+    assert "git.example.co" in shown

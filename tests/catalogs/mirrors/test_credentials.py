@@ -304,3 +304,19 @@ def test_django_debug_pages_mask_the_secrets(settings):
     shown = str(SafeExceptionReporterFilter().get_safe_settings()["MIRROR_CREDENTIALS"])
     assert TOKEN not in shown and PASSWORD not in shown
     assert "git.example.co" in shown
+
+
+def test_a_redirect_to_another_host_does_not_carry_the_credential(
+    mirror_settings, https_upstream, sync
+):
+    """Credentials are looked up per hop: ``localhost`` (same server) has none configured."""
+    mirror_settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32", "::1/128"]
+    port = https_upstream.port
+    mirror_settings.MIRROR_CREDENTIALS = {f"127.0.0.1:{port}": {"token": TOKEN}}
+    https_upstream.serve("/moved.yaml", catalog_doc("moved"))
+    url = https_upstream.serve("/catalog.yaml", location=f"https://localhost:{port}/moved.yaml")
+    source = mirrors.mirror_source_create(name="moved", url=url, actor=None)
+
+    assert sync(source).status == "succeeded"
+    sent = [(path, headers.get("Authorization")) for path, headers in https_upstream.requests]
+    assert sent == [("/catalog.yaml", f"Bearer {TOKEN}"), ("/moved.yaml", None)]

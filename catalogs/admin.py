@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from django import forms
+from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest
 
+from catalogs import services
+from catalogs.exceptions import RegistryError
 from catalogs.models import Catalog, CatalogVersion, FunctionDefinition, FunctionVersion, Publisher
+from catalogs.selectors import publisher_slug_is_reserved
 
 
 class ReadOnlyAdminMixin:
@@ -21,16 +26,62 @@ class ReadOnlyAdminMixin:
         return False
 
 
+class PublisherAdminForm(forms.ModelForm):
+    """Publisher form: a new or renamed slug passes the same checks as ``publisher_create``."""
+
+    class Meta:
+        model = Publisher
+        fields = ["slug", "display_name", "owners", "verified"]
+
+    def clean_slug(self) -> str:
+        slug = self.cleaned_data["slug"]
+        if self.instance.pk is None or slug != self.instance.slug:
+            try:
+                services.publisher_slug_check(slug=slug)
+            except RegistryError as err:
+                raise forms.ValidationError(err.message)
+        return slug
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        slug = cleaned.get("slug") or self.instance.slug
+        if slug and publisher_slug_is_reserved(slug) and cleaned.get("owners"):
+            self.add_error(
+                "owners", f"Publisher '{slug}' is reserved: it is owned by the registry, not users."
+            )
+        return cleaned
+
+
 @admin.register(Publisher)
 class PublisherAdmin(admin.ModelAdmin):
+    form = PublisherAdminForm
     list_display = ["slug", "display_name", "verified", "created_at"]
     list_filter = ["verified"]
     search_fields = ["slug", "display_name"]
     filter_horizontal = ["owners"]
 
 
+class CatalogAdminForm(forms.ModelForm):
+    """Catalog form: no catalog moves into the mirror publisher except through a mirror source."""
+
+    class Meta:
+        model = Catalog
+        fields = ["publisher", "name", "description"]
+
+    def clean_publisher(self) -> Publisher:
+        publisher = self.cleaned_data["publisher"]
+        moved = self.instance.pk is None or publisher.pk != self.instance.publisher_id
+        if moved and publisher.slug == settings.MIRROR_PUBLISHER_SLUG:
+            raise forms.ValidationError(
+                f"Catalogs of publisher '{publisher.slug}' are created by adding a mirror source "
+                "(POST /api/v1/sources/)."
+            )
+        return publisher
+
+
 @admin.register(Catalog)
 class CatalogAdmin(admin.ModelAdmin):
+    form = CatalogAdminForm
     list_display = ["__str__", "latest_version", "updated_at"]
     list_select_related = ["publisher", "latest_version"]
     search_fields = ["name", "publisher__slug", "description"]

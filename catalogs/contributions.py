@@ -440,10 +440,8 @@ def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contr
 @transaction.atomic
 def contribution_resubmit(*, contribution: Contribution, content: str, actor: User) -> Contribution:
     """Edit a rejected contribution and send it back to review; only its author may."""
-    _require_user(actor, "edit a contribution")
     locked = Contribution.objects.select_for_update().get(pk=contribution.pk)
-    if locked.author_id != actor.pk:
-        raise NotAllowedError("Only the author of a contribution may edit it.")
+    contribution_check_may_edit(contribution=locked, actor=actor)
     if locked.status != ContributionStatus.REJECTED:
         raise InvalidInputError(
             f"Only a rejected contribution can be resubmitted; this one is {locked.status}."
@@ -461,11 +459,23 @@ def contribution_resubmit(*, contribution: Contribution, content: str, actor: Us
     return locked
 
 
-def _check_can_review(contribution: Contribution, actor: User) -> None:
+def contribution_check_may_edit(*, contribution: Contribution, actor: User) -> None:
+    """NotAllowedError unless ``actor`` is the author (checked before the body is read)."""
+    _require_user(actor, "edit a contribution")
+    if contribution.author_id != actor.pk:
+        raise NotAllowedError("Only the author of a contribution may edit it.")
+
+
+def contribution_check_may_review(*, contribution: Contribution, actor: User) -> None:
+    """NotAllowedError unless ``actor`` is a reviewer other than the author."""
     if not user_can_review(user=actor):
         raise NotAllowedError("Only reviewers may approve or reject contributions.")
     if contribution.author_id == actor.pk:
         raise NotAllowedError("Nobody reviews their own contribution.")
+
+
+def _check_can_review(contribution: Contribution, actor: User) -> None:
+    contribution_check_may_review(contribution=contribution, actor=actor)
     if contribution.status != ContributionStatus.PENDING:
         raise InvalidInputError(
             f"Only a pending contribution can be reviewed; this one is {contribution.status}."

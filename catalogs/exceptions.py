@@ -39,6 +39,10 @@ class NotAllowedError(RegistryError):
     """The acting user may not do this (not an owner of the publisher, nor staff)."""
 
 
+class ReservedNameError(NotAllowedError):
+    """A publisher slug kept for the registry itself (RESERVED_PUBLISHER_SLUGS, the mirrors')."""
+
+
 class NotFoundError(RegistryError):
     """A publisher, catalog or version that does not exist."""
 

@@ -41,7 +41,12 @@ from catalogs.exceptions import (
     SyncInProgressError,
 )
 from catalogs.fetchers import FetchOptions, Limits, fetch, fetcher_for
-from catalogs.fetchers.base import SIGSTORE_BUNDLE_SUFFIX, scheme_of
+from catalogs.fetchers.base import (
+    SIGSTORE_BUNDLE_SUFFIX,
+    credentials_parse,
+    scheme_of,
+    url_has_credentials,
+)
 from catalogs.fetchers.git import COMMIT_RE, parse_git_ref
 from catalogs.fetchers.https import HttpsSession
 from catalogs.fetchers.oci import OciClient, parse_oci_ref
@@ -53,6 +58,7 @@ from catalogs.models import (
     RuntimeArtifact,
     SyncRun,
 )
+from catalogs.selectors import user_is_mirror_operator
 from catalogs.services import Actor
 from catalogs.signatures import cosign_public_key_load, cosign_verify, sigstore_verify
 from orchestrator.catalog import Catalog as ParsedCatalog
@@ -120,15 +126,6 @@ def mirror_sources_due(*, now=None) -> QuerySet[MirrorSource]:
     return MirrorSource.objects.filter(pk__in=due)
 
 
-def user_is_mirror_operator(user: Actor) -> bool:
-    """Staff, or users holding the ``catalogs.operate_mirrors`` permission."""
-    if user is None:
-        return True
-    if not getattr(user, "is_authenticated", False):
-        return False
-    return bool(user.is_staff or user.has_perm("catalogs.operate_mirrors"))
-
-
 def mirror_limits(*, max_bytes: int | None = None) -> Limits:
     """Fetch limits from settings."""
     return Limits(
@@ -140,6 +137,7 @@ def mirror_limits(*, max_bytes: int | None = None) -> Limits:
         allow_local_paths=bool(settings.MIRROR_ALLOW_LOCAL_PATHS),
         ca_bundle=str(settings.MIRROR_CA_BUNDLE or ""),
         oci_plain_http_hosts=tuple(settings.MIRROR_OCI_PLAIN_HTTP_HOSTS),
+        credentials=credentials_parse(settings.MIRROR_CREDENTIALS),
     )
 
 
@@ -166,6 +164,14 @@ def _source_checked(
     *, url: str, digest: str, cosign_public_key: str, sigstore_identity: str, sigstore_issuer: str
 ) -> str:
     """Validate a source's URL, pin and signature policy; return the URL's kind."""
+    if url_has_credentials(url):
+        # Not echoed back: the message would show the secret wherever errors are shown.
+        raise InvalidInputError(
+            "A source URL must not contain a user name, password or token (user:secret@host): "
+            "sources, runs and pages show their URL. Put credentials in the MIRROR_CREDENTIALS "
+            'setting instead, per host: {"host": {"token": "..."}} or '
+            '{"host": {"username": "...", "password": "..."}}.'
+        )
     try:
         fetcher_for(url)
     except FetchError as exc:
@@ -212,10 +218,18 @@ def _source_checked(
 
 
 def _mirror_publisher() -> Publisher:
-    publisher, _ = Publisher.objects.get_or_create(
+    publisher, created = Publisher.objects.get_or_create(
         slug=settings.MIRROR_PUBLISHER_SLUG,
         defaults={"display_name": "Mirrored catalogs"},
     )
+    if not created and publisher.owners.exists():
+        # Taken by a user before slugs were reserved: the registry owns it from now on.
+        logger.warning(
+            "Publisher '%s' had owners %s; removed (it belongs to the registry's mirrors).",
+            publisher.slug,
+            sorted(publisher.owners.values_list("username", flat=True)),
+        )
+        publisher.owners.clear()
     return publisher
 
 
@@ -247,7 +261,11 @@ def mirror_source_create(
         raise AlreadyExistsError(f"Mirror source '{name}' already exists.")
     publisher = _mirror_publisher()
     catalog = services.catalog_create(
-        publisher=publisher, name=name, description=f"Mirror of {url}", actor=None
+        publisher=publisher,
+        name=name,
+        description=f"Mirror of {url}",
+        actor=None,
+        for_mirror_source=True,
     )
     try:
         with transaction.atomic():

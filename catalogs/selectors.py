@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db import connection
@@ -23,6 +24,26 @@ def user_is_owner_or_staff(
     if user.is_staff:
         return True
     return publisher.owners.filter(pk=user.pk).exists()
+
+
+def user_is_mirror_operator(user: AbstractBaseUser | AnonymousUser | None) -> bool:
+    """Staff, or users holding ``catalogs.operate_mirrors``; ``None`` (the system) is one too."""
+    if user is None:
+        return True
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return bool(user.is_staff or user.has_perm("catalogs.operate_mirrors"))
+
+
+def reserved_publisher_slugs() -> frozenset[str]:
+    """Slugs no user may take: RESERVED_PUBLISHER_SLUGS and the mirror publisher's."""
+    slugs = [*settings.RESERVED_PUBLISHER_SLUGS, settings.MIRROR_PUBLISHER_SLUG]
+    return frozenset(s.strip().lower() for s in slugs if s.strip())
+
+
+def publisher_slug_is_reserved(slug: str) -> bool:
+    """Whether ``slug`` is kept for the registry itself."""
+    return slug.lower() in reserved_publisher_slugs()
 
 
 def publisher_list() -> QuerySet[Publisher]:

@@ -26,6 +26,7 @@ from catalogs.exceptions import (
     MirrorCatalogReadOnlyError,
     NotAllowedError,
     ProblemDetail,
+    ReservedNameError,
 )
 from catalogs.models import (
     Catalog,
@@ -36,7 +37,11 @@ from catalogs.models import (
     Publisher,
     SyncRun,
 )
-from catalogs.selectors import user_is_owner_or_staff
+from catalogs.selectors import (
+    publisher_slug_is_reserved,
+    user_is_mirror_operator,
+    user_is_owner_or_staff,
+)
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import CatalogError, parse_catalog
 
@@ -58,13 +63,31 @@ def _slug_checked(value: str, *, what: str) -> str:
 
 
 def _check_can_write(*, publisher: Publisher, actor: Actor) -> None:
-    """Raise NotAllowedError unless ``actor`` is a system caller, staff or an owner."""
+    """Raise NotAllowedError unless ``actor`` is a system caller, staff or an owner.
+
+    The mirror publisher is the registry's: only mirror operators change it, whoever owns it.
+    """
     if actor is None:
+        return
+    if publisher.slug == settings.MIRROR_PUBLISHER_SLUG:
+        if not user_is_mirror_operator(actor):
+            raise NotAllowedError(
+                f"Only staff or mirror operators may change the mirrored catalogs of publisher "
+                f"'{publisher.slug}'."
+            )
         return
     if not user_is_owner_or_staff(publisher=publisher, user=actor):
         raise NotAllowedError(
             f"Only owners of publisher '{publisher.slug}' (or staff) may change it."
         )
+
+
+def publisher_check_can_write(*, publisher: Publisher, actor: Actor) -> None:
+    """NotAllowedError unless ``actor`` may change ``publisher`` and its catalogs.
+
+    Views call it before reading the request body, so a refused user gets 403, never a 400.
+    """
+    _check_can_write(publisher=publisher, actor=actor)
 
 
 def _users_by_name(usernames: list[str]) -> list[AbstractBaseUser]:
@@ -77,12 +100,38 @@ def _users_by_name(usernames: list[str]) -> list[AbstractBaseUser]:
     return users
 
 
+def _check_slug_not_reserved(slug: str, *, system: bool) -> None:
+    """Raise ReservedNameError if ``slug`` is reserved (a system caller may take all but one)."""
+    if slug.lower() == settings.MIRROR_PUBLISHER_SLUG.lower():
+        raise ReservedNameError(
+            f"Publisher slug '{slug}' is reserved for mirrored catalogs: it is created by adding "
+            "a mirror source (POST /api/v1/sources/), never by hand."
+        )
+    if not system and publisher_slug_is_reserved(slug):
+        raise ReservedNameError(
+            f"Publisher slug '{slug}' is reserved for the registry itself "
+            "(RESERVED_PUBLISHER_SLUGS): choose another."
+        )
+
+
+def publisher_slug_check(*, slug: str, system: bool = False) -> str:
+    """``slug`` if it may name a new publisher: a valid slug, not reserved (unless ``system``)."""
+    _slug_checked(slug, what="publisher slug")
+    _check_slug_not_reserved(slug, system=system)
+    return slug
+
+
 @transaction.atomic
 def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publisher:
-    """Create a publisher; an authenticated actor becomes its first owner."""
+    """Create a publisher; an authenticated actor becomes its first owner.
+
+    Reserved slugs (RESERVED_PUBLISHER_SLUGS) are the registry's: no user may take one; a system
+    caller (``import_catalog``) creates it with no owner. The mirror publisher's slug is taken
+    only by the first mirror source.
+    """
     if actor is not None and not getattr(actor, "is_authenticated", False):
         raise NotAllowedError("Log in to create a publisher.")
-    _slug_checked(slug, what="publisher slug")
+    publisher_slug_check(slug=slug, system=actor is None)
     try:
         # A savepoint: a concurrent create of the same slug loses cleanly, not with a 500.
         with transaction.atomic():
@@ -105,6 +154,11 @@ def publisher_update(
     """Change a publisher's display name and/or replace its owners (by user name)."""
     _check_can_write(publisher=publisher, actor=actor)
     if owners is not None:
+        if publisher_slug_is_reserved(publisher.slug):
+            raise ReservedNameError(
+                f"Publisher '{publisher.slug}' is reserved: it is owned by the registry, not by "
+                "users."
+            )
         if not owners:
             raise InvalidInputError("A publisher needs at least one owner.")
         publisher.owners.set(_users_by_name(owners))
@@ -116,10 +170,23 @@ def publisher_update(
 
 @transaction.atomic
 def catalog_create(
-    *, publisher: Publisher, name: str, description: str = "", actor: Actor
+    *,
+    publisher: Publisher,
+    name: str,
+    description: str = "",
+    actor: Actor,
+    for_mirror_source: bool = False,
 ) -> Catalog:
-    """Create an empty catalog under ``publisher``."""
+    """Create an empty catalog under ``publisher``.
+
+    Under the mirror publisher only ``mirror_source_create`` (``for_mirror_source``) creates them.
+    """
     _check_can_write(publisher=publisher, actor=actor)
+    if publisher.slug == settings.MIRROR_PUBLISHER_SLUG and not for_mirror_source:
+        raise NotAllowedError(
+            f"Catalogs of publisher '{publisher.slug}' are created by adding a mirror source "
+            "(POST /api/v1/sources/)."
+        )
     _slug_checked(name, what="catalog name")
     try:
         with transaction.atomic():
@@ -303,6 +370,11 @@ def catalog_import(
 ) -> tuple[CatalogVersion, bool]:
     """Publish from the command line: create the publisher and catalog if absent, then publish."""
     owner = _users_by_name([owner_username])[0] if owner_username else None
+    if owner is not None and publisher_slug_is_reserved(publisher_slug):
+        raise ReservedNameError(
+            f"Publisher '{publisher_slug}' is reserved: it is owned by the registry, so --owner "
+            "cannot be given."
+        )
     # One transaction: a bad document rolls back the publisher and catalog created here too.
     publisher = Publisher.objects.filter(slug=publisher_slug).first()
     if publisher is None:

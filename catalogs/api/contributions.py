@@ -265,6 +265,8 @@ class ContributionViewSet(viewsets.GenericViewSet):
     def resubmit(self, request: Request, pk: int) -> Response:
         """The author sends an edited rejected contribution back to review."""
         contribution = contributions.contribution_get_visible(pk=int(pk), user=request.user)
+        # Permission before the body: a non-author learns nothing from validation errors.
+        contributions.contribution_check_may_edit(contribution=contribution, actor=request.user)
         data = _validated(ContributionResubmitSerializer, request.data)
         contribution = contributions.contribution_resubmit(
             contribution=contribution, content=data["definition"], actor=request.user
@@ -284,6 +286,7 @@ class ContributionViewSet(viewsets.GenericViewSet):
     def reject(self, request: Request, pk: int) -> Response:
         """A reviewer rejects with a reason, which the author sees."""
         contribution = contributions.contribution_get(pk=int(pk))
+        contributions.contribution_check_may_review(contribution=contribution, actor=request.user)
         data = _validated(ContributionRejectSerializer, request.data)
         contribution = contributions.contribution_reject(
             contribution=contribution, actor=request.user, reason=data["reason"]

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers, status, viewsets
+from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogs import mirrors
 from catalogs.api.serializers import catalog_latest_url
 from catalogs.models import DriftEvent, MirrorSource, SyncRun
+from catalogs.selectors import user_is_mirror_operator
+
+
+class IsMirrorOperator(permissions.BasePermission):
+    """Staff or holders of ``catalogs.operate_mirrors``, for every method (as the web pages)."""
+
+    message = "Only staff or mirror operators may see or change mirror sources and their runs."
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        user = request.user
+        return bool(user and user.is_authenticated and user_is_mirror_operator(user))
 
 
 def sync_run_url(request, run: SyncRun) -> str:
@@ -180,9 +191,10 @@ def _validated(serializer_class: type, data: object) -> dict:
 
 
 class MirrorSourceViewSet(viewsets.GenericViewSet):
-    """Mirror sources: anyone reads; staff and mirror operators create, change and sync them."""
+    """Mirror sources: staff and mirror operators see, create, change and sync them."""
 
     serializer_class = MirrorSourceSerializer
+    permission_classes = [IsMirrorOperator]
 
     def get_queryset(self):
         return mirrors.mirror_source_list()
@@ -233,6 +245,7 @@ class SyncRunViewSet(viewsets.GenericViewSet):
     """One sync run, to follow after ``POST /sources/<id>/sync/``."""
 
     serializer_class = SyncRunSerializer
+    permission_classes = [IsMirrorOperator]
 
     def get_queryset(self):
         return SyncRun.objects.all()

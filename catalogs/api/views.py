@@ -49,8 +49,9 @@ class PublisherViewSet(viewsets.GenericViewSet):
 
     @extend_schema(request=serializers.PublisherUpdateSerializer)
     def partial_update(self, request: Request, slug: str) -> Response:
-        data = _validated(serializers.PublisherUpdateSerializer, request.data)
         publisher = selectors.publisher_get(slug=slug)
+        services.publisher_check_can_write(publisher=publisher, actor=request.user)
+        data = _validated(serializers.PublisherUpdateSerializer, request.data)
         publisher = services.publisher_update(publisher=publisher, actor=request.user, **data)
         return Response(self.get_serializer(selectors.publisher_get(slug=publisher.slug)).data)
 
@@ -82,8 +83,9 @@ class CatalogViewSet(viewsets.GenericViewSet):
 
     @extend_schema(request=serializers.CatalogUpdateSerializer)
     def partial_update(self, request: Request, publisher: str, catalog: str) -> Response:
-        data = _validated(serializers.CatalogUpdateSerializer, request.data)
         found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        services.publisher_check_can_write(publisher=found.publisher, actor=request.user)
+        data = _validated(serializers.CatalogUpdateSerializer, request.data)
         updated = services.catalog_update(catalog=found, actor=request.user, **data)
         return Response(self.get_serializer(updated).data)
 
@@ -129,8 +131,10 @@ class CatalogVersionViewSet(viewsets.GenericViewSet):
         },
     )
     def create(self, request: Request, publisher: str, catalog: str) -> Response:
-        content = _publish_content(request)
         found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        # Permission before the body: a refused user gets 403, whatever they sent.
+        services.publisher_check_can_write(publisher=found.publisher, actor=request.user)
+        content = _publish_content(request)
         version, created = services.catalog_version_publish(
             catalog=found, content=content, actor=request.user
         )

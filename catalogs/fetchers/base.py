@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -15,6 +16,67 @@ from catalogs.exceptions import DestinationRefusedError, FetchError
 CATALOG_LAYER_MEDIA_TYPE = "application/vnd.cncf.kubernetes.krm-func-catalog.layer.v1+yaml"
 # Beside an HTTPS or Git catalog, e.g. ``catalog.yaml.sigstore.json``.
 SIGSTORE_BUNDLE_SUFFIX = ".sigstore.json"
+
+
+@dataclass(frozen=True)
+class Credential:
+    """What a mirror sends to one upstream host: a bearer token, or a user name and password.
+
+    The secret fields are left out of ``repr`` so that no log line or error can show them.
+    """
+
+    username: str = field(default="", repr=False)
+    password: str = field(default="", repr=False)
+    token: str = field(default="", repr=False)
+
+    def authorization(self) -> str:
+        """The HTTP ``Authorization`` header value."""
+        if self.token:
+            return f"Bearer {self.token}"
+        pair = f"{self.username}:{self.password}".encode()
+        return "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+def credentials_parse(raw: Mapping[str, Any]) -> tuple[tuple[str, Credential], ...]:
+    """MIRROR_CREDENTIALS (host or host:port -> token or user name and password), checked.
+
+    Errors name the host, never a secret.
+    """
+    if not isinstance(raw, Mapping):
+        raise FetchError(
+            'MIRROR_CREDENTIALS must be a JSON object: {"host": {"token": "..."}} or '
+            '{"host": {"username": "...", "password": "..."}}.'
+        )
+    parsed = []
+    for host, entry in raw.items():
+        keys = set(entry) if isinstance(entry, Mapping) else set()
+        values_ok = keys and all(isinstance(entry[k], str) and entry[k] for k in keys)
+        if not values_ok or keys not in ({"token"}, {"username", "password"}):
+            raise FetchError(
+                f'MIRROR_CREDENTIALS entry for host \'{host}\' must be {{"token": "..."}} or '
+                '{"username": "...", "password": "..."} with non-empty strings.'
+            )
+        parsed.append((str(host).lower().rstrip("."), Credential(**entry)))
+    return tuple(parsed)
+
+
+def credential_for(url: str, *, limits: Limits) -> Credential | None:
+    """The credential configured for ``url``'s host:port, else for its host, else None."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower().rstrip(".")
+    by_host = dict(limits.credentials)
+    if parts.port is not None and f"{host}:{parts.port}" in by_host:
+        return by_host[f"{host}:{parts.port}"]
+    return by_host.get(host)
+
+
+def url_has_credentials(url: str) -> bool:
+    """Whether ``url`` carries a user name or password before its host (``user:token@host``)."""
+    head, sep, rest = url.partition("://")
+    if not sep:
+        return False
+    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    return "@" in authority
 
 
 @dataclass(frozen=True)
@@ -29,6 +91,7 @@ class Limits:
     allow_local_paths: bool = False
     ca_bundle: str = ""
     oci_plain_http_hosts: tuple[str, ...] = ()
+    credentials: tuple[tuple[str, Credential], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,29 +205,70 @@ def _special(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     )
 
 
-def check_destination(url: str, *, limits: Limits) -> None:
-    """Raise DestinationRefusedError unless ``url``'s host is allowed and resolves to allowed IPs.
+def getaddrinfo(host: str, port: int) -> list[tuple[Any, ...]]:
+    """Resolve ``host``: the one resolver every fetcher uses, for its checks and its connections.
 
-    Every address the name resolves to is checked, so a name cannot smuggle in a private address
-    next to a public one. (The connection resolves again; a rebinding resolver could still race.)
+    Tests replace this function to play a rebinding DNS server (nothing else can: the system's
+    resolver cannot be pointed at a test server).
     """
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if not host:
-        raise DestinationRefusedError(f"URL '{url}' has no host.")
+    return socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+
+
+def resolve_checked(host: str, port: int, *, limits: Limits, url: str = "") -> list[str]:
+    """Resolve ``host`` once and check every address; return them, the only ones to connect to.
+
+    Fetchers connect to these very addresses (TLS still verifies the host name), so a resolver
+    that answers differently a moment later cannot send the connection elsewhere.
+    """
+    url = url or f"{host}:{port}"
     if not _host_allowed(host, limits.allowed_hosts):
         raise DestinationRefusedError(
             f"Host '{host}' is not allowed (MIRROR_ALLOWED_HOSTS): refusing {url}"
         )
     try:
-        infos = socket.getaddrinfo(host, parts.port or 443, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise FetchError(f"Cannot resolve host '{host}' of {url}: {exc}") from None
+        literal = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        literal = None
+    if literal is not None:
+        infos: list[tuple[Any, ...]] = [(None, None, None, "", (str(literal), port))]
+    else:
+        try:
+            infos = getaddrinfo(host, port)
+        except (socket.gaierror, UnicodeError) as exc:
+            raise FetchError(f"Cannot resolve host '{host}' of {url}: {exc}") from None
     networks = [ipaddress.ip_network(n, strict=False) for n in limits.allowed_networks]
+    addresses: list[str] = []
     for info in infos:
-        ip = ipaddress.ip_address(info[4][0].split("%")[0])
+        ip = ipaddress.ip_address(str(info[4][0]).split("%")[0])
         if _special(ip) and not any(ip in net for net in networks):
             raise DestinationRefusedError(
                 f"Address {ip} of host '{host}' is private, loopback or link-local; "
                 f"refusing {url} (allow it with MIRROR_ALLOWED_NETWORKS)"
             )
+        if str(ip) not in addresses:
+            addresses.append(str(ip))
+    if not addresses:
+        raise FetchError(f"Cannot resolve host '{host}' of {url}: no address")
+    return addresses
+
+
+def default_port(url: str) -> int:
+    """The port ``url`` connects to."""
+    parts = urlsplit(url)
+    if parts.port is not None:
+        return parts.port
+    return 80 if parts.scheme in ("http", "git+http") else 443
+
+
+def check_destination(url: str, *, limits: Limits) -> list[str]:
+    """Raise DestinationRefusedError unless ``url``'s host is allowed and resolves to allowed IPs.
+
+    Every address the name resolves to is checked, so a name cannot smuggle in a private address
+    next to a public one. Returns the checked addresses; connections use them, or resolve and
+    check again at connect time (``resolve_checked``), so there is no window for rebinding.
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if not host:
+        raise DestinationRefusedError(f"URL '{url}' has no host.")
+    return resolve_checked(host, default_port(url), limits=limits, url=url)

@@ -22,6 +22,8 @@ from catalogs.fetchers.base import (
     FetchOptions,
     Limits,
     check_destination,
+    credential_for,
+    default_port,
     register,
 )
 
@@ -61,7 +63,37 @@ def parse_git_ref(ref: str) -> GitRef:
     return GitRef(repo=repo, path=path, ref=rev, local=scheme in ("path", "file"))
 
 
-def _git(args: list[str], *, cwd: str, limits: Limits, allow_file: bool) -> bytes:
+def _remote_config(repo: str, *, addresses: list[str], limits: Limits) -> dict[str, str]:
+    """Environment that pins git's connection to the checked ``addresses`` and adds credentials.
+
+    Passed as GIT_CONFIG_* variables, not ``-c`` arguments or the URL, so no process listing,
+    error message or record ever shows the secret.
+    """
+    parts = urlsplit(repo)
+    host, port = parts.hostname or "", default_port(repo)
+    shown = f"[{host}]" if ":" in host else host
+    pinned = ",".join(f"[{a}]" if ":" in a else a for a in addresses)  # curl's IPv6 form
+    config = [("http.curloptResolve", f"{shown}:{port}:{pinned}")]
+    credential = credential_for(repo, limits=limits)
+    if credential is not None:
+        origin = f"{parts.scheme}://{parts.netloc}/"
+        header = f"Authorization: {credential.authorization()}"
+        config.append((f"http.{origin}.extraHeader", header))
+    env = {"GIT_CONFIG_COUNT": str(len(config))}
+    for index, (key, value) in enumerate(config):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
+
+
+def _git(
+    args: list[str],
+    *,
+    cwd: str,
+    limits: Limits,
+    allow_file: bool,
+    extra_env: dict[str, str] | None = None,
+) -> bytes:
     """Run git with a locked-down config; FetchError with git's last stderr line on failure."""
     protocols = ["-c", "protocol.allow=never", "-c", "protocol.https.allow=always"]
     if allow_file:
@@ -75,6 +107,7 @@ def _git(args: list[str], *, cwd: str, limits: Limits, allow_file: bool) -> byte
     }
     if limits.ca_bundle:
         env["GIT_SSL_CAINFO"] = limits.ca_bundle
+    env.update(extra_env or {})
     command = ["git", *protocols, "-c", "http.followRedirects=false", *args]
     try:
         done = subprocess.run(
@@ -107,11 +140,18 @@ def fetch_git(ref: str, *, limits: Limits, options: FetchOptions | None = None) 
             repo = urlsplit(repo).path
         if not os.path.isdir(repo):
             raise FetchError(f"Git repository '{repo}' does not exist")
+        remote_env: dict[str, str] = {}
     else:
-        check_destination(parsed.repo, limits=limits)
+        addresses = check_destination(parsed.repo, limits=limits)
         repo = parsed.repo
+        remote_env = _remote_config(repo, addresses=addresses, limits=limits)
     with tempfile.TemporaryDirectory(prefix="krm-git-") as scratch:
-        run = lambda args: _git(args, cwd=scratch, limits=limits, allow_file=parsed.local)  # noqa: E731
+
+        def run(args: list[str]) -> bytes:
+            return _git(
+                args, cwd=scratch, limits=limits, allow_file=parsed.local, extra_env=remote_env
+            )
+
         try:
             run(["init", "-q", "--bare", "."])
             run(["fetch", "-q", "--depth", "1", "--no-tags", repo, parsed.ref])

@@ -7,6 +7,7 @@ import ssl
 from collections.abc import Callable
 from urllib.parse import urljoin, urlsplit
 
+import httpcore
 import httpx
 
 from catalogs.exceptions import DestinationRefusedError, FetchError
@@ -16,8 +17,67 @@ from catalogs.fetchers.base import (
     FetchOptions,
     Limits,
     check_destination,
+    credential_for,
     register,
+    resolve_checked,
 )
+
+
+class _PinnedBackend(httpcore.NetworkBackend):
+    """Connects only to addresses it has just resolved and checked (no DNS-rebinding window).
+
+    httpcore hands it the host name and then does TLS with that name as SNI and for certificate
+    verification, so only the TCP destination is pinned.
+    """
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.backend = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: object = None,
+    ) -> httpcore.NetworkStream:
+        addresses = resolve_checked(host, port, limits=self.limits, url=f"https://{host}:{port}/")
+        error: Exception | None = None
+        for address in addresses:
+            try:
+                return self.backend.connect_tcp(
+                    address,
+                    port,
+                    timeout,
+                    local_address,
+                    socket_options,  # type: ignore[arg-type]
+                )
+            except httpcore.ConnectError as exc:
+                error = exc
+        assert error is not None
+        raise error
+
+    def connect_unix_socket(self, *args: object, **kwargs: object) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("Unix sockets are not used by mirror fetches")
+
+    def sleep(self, seconds: float) -> None:
+        self.backend.sleep(seconds)
+
+
+class _PinnedTransport(httpx.HTTPTransport):
+    """httpx's transport over a connection pool that uses ``_PinnedBackend``."""
+
+    def __init__(self, *, limits: Limits, ssl_context: ssl.SSLContext, pool: httpx.Limits):
+        super().__init__(verify=ssl_context, trust_env=False, limits=pool)
+        # httpx has no public way to pass a network backend: swap in a pool built with one.
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=pool.max_connections,
+            max_keepalive_connections=pool.max_keepalive_connections,
+            keepalive_expiry=pool.keepalive_expiry,
+            network_backend=_PinnedBackend(limits),
+        )
 
 
 class HttpsSession:
@@ -29,12 +89,12 @@ class HttpsSession:
             context = ssl.create_default_context(cafile=limits.ca_bundle)
         else:
             context = ssl.create_default_context()
+        pool = httpx.Limits(max_connections=16, max_keepalive_connections=16)
         self.client = httpx.Client(
-            verify=context,
+            transport=_PinnedTransport(limits=limits, ssl_context=context, pool=pool),
             timeout=httpx.Timeout(limits.timeout),
             follow_redirects=False,
             trust_env=False,
-            limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
         )
 
     def __enter__(self) -> HttpsSession:
@@ -67,8 +127,13 @@ class HttpsSession:
             if urlsplit(current).scheme != "https":
                 raise DestinationRefusedError(f"Only https:// is allowed, not {current}")
             check_destination(current, limits=limits)
+            # Looked up per hop: a redirect to another host never carries this host's secret.
+            credential = credential_for(current, limits=limits)
+            sent = dict(headers or {})
+            if credential is not None:
+                sent["Authorization"] = credential.authorization()
             try:
-                with self.client.stream("GET", current, headers=headers or {}) as response:
+                with self.client.stream("GET", current, headers=sent) as response:
                     if response.status_code == 304:
                         return 304, "", response.headers, current
                     if response.status_code in (301, 302, 303, 307, 308):
@@ -88,6 +153,12 @@ class HttpsSession:
                         continue
                     if response.status_code == 404 and missing_ok:
                         return None
+                    if response.status_code in (401, 403) and credential is None:
+                        host = urlsplit(current).hostname
+                        raise FetchError(
+                            f"GET {current} answered HTTP {response.status_code}: add "
+                            f"credentials for host '{host}' to MIRROR_CREDENTIALS"
+                        )
                     if response.status_code != 200:
                         raise FetchError(f"GET {current} answered HTTP {response.status_code}")
                     return self._read(response, current, sink=sink, max_bytes=max_bytes)

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 from typing import Any
 from urllib.parse import urljoin
 
+import oras.auth
 import oras.container
 import oras.provider
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+from urllib3.util.connection import create_connection
 
 from catalogs.exceptions import DigestMismatchError, FetchError
 from catalogs.fetchers.base import (
@@ -23,7 +30,9 @@ from catalogs.fetchers.base import (
     FetchOptions,
     Limits,
     check_destination,
+    credential_for,
     register,
+    resolve_checked,
 )
 
 MANIFEST_MEDIA_TYPES = (
@@ -39,6 +48,54 @@ COSIGN_SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
 MANIFEST_MAX_BYTES = 4 * 1024 * 1024
 
 
+class _PinnedConnection(HTTPConnection):
+    """Connects only to addresses it has just resolved and checked (no DNS-rebinding window).
+
+    ``self.host`` stays the name, so the Host header, SNI and certificate checks use it.
+    """
+
+    limits: Limits
+
+    def _new_conn(self) -> socket.socket:
+        addresses = resolve_checked(self.host, self.port, limits=self.limits)
+        error: OSError | None = None
+        for address in addresses:
+            try:
+                return create_connection(
+                    (address, self.port),
+                    self.timeout,  # type: ignore[arg-type]
+                    source_address=self.source_address,
+                    socket_options=self.socket_options,
+                )
+            except TimeoutError as exc:
+                raise ConnectTimeoutError(self, f"Connection to {self.host} timed out.") from exc
+            except OSError as exc:
+                error = exc
+        raise NewConnectionError(self, f"Failed to establish a new connection: {error}")
+
+
+class _PinnedHTTPSConnection(_PinnedConnection, HTTPSConnection):
+    pass
+
+
+class _PinnedAdapter(HTTPAdapter):
+    """A requests adapter whose pools connect through ``_PinnedConnection``."""
+
+    def __init__(self, limits: Limits):
+        bound = {"limits": limits}
+        http = type("PinnedHTTP", (_PinnedConnection,), bound)
+        https = type("PinnedHTTPS", (_PinnedHTTPSConnection,), bound)
+        self._pool_classes = {
+            "http": type("PinnedHTTPPool", (HTTPConnectionPool,), {"ConnectionCls": http}),
+            "https": type("PinnedHTTPSPool", (HTTPSConnectionPool,), {"ConnectionCls": https}),
+        }
+        super().__init__()
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = self._pool_classes
+
+
 class _GuardedSession(requests.Session):
     """A requests session with a default timeout that re-checks every redirect's destination."""
 
@@ -47,6 +104,9 @@ class _GuardedSession(requests.Session):
         self.limits = limits
         self.max_redirects = limits.max_redirects
         self.trust_env = False
+        adapter = _PinnedAdapter(limits)
+        self.mount("https://", adapter)
+        self.mount("http://", adapter)
 
     def request(self, method: str, url: str, **kwargs: Any) -> requests.Response:  # type: ignore[override]
         kwargs.setdefault("timeout", self.limits.timeout)
@@ -58,6 +118,21 @@ class _GuardedSession(requests.Session):
         if target:
             check_destination(urljoin(resp.url, target), limits=self.limits)
         return target
+
+
+class _RegistryAuth(oras.auth.TokenAuth):
+    """oras's token flow, and plain Basic for registries that challenge with Basic (htpasswd)."""
+
+    def authenticate_request(
+        self, original: requests.Response, headers: dict, refresh: bool = False
+    ) -> tuple[dict, bool]:
+        challenge = original.headers.get("Www-Authenticate", "")
+        if challenge.lower().startswith("basic"):
+            basic = getattr(self, "_basic_auth", None)
+            if not basic:  # nothing to answer with (the realm is no token service to ask)
+                return headers or {}, False
+            return {**(headers or {}), "Authorization": f"Basic {basic}"}, True
+        return super().authenticate_request(original, headers, refresh=refresh)
 
 
 class OciClient:
@@ -72,7 +147,17 @@ class OciClient:
         )
         session = _GuardedSession(limits)
         self.registry.session = session
-        self.registry.auth.session = session
+        auth = _RegistryAuth()
+        auth.session = session
+        auth.prefix = self.registry.prefix
+        auth._tls_verify = self.registry._tls_verify  # type: ignore[attr-defined]
+        self.registry.auth = auth
+        # MIRROR_CREDENTIALS for this registry (host:port or host); never part of a reference.
+        self.credential = credential_for(f"https://{host}/", limits=limits)
+        if self.credential is not None and self.credential.token:
+            auth.set_token_auth(self.credential.token)
+        elif self.credential is not None:
+            auth.set_basic_auth(self.credential.username, self.credential.password)
 
     def _request(self, url: str, *, method: str = "GET", headers: dict | None = None, stream=False):
         # oras wraps do_request in a retry loop with multi-second sleeps; a sync owns its retries.
@@ -85,6 +170,12 @@ class OciClient:
             ) from None
         except requests.RequestException as exc:
             raise FetchError(f"Cannot read {url}: {exc}") from None
+        except ValueError:
+            # oras: the registry asked for authentication that the configured one cannot answer.
+            hint = "add credentials for host" if self.credential is None else "check credentials of"
+            raise FetchError(
+                f"GET {url} requires authentication: {hint} '{self.host}' in MIRROR_CREDENTIALS"
+            ) from None
 
     def container(self, name: str) -> oras.container.Container:
         """Parse ``repo[:tag|@digest]`` on this registry."""

@@ -129,11 +129,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 
 REST_FRAMEWORK = {
-    # Session first: an anonymous write is then a 403 like every other forbidden write, rather
-    # than a 401 challenge; token clients authenticate exactly the same either way.
+    # Token first: a request without (valid) credentials gets 401 with "WWW-Authenticate: Token"
+    # (DRF takes the challenge from the first class); a signed-in user who may not act gets 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
     "DEFAULT_PAGINATION_CLASS": "catalogs.api.pagination.StandardPagination",
@@ -191,14 +191,57 @@ MIRROR_OCI_PLAIN_HTTP_HOSTS = env.list("MIRROR_OCI_PLAIN_HTTP_HOSTS", default=[]
 MIRROR_CA_BUNDLE = env("MIRROR_CA_BUNDLE", default="")
 # Sigstore trusted root (JSON); empty means sigstore's embedded production root, offline.
 MIRROR_SIGSTORE_TRUSTED_ROOT = env("MIRROR_SIGSTORE_TRUSTED_ROOT", default="")
-# Publisher under which mirrored catalogs are served; created on first use.
+# Publisher under which mirrored catalogs are served; created on first use, reserved.
 MIRROR_PUBLISHER_SLUG = env("MIRROR_PUBLISHER_SLUG", default="mirrors")
+# Credentials for mirror upstreams, per host (or host:port), as JSON, e.g.
+# {"git.example.co": {"username": "bot", "password": "..."}, "ghcr.io": {"token": "..."}}.
+# Never put them in a source URL: sources, runs and pages would show them.
+MIRROR_CREDENTIALS = env.json("MIRROR_CREDENTIALS", default={})
 MIRROR_DEFAULT_INTERVAL_MINUTES = env_int("MIRROR_DEFAULT_INTERVAL_MINUTES", 60)
 # A queued or running run older than this is taken as lost when a new sync is requested; keep
 # it above CELERY_VISIBILITY_TIMEOUT so that a redelivered job is never cut short.
 MIRROR_RUN_STALE_MINUTES = env_int("MIRROR_RUN_STALE_MINUTES", 120)
 # Mirrored runtime artifacts live in the default storage under this prefix.
 MIRROR_BLOB_PREFIX = "blobs/sha256"
+
+# Publisher slugs no user may take (the mirror publisher's always is): names that look official
+# or shadow a path of this site. A system caller (import_catalog) may still create them.
+RESERVED_PUBLISHER_SLUGS = env.list(
+    "RESERVED_PUBLISHER_SLUGS",
+    default=[
+        "official",
+        "admin",
+        "administrator",
+        "api",
+        "system",
+        "registry",
+        "krm",
+        "kubernetes",
+        "k8s",
+        "c",
+        "v1",
+        "v2",
+        "oci",
+        "static",
+        "media",
+        "accounts",
+        "blobs",
+        "catalogs",
+        "contribute",
+        "contributions",
+        "review",
+        "mirror",
+        "mirrors",
+        "sources",
+        "runs",
+        "new",
+        "root",
+        "staff",
+        "security",
+        "support",
+        "www",
+    ],
+)
 
 # Web UI (issue 7): sign-in pages, self sign-up (off by default: an admin creates accounts).
 LOGIN_URL = "web:login"

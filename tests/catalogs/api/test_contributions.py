@@ -98,7 +98,8 @@ def test_any_signed_in_user_submits(client_for, published, who):
 def test_anonymous_cannot_submit(client_for, published):
     before = _state()
     response = client_for("anonymous").post(LIST, BODY, format="json")
-    assert (response.status_code, response.json()) == (403, ANONYMOUS)
+    assert (response.status_code, response.json()) == (401, ANONYMOUS)
+    assert response["WWW-Authenticate"] == "Token"
     assert _state() == before
 
 
@@ -241,7 +242,7 @@ def _kinds(response) -> list[str]:
 
 def test_list_shows_users_their_own_and_reviewers_everything(client_for, two):
     assert client_for("anonymous").get(LIST).json() == ANONYMOUS
-    assert client_for("anonymous").get(LIST).status_code == 403
+    assert client_for("anonymous").get(LIST).status_code == 401
     assert _kinds(client_for("author").get(LIST)) == ["SetOwner"]
     assert _kinds(client_for("other").get(LIST)) == ["SetTeam"]
     assert _kinds(client_for("reviewer").get(LIST)) == ["SetOwner", "SetTeam"]
@@ -287,7 +288,7 @@ def test_bad_list_filters_are_400(client_for, two, query, expected):
 
 @pytest.mark.parametrize(
     ("who", "code"),
-    [("anonymous", 403), ("author", 200), ("other", 403), ("reviewer", 200), ("staff", 200)],
+    [("anonymous", 401), ("author", 200), ("other", 403), ("reviewer", 200), ("staff", 200)],
 )
 def test_detail_is_for_its_author_and_reviewers(client_for, pending, who, code):
     response = client_for(who).get(f"{LIST}{pending.pk}/")
@@ -320,7 +321,8 @@ def test_a_missing_contribution_is_404(client_for, db):
 def test_only_reviewers_approve(client_for, pending, who, expected):
     before = _state()
     response = client_for(who).post(f"{LIST}{pending.pk}/approve/")
-    assert (response.status_code, response.json()) == (403, expected)
+    code = 401 if who == "anonymous" else 403
+    assert (response.status_code, response.json()) == (code, expected)
     assert _state() == before
 
 
@@ -377,7 +379,18 @@ def test_nobody_reviews_their_own(client_for, published, who):
 def test_only_reviewers_reject(client_for, pending, who, expected):
     before = _state()
     response = client_for(who).post(f"{LIST}{pending.pk}/reject/", {"reason": "x"}, format="json")
-    assert (response.status_code, response.json()) == (403, expected)
+    code = 401 if who == "anonymous" else 403
+    assert (response.status_code, response.json()) == (code, expected)
+    assert _state() == before
+
+
+@pytest.mark.parametrize("who", ["author", "other"])
+@pytest.mark.parametrize("data", [{}, {"reason": ""}, {"reason": ["not", "text"]}])
+def test_a_non_reviewer_rejecting_with_a_bad_body_is_403_not_400(client_for, pending, who, data):
+    """Permission is checked before the body: a refused user learns nothing from validation."""
+    before = _state()
+    response = client_for(who).post(f"{LIST}{pending.pk}/reject/", data, format="json")
+    assert (response.status_code, response.json()) == (403, NOT_REVIEWER)
     assert _state() == before
 
 
@@ -428,7 +441,18 @@ def test_only_the_author_resubmits(client_for, rejected, who, expected):
     before = _state()
     url = f"{LIST}{rejected.pk}/resubmit/"
     response = client_for(who).post(url, {"definition": EDITED}, format="json")
-    assert (response.status_code, response.json()) == (403, expected)
+    code = 401 if who == "anonymous" else 403
+    assert (response.status_code, response.json()) == (code, expected)
+    assert _state() == before
+
+
+@pytest.mark.parametrize("who", ["reviewer", "staff"])
+@pytest.mark.parametrize("data", [{}, {"definition": 7}, {"definition": "kind: [unclosed"}])
+def test_a_non_author_resubmitting_a_bad_body_is_403_not_400(client_for, rejected, who, data):
+    """Reviewers see the contribution, but only its author edits it: 403 before any 400."""
+    before = _state()
+    response = client_for(who).post(f"{LIST}{rejected.pk}/resubmit/", data, format="json")
+    assert (response.status_code, response.json()) == (403, NOT_AUTHOR)
     assert _state() == before
 
 

@@ -1,4 +1,8 @@
-"""Every write endpoint, as anonymous, another user, the owner and staff: 403 changes nothing."""
+"""Every write endpoint, as anonymous, another user, the owner and staff: a refusal changes nothing.
+
+Without credentials the answer is 401 with a ``WWW-Authenticate: Token`` challenge; a signed-in
+user who may not act gets 403.
+"""
 
 import pytest
 from django.core.management import call_command
@@ -51,15 +55,18 @@ EXPECTED_SUCCESS = {
 
 @pytest.mark.parametrize("endpoint", WRITES)
 @pytest.mark.parametrize("who", ["anonymous", "other"])
-def test_forbidden_writes_are_403_and_change_nothing(as_user, catalog, endpoint, who):
+def test_forbidden_writes_are_refused_and_change_nothing(as_user, catalog, endpoint, who):
     method, url, data, content_type = WRITES[endpoint]
     before = _state()
     kwargs = {"content_type": content_type} if content_type else {"format": "json"}
     response = getattr(as_user(who), method)(url, data, **kwargs)
-    assert response.status_code == 403, response.content
     if who == "anonymous":
+        assert response.status_code == 401, response.content
+        assert response["WWW-Authenticate"] == "Token"
         assert response.json() == {"detail": "Authentication credentials were not provided."}
     else:
+        assert response.status_code == 403, response.content
+        assert "WWW-Authenticate" not in response
         assert response.json() == {
             "detail": "Only owners of publisher 'example-co' (or staff) may change it."
         }
@@ -79,7 +86,8 @@ def test_owner_and_staff_writes_succeed(as_user, catalog, endpoint, who):
 
 def test_anonymous_cannot_create_a_publisher(as_user, db):
     response = as_user("anonymous").post("/api/v1/publishers/", {"slug": "x"}, format="json")
-    assert response.status_code == 403
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
     assert not Publisher.objects.exists()
 
 
@@ -126,9 +134,34 @@ def test_a_wrong_token_is_refused(api_client, catalog):
     response = api_client.post(
         "/api/v1/catalogs/example-co/functions/versions/", DOCUMENT, content_type="application/yaml"
     )
-    assert response.status_code == 403
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
     assert response.json() == {"detail": "Invalid token."}
     assert not CatalogVersion.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("header", "detail"),
+    [
+        ("Token", "Invalid token header. No credentials provided."),
+        ("Token a b", "Invalid token header. Token string should not contain spaces."),
+    ],
+)
+def test_a_malformed_token_header_is_401(api_client, catalog, header, detail):
+    api_client.credentials(HTTP_AUTHORIZATION=header)
+    response = api_client.patch(
+        "/api/v1/catalogs/example-co/functions/", {"description": "X"}, format="json"
+    )
+    assert (response.status_code, response.json()) == (401, {"detail": detail})
+    assert response["WWW-Authenticate"] == "Token"
+    assert Catalog.objects.get(pk=catalog.pk).description == catalog.description
+
+
+def test_a_wrong_token_is_refused_even_on_reads(api_client, catalog):
+    """A client that sends a bad token learns so, rather than silently reading as anonymous."""
+    api_client.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    response = api_client.get("/api/v1/catalogs/")
+    assert (response.status_code, response["WWW-Authenticate"]) == (401, "Token")
 
 
 def test_session_login_authenticates_writes(client, owner, catalog):
@@ -141,3 +174,41 @@ def test_session_login_authenticates_writes(client, owner, catalog):
     assert response.status_code == 200
     catalog.refresh_from_db()
     assert catalog.description == "Via session"
+
+
+BAD_BODIES = {
+    "publisher-update": ("patch", "/api/v1/publishers/example-co/", {"owners": "not-a-list"}, None),
+    "catalog-update": (
+        "patch",
+        "/api/v1/catalogs/example-co/functions/",
+        {"description": ["not", "text"]},
+        None,
+    ),
+    "version-publish": (
+        "post",
+        "/api/v1/catalogs/example-co/functions/versions/",
+        "kind: [unclosed",
+        "application/yaml",
+    ),
+    "version-publish-json": (
+        "post",
+        "/api/v1/catalogs/example-co/functions/versions/",
+        {"content": 7},
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("endpoint", BAD_BODIES)
+def test_permission_is_checked_before_the_body(as_user, catalog, endpoint):
+    """A refused user gets 403 whatever the body; the owner sending it gets the 400."""
+    method, url, data, content_type = BAD_BODIES[endpoint]
+    kwargs = {"content_type": content_type} if content_type else {"format": "json"}
+    before = _state()
+    refused = getattr(as_user("other"), method)(url, data, **kwargs)
+    assert refused.status_code == 403, refused.content
+    assert refused.json() == {
+        "detail": "Only owners of publisher 'example-co' (or staff) may change it."
+    }
+    assert getattr(as_user("owner"), method)(url, data, **kwargs).status_code == 400
+    assert _state() == before

@@ -20,6 +20,7 @@ def test_api_root_links_to_each_collection(client):
     }
     assert links["functions"] == "http://testserver/api/v1/functions/"
     for name, url in links.items():
-        # contributions are private to their authors and reviewers: anonymous users are refused
-        expected = 403 if name == "contributions" else 200
+        # Contributions are private to their authors and reviewers, sources and runs to mirror
+        # operators: anonymous users are asked to authenticate.
+        expected = 401 if name in ("contributions", "sources") else 200
         assert client.get(url).status_code == expected, name

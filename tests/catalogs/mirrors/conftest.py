@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -132,6 +133,16 @@ class _Handler(BaseHTTPRequestHandler):
         server: HttpsUpstream = self.server.upstream  # type: ignore[attr-defined]
         path = self.path.split("?", 1)[0]
         server.requests.append((path, dict(self.headers)))
+        required = server.required_authorization
+        if required is not None and self.headers.get("Authorization") != required:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="upstream"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if server.git_root is not None and path.startswith("/git/"):
             self._git_http_backend(server.git_root)
             return
@@ -226,6 +237,8 @@ class HttpsUpstream:
         self.routes: dict[str, Route] = {}
         self.requests: list[tuple[str, dict]] = []
         self.git_root: Path | None = None  # repositories served at /git/<name> when set
+        # When set, every request without exactly this Authorization header gets a 401.
+        self.required_authorization: str | None = None
         self.ca_path = ca_path
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.httpd.daemon_threads = True
@@ -266,6 +279,7 @@ def https_upstream(https_upstream_session):
     https_upstream_session.routes.clear()
     https_upstream_session.requests.clear()
     https_upstream_session.git_root = None
+    https_upstream_session.required_authorization = None
     return https_upstream_session
 
 
@@ -310,12 +324,16 @@ def git_upstream(tmp_path) -> GitUpstream:
 class OciUpstream:
     """Debian's docker-registry on a loopback port, and pushes made with oras."""
 
-    def __init__(self, host: str, scratch: Path):
+    def __init__(self, host: str, scratch: Path, *, login: tuple[str, str] | None = None):
         import oras.provider
 
         self.host = host
         self.scratch = scratch
-        self.client = oras.provider.Registry(hostname=host, insecure=True)
+        if login is None:
+            self.client = oras.provider.Registry(hostname=host, insecure=True)
+        else:  # an htpasswd registry challenges with Basic, which oras's "basic" backend answers
+            self.client = oras.provider.Registry(hostname=host, insecure=True, auth_backend="basic")
+            self.client.auth.set_basic_auth(*login)
 
     def push(self, ref: str, layers: list[tuple[bytes, str, dict[str, str]]]) -> str:
         """Push an artifact ``repo:tag`` with the given (bytes, media type, annotations) layers."""
@@ -383,14 +401,12 @@ class OciUpstream:
         return f"oci://{self.host}/{ref}"
 
 
-@pytest.fixture(scope="session")
-def oci_upstream(tmp_path_factory):
+def _start_registry(root: Path, *, auth: str = "") -> tuple[subprocess.Popen, int, object]:
     binary = shutil.which("docker-registry")
     assert binary, (
         "docker-registry is not installed: the OCI mirroring tests need Debian's "
         "docker-registry (apt-get install -y docker-registry)"
     )
-    root = tmp_path_factory.mktemp("oci-registry")
     port = free_port()
     config = root / "config.yml"
     config.write_text(
@@ -398,7 +414,7 @@ def oci_upstream(tmp_path_factory):
         "log:\n  level: error\n"
         f"storage:\n  filesystem:\n    rootdirectory: {root / 'storage'}\n"
         "  delete:\n    enabled: true\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n" + auth
     )
     log = open(root / "registry.log", "wb")  # noqa: SIM115
     process = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=log)
@@ -408,6 +424,9 @@ def oci_upstream(tmp_path_factory):
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1) as response:
                 if response.status == 200:
                     break
+        except urllib.error.HTTPError as exc:
+            if exc.code == 401 and auth:  # up, and asking for credentials
+                break
         except OSError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
@@ -416,10 +435,37 @@ def oci_upstream(tmp_path_factory):
                 "docker-registry did not start: " + (root / "registry.log").read_text()[-2000:]
             )
         time.sleep(0.1)
+    return process, port, log
+
+
+@pytest.fixture(scope="session")
+def oci_upstream(tmp_path_factory):
+    root = tmp_path_factory.mktemp("oci-registry")
+    process, port, log = _start_registry(root)
     yield OciUpstream(f"127.0.0.1:{port}", root)
     process.terminate()
     process.wait(timeout=10)
-    log.close()
+    log.close()  # type: ignore[attr-defined]
+
+
+OCI_LOGIN = ("mirror-bot", "s3cr3t-registry-password")
+
+
+@pytest.fixture(scope="session")
+def oci_auth_upstream(tmp_path_factory):
+    """docker-registry with htpasswd authentication: only ``OCI_LOGIN`` may pull or push."""
+    import bcrypt
+
+    root = tmp_path_factory.mktemp("oci-auth-registry")
+    user, password = OCI_LOGIN
+    hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
+    (root / "htpasswd").write_text(f"{user}:{hashed}\n")
+    auth = f"auth:\n  htpasswd:\n    realm: test-registry\n    path: {root / 'htpasswd'}\n"
+    process, port, log = _start_registry(root, auth=auth)
+    yield OciUpstream(f"127.0.0.1:{port}", root, login=OCI_LOGIN)
+    process.terminate()
+    process.wait(timeout=10)
+    log.close()  # type: ignore[attr-defined]
 
 
 # ----------------------------------------------------------------------------- keys, settings

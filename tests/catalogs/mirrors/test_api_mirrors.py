@@ -47,9 +47,9 @@ def test_contract_create_sync_follow_and_serve(mirror_settings, https_upstream):
     served = APIClient().get("/c/mirrors/contract/catalog.yaml")
     assert served.content == parse_catalog(doc).canonical_bytes()
 
-    runs = APIClient().get(f"/api/v1/sources/{body['id']}/runs/").json()
+    runs = staff.get(f"/api/v1/sources/{body['id']}/runs/").json()
     assert [r["status"] for r in runs["results"]] == ["succeeded"]
-    detail = APIClient().get(f"/api/v1/sources/{body['id']}/").json()
+    detail = staff.get(f"/api/v1/sources/{body['id']}/").json()
     assert detail["latest_version"] == 1
     assert detail["verification"] == {"type": "none"}
 
@@ -77,9 +77,10 @@ def test_only_staff_or_mirror_operators_write(mirror_settings, https_upstream):
     plain = client_for(UserFactory(username="plain")).post(
         "/api/v1/sources/", payload, format="json"
     )
-    assert (anonymous.status_code, plain.status_code) == (403, 403)
+    assert (anonymous.status_code, plain.status_code) == (401, 403)
+    assert anonymous["WWW-Authenticate"] == "Token"
     assert plain.json() == {
-        "detail": "Only staff or mirror operators may create, change or sync sources."
+        "detail": "Only staff or mirror operators may see or change mirror sources and their runs."
     }
     assert MirrorSource.objects.count() == 0
 

@@ -110,7 +110,7 @@ def test_api_publish_is_a_409_naming_the_source(mirrored, unchanged, staff_user)
     unchanged()
 
 
-def test_api_detail_shows_mirror_provenance(mirrored, catalog):
+def test_api_detail_shows_mirror_provenance(mirrored, catalog, staff_user):
     api = APIClient()
 
     body = api.get("/api/v1/catalogs/mirrors/upstream/").json()
@@ -123,7 +123,11 @@ def test_api_detail_shows_mirror_provenance(mirrored, catalog):
         "verification": {"type": "none"},
         "last_synced_at": mirrored.last_synced_at.isoformat().replace("+00:00", "Z"),
     }
-    assert api.get(body["mirror"]["source_url"]).json()["name"] == "upstream"
+    # The source itself is for mirror operators only.
+    assert api.get(body["mirror"]["source_url"]).status_code == 401
+    operator = APIClient()
+    operator.force_authenticate(staff_user)
+    assert operator.get(body["mirror"]["source_url"]).json()["name"] == "upstream"
     assert api.get("/api/v1/catalogs/example-co/functions/").json()["mirror"] is None
     listed = api.get("/api/v1/catalogs/").json()["results"]
     assert {c["name"]: c["mirror"] is not None for c in listed} == {
@@ -164,8 +168,13 @@ def test_import_catalog_refuses_and_adds_no_owner(mirrored, unchanged, staff_use
 
     with pytest.raises(CommandError) as err:
         call_command(*args, "--owner", "staff")
-
+    assert str(err.value) == (
+        "Publisher 'mirrors' is reserved: it is owned by the registry, so --owner cannot be given."
+    )
+    with pytest.raises(CommandError) as err:
+        call_command(*args)
     assert str(err.value) == refusal(mirrored)
+
     assert not Publisher.objects.get(slug="mirrors").owners.exists()
     unchanged()
 

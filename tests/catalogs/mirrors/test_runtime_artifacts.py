@@ -146,7 +146,9 @@ def test_rewritten_catalog_over_the_limit_fails_before_storing(
     assert snapshot(source) == before
 
 
-def test_container_tag_drift_is_recorded(oci_settings, oci_upstream, https_upstream, sync, client):
+def test_container_tag_drift_is_recorded(
+    oci_settings, oci_upstream, https_upstream, sync, client, staff_user
+):
     image_ref = "tools/setter:latest"
     first = oci_upstream.push(image_ref, [(b"layer one", "application/octet-stream", {})])
     data = b"exec"
@@ -172,6 +174,7 @@ def test_container_tag_drift_is_recorded(oci_settings, oci_upstream, https_upstr
         moved,
         second,
     )
+    client.force_login(staff_user)  # runs are for mirror operators
     shown = client.get(f"/api/v1/runs/{second.pk}/").json()["drift_events"]
     assert [(e["image"], e["old_digest"], e["new_digest"]) for e in shown] == [
         (f"{oci_upstream.host}/{image_ref}", first, moved)

@@ -170,3 +170,10 @@ def oci_referrer_list(*, catalog: Catalog, digest: str, artifact_type: str = "")
             descriptor["annotations"] = notes
         descriptors.append(descriptor)
     return descriptors
+
+
+def oci_caches_clear() -> None:
+    """Forget what this process cached (tests; a database restored from a backup)."""
+    _blob_cache.clear()
+    _manifest_cache.clear()
+    _blob_bytes.__init__(max_bytes=_blob_bytes.max_bytes)

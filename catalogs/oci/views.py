@@ -127,7 +127,11 @@ def _check_pull(request: HttpRequest, repository: str) -> None:
 
 def _base(request: HttpRequest) -> HttpResponse:
     _identity(request)  # bad credentials are a 401 here too: `docker login` relies on it
-    return JsonResponse({})
+    response = JsonResponse({})
+    # 200 (pulls are anonymous), with the challenge anyway: containers/image (skopeo, podman)
+    # learns from this one answer how to send the credentials it has for pushes.
+    response["WWW-Authenticate"] = challenge(request)
+    return response
 
 
 def _token(request: HttpRequest) -> HttpResponse:

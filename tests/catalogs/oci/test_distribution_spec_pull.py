@@ -40,6 +40,10 @@ def test_v2_answers_200_with_the_api_version_header(client):
     response = client.get("/v2/")
     assert response.status_code == 200
     assert response["Docker-Distribution-API-Version"] == "registry/2.0"
+    # Where to get a token, for clients that only learn it here (containers/image, skopeo).
+    assert response["WWW-Authenticate"] == (
+        'Bearer realm="http://testserver/v2/token",service="testserver"'
+    )
 
 
 def test_v2_with_bad_credentials_is_401_with_a_bearer_challenge(client):

@@ -325,6 +325,12 @@ def _referrers(request: HttpRequest, publisher: str, catalog: str, digest: str):
 def _read_body(request: HttpRequest, *, limit: int, error: type[OciError]) -> bytes:
     """The request body, refused before reading when over ``limit`` (Django's own cap is lower)."""
     length_text = request.META.get("CONTENT_LENGTH") or "0"
+    if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+        # No length: Django's request stream would read nothing; the server has de-chunked it.
+        data = request.environ["wsgi.input"].read(limit + 1)
+        if len(data) > limit:
+            raise error(f"body is over the limit of {limit} bytes", detail={"limit": limit})
+        return data
     try:
         length = int(length_text)
     except ValueError:

@@ -262,9 +262,12 @@ def _blob_get(request: HttpRequest, publisher: str, catalog: str, digest: str):
         )
         _content_headers(response, digest=digest, size=blob.size)
     else:
-        response = FileResponse(
-            default_storage.open(blob.storage_name, "rb"), content_type="application/octet-stream"
-        )
+        try:
+            handle = default_storage.open(blob.storage_name, "rb")
+        except FileNotFoundError:
+            # Its row outlived the file (storage cleaned by hand): unknown, not a server error.
+            raise BlobUnknownError(f"blob unknown to registry: {digest}", detail={"digest": digest})
+        response = FileResponse(handle, content_type="application/octet-stream")
         _content_headers(response, digest=digest, size=blob.size)
     response["Accept-Ranges"] = "bytes"
     return response

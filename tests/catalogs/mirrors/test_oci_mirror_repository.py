@@ -46,3 +46,23 @@ def test_synced_version_has_a_manifest_and_its_artifacts_are_blobs(
     # The artifact belongs to the mirror's repository only.
     other = client.get(f"/v2/mirrors/other/blobs/{digest}")
     assert other.status_code == 404
+
+
+def test_an_artifact_whose_file_is_gone_is_blob_unknown(
+    mirror_settings, https_upstream, sync, client
+):
+    from django.core.files.storage import default_storage
+
+    from catalogs.models import RuntimeArtifact
+
+    one = b"binary gone" * 100
+    url_one = https_upstream.serve("/bin/gone", one)
+    doc = exec_catalog_doc([("Gone", url_one, hashlib.sha256(one).hexdigest())])
+    url = https_upstream.serve("/catalog.yaml", doc)
+    source = mirrors.mirror_source_create(name="gone", url=url, actor=None, mirror_runtimes=True)
+    assert sync(source).status == "succeeded"
+    default_storage.delete(RuntimeArtifact.objects.get().storage_name)
+    digest = "sha256:" + hashlib.sha256(one).hexdigest()
+    response = client.get(f"/v2/mirrors/gone/blobs/{digest}")
+    assert response.status_code == 404
+    assert response.json()["errors"][0]["code"] == "BLOB_UNKNOWN"

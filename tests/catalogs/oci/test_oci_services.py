@@ -248,3 +248,15 @@ def test_gc_command_reports_what_it_removed(catalog, owner):
     OciUpload.objects.update(updated_at=timezone.now() - timedelta(minutes=61))
     call_command("oci_gc_uploads", stdout=out)
     assert out.getvalue().endswith("removed 1 upload session(s) and 0 unreferenced blob(s)\n")
+
+
+def test_celery_beat_runs_the_upload_gc_task(catalog, owner):
+    from catalogs.tasks import oci_uploads_gc_task
+    from registry.celery import app
+
+    entry = app.conf.beat_schedule["oci-uploads-gc"]
+    assert entry == {"task": "catalogs.tasks.oci_uploads_gc_task", "schedule": 900.0}
+    oci_upload_start(catalog=catalog, actor=owner)
+    assert oci_uploads_gc_task() == {"sessions": 0, "blobs": 0}
+    OciUpload.objects.update(updated_at=timezone.now() - timedelta(minutes=61))
+    assert oci_uploads_gc_task() == {"sessions": 1, "blobs": 0}

@@ -19,6 +19,7 @@ from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from catalogs import signing
 from catalogs.exceptions import (
     AlreadyExistsError,
     InvalidCatalogError,
@@ -286,10 +287,50 @@ def catalog_version_publish(
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
     _functions_create(version=version, parsed=parsed)
+    # Signed before anything serves it; a mirror's run verified upstream before publishing.
+    catalog_version_sign(version=version, content=canonical)
     locked.latest_version = version
     locked.save(update_fields=["latest_version", "updated_at"])
     catalog.latest_version = version
     return version, True
+
+
+def catalog_version_sign(
+    *, version: CatalogVersion, content: bytes | None = None, resign: bool = False
+) -> CatalogVersion:
+    """Sign ``version``'s served bytes with the registry's current key (if unsigned or ``resign``).
+
+    The signature is ECDSA-SHA256 over exactly the bytes served as catalog.yaml, base64 of the DER
+    signature (the ``cosign sign-blob`` format). A version signed concurrently keeps the first
+    signature made.
+    """
+    if version.signature and not resign:
+        return version
+    if content is None:
+        content = bytes(CatalogVersion.objects.values_list("content", flat=True).get(pk=version.pk))
+    signature = signing.sign_bytes(content)
+    rows = CatalogVersion.objects.filter(pk=version.pk)
+    if not resign:
+        rows = rows.filter(signature="")
+    updated = rows.update(signature=signature.signature_b64, signing_key=signature.key)
+    if updated:
+        version.signature = signature.signature_b64
+        version.signing_key = signature.key
+    else:
+        version.refresh_from_db(fields=["signature", "signing_key"])
+    return version
+
+
+def catalog_versions_sign(*, resign: bool = False) -> int:
+    """Sign every unsigned version (every version with ``resign``); the number signed."""
+    count = 0
+    versions = CatalogVersion.objects.defer("content").order_by("pk")
+    if not resign:
+        versions = versions.filter(signature="")
+    for version in versions.iterator():
+        catalog_version_sign(version=version, resign=resign)
+        count += 1
+    return count
 
 
 @transaction.atomic

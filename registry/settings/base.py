@@ -1,7 +1,8 @@
 """Base settings: every variable has a safe development default (SQLite, eager Celery, local files).
 
 Environment variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL,
-CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL.
+CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL,
+SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE.
 """
 
 import warnings
@@ -211,3 +212,11 @@ SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
 }
+
+# --- Signing (issue 11): every catalog version the registry serves is signed (ECDSA P-256). ---
+# SIGNING_KEY_PEM (the private key itself, PKCS#8 or SEC1 PEM) wins over SIGNING_KEY_FILE (a path
+# to it). The embedded default creates the file on first use next to db.sqlite3; production
+# creates nothing and refuses to start without one of the two.
+SIGNING_KEY_PEM = env.str("SIGNING_KEY_PEM", default="")
+SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default=str(BASE_DIR / "signing-key.pem"))
+SIGNING_KEY_CREATE = env.bool("SIGNING_KEY_CREATE", default=True)

@@ -189,9 +189,10 @@ def verify(
         detail = "does not verify with " + ", ".join(map(str, keys))
         actual = "sha256:" + hashlib.sha256(data).hexdigest()
         if material.stated_digest and material.stated_digest != actual:
+            # Tampering, or a new version published between the two requests.
             detail += (
-                f" (it signs {material.stated_digest}, the catalog fetched is {actual}: "
-                "a new version was published meanwhile, run again)"
+                f" (the registry says it signs {material.stated_digest}; "
+                f"the catalog fetched is {actual})"
             )
         return SignatureStatus("invalid", material.where, detail=detail)
     problem = _check_manifest(material, data)

@@ -237,7 +237,7 @@ def manage(env: dict[str, str], *args: str) -> str:
 
 
 def start_registry_app(
-    procs: Processes, workdir: Path, catalog_file: Path, workers: int
+    procs: Processes, workdir: Path, catalog_file: Path, workers: int, threads: int = 1
 ) -> tuple[str, bytes]:
     """Import the catalog and serve it with gunicorn; return the URL and the served bytes."""
     env = django_env(workdir)
@@ -255,6 +255,9 @@ def start_registry_app(
             f"127.0.0.1:{port}",
             "--workers",
             str(workers),
+            # More than one thread makes gunicorn use gthread workers, which keep connections alive.
+            "--threads",
+            str(threads),
             "--log-level",
             "warning",
         ],

@@ -385,3 +385,7 @@ class DriftEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.image}: {self.old_digest} -> {self.new_digest}"
+
+
+# --- The OCI distribution endpoint (issue 11): its models live with the rest of catalogs.oci. ---
+from catalogs.oci.models import OciBlob, OciManifest, OciTag, OciUpload  # noqa: E402, F401

@@ -37,6 +37,7 @@ from catalogs.models import (
     Publisher,
     SyncRun,
 )
+from catalogs.oci.services import oci_catalog_version_store
 from catalogs.selectors import user_is_owner_or_staff
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import CatalogError, parse_catalog
@@ -257,16 +258,19 @@ def catalog_version_publish(
     content: bytes | str | OversizedDocument,
     actor: Actor,
     sync_run: SyncRun | None = None,
+    oci_manifest: bytes | None = None,
 ) -> tuple[CatalogVersion, bool]:
     """Publish ``content`` as the next immutable version; the same content returns the existing one.
 
     Returns ``(version, created)``. Nothing is written unless the document is valid. A mirror's
-    catalog takes versions only from ``sync_run``, a running sync of its own source.
+    catalog takes versions only from ``sync_run``, a running sync of its own source. With
+    ``oci_manifest`` (an OCI push), ``content`` is that manifest's layer: served as it is.
     """
     _check_can_write(publisher=catalog.publisher, actor=actor)
     _check_not_mirror(catalog=catalog, sync_run=sync_run)
     parsed = catalog_document_parse(content=content)
-    canonical = parsed.canonical_bytes()
+    # A pushed manifest names its layer's digest: those bytes are served, not re-serialised.
+    canonical = bytes(content) if oci_manifest is not None else parsed.canonical_bytes()
     # Hash the bytes we serve, so X-Content-Digest always equals sha256(body).
     digest = "sha256:" + hashlib.sha256(canonical).hexdigest()
 
@@ -292,6 +296,7 @@ def catalog_version_publish(
     locked.latest_version = version
     locked.save(update_fields=["latest_version", "updated_at"])
     catalog.latest_version = version
+    oci_catalog_version_store(version=version, pushed_manifest=oci_manifest)
     return version, True
 
 

@@ -1,4 +1,4 @@
-"""Root URLs: serving under /c/, the API under /api/v1/, its schema and docs, and the admin."""
+"""Root URLs: serving under /c/, OCI under /v2/, the API under /api/v1/, schema, docs, admin."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -9,6 +9,7 @@ from catalogs import views as catalog_views
 urlpatterns = [
     path("c/", include("catalogs.urls")),
     path("signing-key.pub", catalog_views.signing_key_public, name="signing-key-pub"),
+    path("v2/", include("catalogs.oci.urls", namespace="oci")),
     path("api/v1/", include("catalogs.api.urls", namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

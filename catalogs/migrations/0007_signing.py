@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalogs', '0004_mirrors'),
+        ('catalogs', '0006_oci'),
     ]
 
     operations = [

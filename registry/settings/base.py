@@ -213,6 +213,16 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
 }
 
+# --- OCI distribution endpoint (issue 11): /v2/ pull and push. ---
+# Largest manifest a push may send, and largest blob an upload session may hold.
+OCI_MANIFEST_MAX_BYTES = env_int("OCI_MANIFEST_MAX_BYTES", 4 * 1024 * 1024)
+OCI_UPLOAD_MAX_BYTES = env_int("OCI_UPLOAD_MAX_BYTES", CATALOG_MAX_BYTES)
+# Upload sessions and uploaded blobs no manifest references are removed after this many minutes
+# by `manage.py oci_gc_uploads` (run it from cron or Celery beat).
+OCI_UPLOAD_GC_MINUTES = env_int("OCI_UPLOAD_GC_MINUTES", 60)
+# Lifetime of the bearer tokens GET /v2/token hands out.
+OCI_TOKEN_TTL_SECONDS = env_int("OCI_TOKEN_TTL_SECONDS", 300)
+
 # --- Signing (issue 11): every catalog version the registry serves is signed (ECDSA P-256). ---
 # SIGNING_KEY_PEM (the private key itself, PKCS#8 or SEC1 PEM) wins over SIGNING_KEY_FILE (a path
 # to it). The embedded default creates the file on first use next to db.sqlite3; production

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -17,7 +18,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 
 from catalogs import signing
 from catalogs.exceptions import (
@@ -37,7 +38,8 @@ from catalogs.models import (
     Publisher,
     SyncRun,
 )
-from catalogs.oci.services import oci_catalog_version_store
+from catalogs.oci.models import OciManifest, OciTag
+from catalogs.oci.services import oci_artifact_store, oci_catalog_version_store
 from catalogs.selectors import user_is_owner_or_staff
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import CatalogError, parse_catalog
@@ -291,12 +293,13 @@ def catalog_version_publish(
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
     _functions_create(version=version, parsed=parsed)
-    # Signed before anything serves it; a mirror's run verified upstream before publishing.
-    catalog_version_sign(version=version, content=canonical)
     locked.latest_version = version
     locked.save(update_fields=["latest_version", "updated_at"])
     catalog.latest_version = version
     oci_catalog_version_store(version=version, pushed_manifest=oci_manifest)
+    # Signed in the same transaction, so nothing serves it unsigned; a mirror's run verified
+    # its upstream signature before it published.
+    catalog_version_sign(version=version, content=canonical)
     return version, True
 
 
@@ -309,6 +312,7 @@ def catalog_version_sign(
     signature (the ``cosign sign-blob`` format). A version signed concurrently keeps the first
     signature made.
     """
+    _oci_signature_store(version=version, resign=resign)
     if version.signature and not resign:
         return version
     if content is None:
@@ -326,12 +330,48 @@ def catalog_version_sign(
     return version
 
 
+def _oci_signature_store(*, version: CatalogVersion, resign: bool) -> str | None:
+    """Store cosign's signature artifact of ``version``'s OCI manifest (tag ``sha256-<hex>.sig``,
+    subject = the manifest); returns its digest, None if it exists (and not ``resign``)."""
+    if not settings.SIGNING_OCI_ARTIFACTS:
+        return None
+    manifest = (
+        OciManifest.objects.filter(catalog_version=version)
+        .only("digest", "size", "media_type", "catalog_id")
+        .first()
+    )
+    if manifest is None:
+        return None
+    tag = signing.cosign_signature_tag(manifest.digest)
+    if not resign and OciTag.objects.filter(catalog_id=manifest.catalog_id, name=tag).exists():
+        return None
+    catalog = Catalog.objects.select_related("publisher").get(pk=manifest.catalog_id)
+    host = urlsplit(settings.REGISTRY_PUBLIC_URL).netloc
+    artifact = signing.cosign_artifact_build(
+        repository=f"{host}/{catalog.publisher.slug}/{catalog.name}",
+        manifest_digest=manifest.digest,
+        manifest_size=manifest.size,
+        manifest_media_type=manifest.media_type,
+    )
+    return oci_artifact_store(
+        catalog=catalog,
+        manifest=artifact.manifest,
+        media_type=signing.OCI_MANIFEST_MEDIA_TYPE,
+        blobs=artifact.blobs,
+        tags=[artifact.tag],
+    )
+
+
 def catalog_versions_sign(*, resign: bool = False) -> int:
-    """Sign every unsigned version (every version with ``resign``); the number signed."""
+    """Sign every version lacking a signature (every version with ``resign``); the number."""
     count = 0
     versions = CatalogVersion.objects.defer("content").order_by("pk")
     if not resign:
-        versions = versions.filter(signature="")
+        sig_tags = OciTag.objects.filter(name__endswith=".sig").values("manifest__subject_digest")
+        versions = versions.filter(
+            Q(signature="")
+            | (Q(oci_manifest__isnull=False) & ~Q(oci_manifest__digest__in=sig_tags))
+        )
     for version in versions.iterator():
         catalog_version_sign(version=version, resign=resign)
         count += 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import threading
 from dataclasses import dataclass
@@ -215,3 +216,98 @@ def signing_key_rotate() -> SigningKey:
 def signing_key_list():
     """Every key the registry signs or signed with, the current one first."""
     return SigningKey.objects.order_by("-current", "-created_at", "-id")
+
+
+# --- cosign's signature layout in an OCI repository (what ``cosign verify --key`` reads). ---
+
+COSIGN_PAYLOAD_MEDIA_TYPE = "application/vnd.dev.cosign.simplesigning.v1+json"
+COSIGN_SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
+COSIGN_ARTIFACT_TYPE = "application/vnd.dev.cosign.artifact.sig.v1+json"
+OCI_CONFIG_MEDIA_TYPE = "application/vnd.oci.image.config.v1+json"
+OCI_MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
+KEY_ID_ANNOTATION = "dev.krm-catalog-registry/signing-key-id"
+
+
+def cosign_signature_tag(manifest_digest: str) -> str:
+    """``sha256-<hex>.sig``: where cosign looks for the signatures of ``manifest_digest``."""
+    return manifest_digest.replace(":", "-") + ".sig"
+
+
+def _json(data: object) -> bytes:
+    return json.dumps(data, separators=(",", ":"), sort_keys=False).encode()
+
+
+@dataclass(frozen=True)
+class CosignArtifact:
+    """A signature artifact ready for ``oci_artifact_store``."""
+
+    manifest: bytes
+    blobs: dict[str, bytes]
+    tag: str
+    signature: Signature
+
+
+def cosign_artifact_build(
+    *, repository: str, manifest_digest: str, manifest_size: int, manifest_media_type: str
+) -> CosignArtifact:
+    """A simple-signing payload over ``manifest_digest``, signed, in cosign's manifest layout.
+
+    ``repository`` is ``host/publisher/catalog`` (the payload's docker-reference). The manifest
+    also names the signed manifest as its ``subject``, so the referrers API lists it.
+    """
+    payload = _json(
+        {
+            "critical": {
+                "identity": {"docker-reference": repository},
+                "image": {"docker-manifest-digest": manifest_digest},
+                "type": "cosign container image signature",
+            },
+            "optional": None,
+        }
+    )
+    signature = sign_bytes(payload)
+    payload_digest = "sha256:" + hashlib.sha256(payload).hexdigest()
+    # The image config cosign writes for a signature image: one layer, no platform.
+    config = _json(
+        {
+            "architecture": "",
+            "created": "0001-01-01T00:00:00Z",
+            "history": [{"created": "0001-01-01T00:00:00Z"}],
+            "os": "",
+            "rootfs": {"type": "layers", "diff_ids": [payload_digest]},
+            "config": {},
+        }
+    )
+    config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
+    manifest = _json(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST_MEDIA_TYPE,
+            "artifactType": COSIGN_ARTIFACT_TYPE,
+            "config": {
+                "mediaType": OCI_CONFIG_MEDIA_TYPE,
+                "size": len(config),
+                "digest": config_digest,
+            },
+            "layers": [
+                {
+                    "mediaType": COSIGN_PAYLOAD_MEDIA_TYPE,
+                    "size": len(payload),
+                    "digest": payload_digest,
+                    "annotations": {COSIGN_SIGNATURE_ANNOTATION: signature.signature_b64},
+                }
+            ],
+            "subject": {
+                "mediaType": manifest_media_type,
+                "size": manifest_size,
+                "digest": manifest_digest,
+            },
+            "annotations": {KEY_ID_ANNOTATION: signature.key_id},
+        }
+    )
+    return CosignArtifact(
+        manifest=manifest,
+        blobs={payload_digest: payload, config_digest: config},
+        tag=cosign_signature_tag(manifest_digest),
+        signature=signature,
+    )

@@ -2,7 +2,7 @@
 
 Environment variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL,
 CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL,
-SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE.
+SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS.
 """
 
 import warnings
@@ -230,3 +230,6 @@ OCI_TOKEN_TTL_SECONDS = env_int("OCI_TOKEN_TTL_SECONDS", 300)
 SIGNING_KEY_PEM = env.str("SIGNING_KEY_PEM", default="")
 SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default=str(BASE_DIR / "signing-key.pem"))
 SIGNING_KEY_CREATE = env.bool("SIGNING_KEY_CREATE", default=True)
+# Also store cosign's signature artifact (tag sha256-<hex>.sig, listed by the referrers API) of
+# each version's OCI manifest, for `cosign verify --key` and `krm` with oci:// refs.
+SIGNING_OCI_ARTIFACTS = env.bool("SIGNING_OCI_ARTIFACTS", default=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 
 import httpx
 import pytest
@@ -160,3 +161,135 @@ def test_missing_signature_is_refused(published, live_server, files_server, tmp_
     _refused(proc, app, copy, f"has no signature ({copy}.sig not found)")
     view = _krm_cmd("view", "catalog", copy, ca_file=ca_file, home=tmp_path / "h")
     assert f"Signature: none found [{copy}.sig]" in view.stdout
+
+
+# --- oci:// refs: cosign's sha256-<hex>.sig artifact in the same repository. ---
+
+
+def _oci_ref(live_server) -> str:
+    return f"oci://{live_server.url.removeprefix('http://')}/example-co/functions:latest"
+
+
+def _sig_tag(version) -> str:
+    return version.oci_manifest.digest.replace(":", "-") + ".sig"
+
+
+def _oci_build(app, ref, key, ca_file, tmp_path):
+    return _krm(
+        app,
+        f"--trusted-catalog={ref}",
+        f"--catalog-key={key}",
+        ca_file=ca_file,
+        home=tmp_path / "h",
+    )
+
+
+def test_oci_build_with_registry_key(published, live_server, tmp_path):
+    from catalogs.models import CatalogVersion
+
+    _url, key, key_id, ca_file, _files = published
+    ref = _oci_ref(live_server)
+    where = f"oci://{live_server.url.removeprefix('http://')}/example-co/functions:" + _sig_tag(
+        CatalogVersion.objects.get()
+    )
+    view = _krm_cmd(
+        "view", "catalog", ref, f"--catalog-key={key}", ca_file=ca_file, home=tmp_path / "h"
+    )
+    assert view.returncode == 0, view.stderr
+    assert f"Signature: verified with key {key_id} ({key}) [{where}]" in view.stdout
+    app = _app(tmp_path)
+    proc = _oci_build(app, ref, key, ca_file, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "tier: web-exec" in proc.stdout
+    assert (app / "ran-exec-function").exists()
+
+
+def test_oci_changed_layer_with_the_old_signature_is_refused(published, live_server, tmp_path):
+    """An attacker with write access to the repository swaps the catalog (a new layer and
+    manifest under ``latest``) and copies the old signature to the new manifest's .sig tag."""
+    from catalogs.models import CatalogVersion
+    from catalogs.oci import manifests as m
+    from catalogs.oci.models import OciTag
+    from catalogs.oci.selectors import oci_caches_clear
+    from catalogs.oci.services import oci_artifact_store
+
+    _url, key, _key_id, ca_file, _files = published
+    version = CatalogVersion.objects.get()
+    evil = bytes(version.content).replace(b"publisher: example-co", b"publisher: example-c0")
+    manifest = json.loads(bytes(version.oci_manifest.content))
+    manifest["layers"][0].update(digest=m.sha256_digest(evil), size=len(evil))
+    evil_manifest = m.manifest_bytes(manifest)
+    evil_digest = oci_artifact_store(
+        catalog=version.catalog,
+        manifest=evil_manifest,
+        media_type=m.OCI_MANIFEST,
+        blobs={m.sha256_digest(evil): evil},
+        tags=["evil"],
+    )
+    old_sig = OciTag.objects.get(name=_sig_tag(version)).manifest
+    OciTag.objects.filter(name="latest").update(manifest=OciTag.objects.get(name="evil").manifest)
+    OciTag.objects.create(
+        catalog=version.catalog, name=evil_digest.replace(":", "-") + ".sig", manifest=old_sig
+    )
+    oci_caches_clear()
+    app = _app(tmp_path)
+    ref = _oci_ref(live_server)
+    host = live_server.url.removeprefix("http://")
+    proc = _oci_build(app, ref, key, ca_file, tmp_path)
+    _refused(
+        proc,
+        app,
+        ref,
+        f"has a bad signature: the signature signs {version.oci_manifest.digest}, not "
+        f"{evil_digest} (oci://{host}/example-co/functions:{evil_digest.replace(':', '-')}.sig)",
+    )
+    # The changed layer alone (same manifest, other bytes served) fails its digest check.
+    OciTag.objects.filter(name="latest").update(manifest=version.oci_manifest)
+    CatalogVersion.objects.filter(pk=version.pk).update(content=evil)
+    oci_caches_clear()
+    proc = _oci_build(app, ref, key, ca_file, tmp_path / "h2")
+    assert proc.returncode == 1
+    assert "layer digest mismatch" in proc.stderr
+    assert not (app / "ran-exec-function").exists()
+
+
+def test_oci_signature_by_another_key_is_refused(published, live_server, tmp_path, settings):
+    from catalogs import services, signing
+    from catalogs.models import CatalogVersion
+    from catalogs.oci.selectors import oci_caches_clear
+
+    _url, key, key_id, ca_file, _files = published
+    version = CatalogVersion.objects.get()
+    settings.SIGNING_KEY_PEM = signing.private_key_generate()[1].decode()
+    services._oci_signature_store(version=version, resign=True)  # the other key re-signs it
+    oci_caches_clear()
+    app = _app(tmp_path)
+    ref = _oci_ref(live_server)
+    host = live_server.url.removeprefix("http://")
+    proc = _oci_build(app, ref, key, ca_file, tmp_path)
+    _refused(
+        proc,
+        app,
+        ref,
+        f"has a bad signature: none of its 1 signature(s) verifies with {key_id} ({key}) "
+        f"(oci://{host}/example-co/functions:{_sig_tag(version)})",
+    )
+
+
+def test_oci_missing_signature_is_refused(published, live_server, tmp_path):
+    from catalogs.models import CatalogVersion
+    from catalogs.oci.models import OciTag
+
+    _url, key, _key_id, ca_file, _files = published
+    version = CatalogVersion.objects.get()
+    OciTag.objects.filter(name=_sig_tag(version)).delete()
+    app = _app(tmp_path)
+    ref = _oci_ref(live_server)
+    host = live_server.url.removeprefix("http://")
+    proc = _oci_build(app, ref, key, ca_file, tmp_path)
+    _refused(
+        proc,
+        app,
+        ref,
+        f"has no signature (oci://{host}/example-co/functions:{_sig_tag(version)} not found)",
+    )

@@ -20,9 +20,12 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 REGISTRY_PUBLIC_URL = "http://testserver"
 WHITENOISE_AUTOREFRESH = True
 
-# A signing key of this test process only, created on first use (never the development one).
+# A signing key created on first use in a temporary folder (never the development one);
+# deploy/ci-services.sh names one file for the tests and their celery worker to share.
 SIGNING_KEY_PEM = ""
-SIGNING_KEY_FILE = os.path.join(tempfile.mkdtemp(prefix="krm-test-signing-"), "signing-key.pem")
+SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default="") or os.path.join(
+    tempfile.mkdtemp(prefix="krm-test-signing-"), "signing-key.pem"
+)
 SIGNING_KEY_CREATE = True
 
 KRM_TEST_SERVICES = os.environ.get("KRM_TEST_SERVICES") == "1"

@@ -457,13 +457,17 @@ class CatalogStore:
                 )
             if not want_signature:
                 return cached
+            material = None
             if os.path.isfile(sig_path):  # kept with the catalog, re-verified by the caller
                 with open(sig_path, encoding="utf-8") as f:
-                    cached.material = SignatureMaterial.from_json(json.load(f))
+                    material = SignatureMaterial.from_json(json.load(f))
+            if material is not None and (material.found or self.options.offline):
+                cached.material = material
                 return cached
             if self.options.offline:
                 cached.material = SignatureMaterial("cosign", f"{ref.raw} (cosign .sig tag)")
                 return cached
+            # Not signed when cached: look again (it may have been signed since).
         if self.options.offline:
             raise FetchError(f"{ref} is not in the cache and --offline forbids downloading")
         import oras.defaults

@@ -316,6 +316,7 @@ class FunctionVersionSerializer(serializers.ModelSerializer):
     catalog = serializers.SerializerMethodField()
     catalog_version = serializers.IntegerField(source="catalog_version.number", read_only=True)
     catalog_url = serializers.SerializerMethodField()
+    signature = serializers.SerializerMethodField()
 
     class Meta:
         model = FunctionVersion
@@ -341,8 +342,13 @@ class FunctionVersionSerializer(serializers.ModelSerializer):
             "catalog",
             "catalog_version",
             "catalog_url",
+            "signature",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(SignatureSerializer(allow_null=True))
+    def get_signature(self, obj: FunctionVersion) -> dict | None:
+        return signature_data(self.context.get("request"), obj.catalog_version)
 
     def get_catalog(self, obj: FunctionVersion) -> str:
         return str(obj.catalog_version.catalog)

@@ -189,14 +189,11 @@ class FunctionSearchFilter(FunctionVersionFilter):
     signed = django_filters.BooleanFilter(
         widget=forms.CheckboxInput, label="Signed by this registry", method="filter_signed"
     )
-    key = django_filters.CharFilter(
-        field_name="catalog_version__signing_key__key_id", label="Signing key id"
-    )
 
     class Meta(FunctionVersionFilter.Meta):
         fields = [
             *FunctionVersionFilter.Meta.fields,
-            *["verified", "network", "storage", "mirrored", "signed", "key"],
+            *["verified", "network", "storage", "mirrored", "signed"],
         ]
 
     def filter_mirrored(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:

@@ -137,6 +137,9 @@ def test_api_and_page_say_signed_by_this_registry(client, catalog, own_key):
     }
     versions = client.get("/api/v1/catalogs/example-co/functions/versions/").json()["results"]
     assert versions[0]["signature"]["key_id"] == kid
+    functions = client.get(f"/api/v1/functions/?key={kid}").json()["results"]
+    assert [f["signature"]["summary"] for f in functions] == [summary]
+    assert client.get("/api/v1/functions/?key=0000000000000000").json()["results"] == []
     page = client.get("/catalogs/example-co/functions/").content.decode()
     assert summary in page
     assert 'href="/c/example-co/functions/versions/1/catalog.yaml.sig"' in page

@@ -1,7 +1,8 @@
 """Benchmark: pulling the catalog blob from the registry's /v2/ endpoint vs. docker-registry.
 
 Generates a 200-function KEP-2906 catalog (the generator of ``serve_catalog.py``), imports it into
-a temporary SQLite database, serves it with gunicorn (2 workers, DEBUG off), and resolves
+a temporary SQLite database, serves it with gunicorn (2 gthread workers of 8 threads, which keep
+connections alive as docker-registry does; DEBUG off), and resolves
 ``/v2/<publisher>/<catalog>/manifests/latest`` to the catalog layer's blob URL. The same file is
 pushed with ``oras`` (the Python package) to Debian's ``docker-registry`` (distribution v2).
 Both blob URLs are then loaded with ``wrk`` at 64 connections in the same run, alternating who
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--functions", type=int, default=200, help="functions in the catalog")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument(
-        "--gunicorn-threads", type=int, default=4, help="threads per worker (gthread if > 1)"
+        "--gunicorn-threads", type=int, default=8, help="threads per worker (gthread if > 1)"
     )
     parser.add_argument("--warmup", type=int, default=2, help="seconds of unmeasured load first")
     parser.add_argument("--rounds", type=int, default=1, help="measured runs of each server")

@@ -54,3 +54,12 @@ def mirror_sources_sync_due_task() -> dict:
         except SyncInProgressError:
             continue
     return {"queued": queued}
+
+
+@shared_task
+def oci_uploads_gc_task() -> dict:
+    """Drop stale OCI upload sessions and unreferenced uploaded blobs (run by celery beat)."""
+    from catalogs.oci.services import oci_uploads_gc
+
+    sessions, blobs = oci_uploads_gc()
+    return {"sessions": sessions, "blobs": blobs}

@@ -18,4 +18,6 @@ app.conf.beat_schedule = {
         "task": "catalogs.tasks.mirror_sources_sync_due_task",
         "schedule": 60.0,
     },
+    # OCI upload sessions and uploaded blobs no manifest references (OCI_UPLOAD_GC_MINUTES).
+    "oci-uploads-gc": {"task": "catalogs.tasks.oci_uploads_gc_task", "schedule": 900.0},
 }

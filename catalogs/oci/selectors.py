@@ -177,3 +177,10 @@ def oci_caches_clear() -> None:
     _blob_cache.clear()
     _manifest_cache.clear()
     _blob_bytes.__init__(max_bytes=_blob_bytes.max_bytes)
+
+
+def oci_blob_cached(publisher_slug: str, catalog_name: str, digest: str) -> bytes | None:
+    """The bytes of a blob this process already served from this repository, or None."""
+    if (publisher_slug, catalog_name, digest) not in _blob_cache:
+        return None
+    return _blob_bytes.get(digest)

@@ -262,9 +262,12 @@ def _blob_get(request: HttpRequest, publisher: str, catalog: str, digest: str):
         )
         _content_headers(response, digest=digest, size=blob.size)
     else:
-        response = FileResponse(
-            default_storage.open(blob.storage_name, "rb"), content_type="application/octet-stream"
-        )
+        try:
+            handle = default_storage.open(blob.storage_name, "rb")
+        except FileNotFoundError:
+            # Its row outlived the file (storage cleaned by hand): unknown, not a server error.
+            raise BlobUnknownError(f"blob unknown to registry: {digest}", detail={"digest": digest})
+        response = FileResponse(handle, content_type="application/octet-stream")
         _content_headers(response, digest=digest, size=blob.size)
     response["Accept-Ranges"] = "bytes"
     return response
@@ -325,6 +328,12 @@ def _referrers(request: HttpRequest, publisher: str, catalog: str, digest: str):
 def _read_body(request: HttpRequest, *, limit: int, error: type[OciError]) -> bytes:
     """The request body, refused before reading when over ``limit`` (Django's own cap is lower)."""
     length_text = request.META.get("CONTENT_LENGTH") or "0"
+    if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+        # No length: Django's request stream would read nothing; the server has de-chunked it.
+        data = request.environ["wsgi.input"].read(limit + 1)
+        if len(data) > limit:
+            raise error(f"body is over the limit of {limit} bytes", detail={"limit": limit})
+        return data
     try:
         length = int(length_text)
     except ValueError:

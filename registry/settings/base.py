@@ -218,7 +218,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 OCI_MANIFEST_MAX_BYTES = env_int("OCI_MANIFEST_MAX_BYTES", 4 * 1024 * 1024)
 OCI_UPLOAD_MAX_BYTES = env_int("OCI_UPLOAD_MAX_BYTES", CATALOG_MAX_BYTES)
 # Upload sessions and uploaded blobs no manifest references are removed after this many minutes
-# by `manage.py oci_gc_uploads` (run it from cron or Celery beat).
+# by `manage.py oci_gc_uploads` and by celery beat every 15 minutes.
 OCI_UPLOAD_GC_MINUTES = env_int("OCI_UPLOAD_GC_MINUTES", 60)
 # Lifetime of the bearer tokens GET /v2/token hands out.
 OCI_TOKEN_TTL_SECONDS = env_int("OCI_TOKEN_TTL_SECONDS", 300)

@@ -300,3 +300,11 @@ def test_deleting_is_unsupported(client, published):
     assert "immutable" in error["message"]
     _error(client.delete(f"{REPO}/blobs/{published.digest}"), 405, "UNSUPPORTED")
     assert client.get(f"{REPO}/manifests/latest").status_code == 200
+
+
+def test_a_catalog_without_versions_is_an_empty_repository(client, catalog):
+    response = client.get(f"{REPO}/tags/list")
+    assert response.status_code == 200
+    assert response.json() == {"name": "example-co/functions", "tags": []}
+    _error(client.get(f"{REPO}/manifests/latest"), 404, "MANIFEST_UNKNOWN")
+    assert client.get(f"{REPO}/referrers/sha256:" + "3" * 64).status_code == 200

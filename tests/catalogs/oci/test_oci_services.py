@@ -8,6 +8,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from catalogs.oci import manifests as m
 from catalogs.oci.errors import (
@@ -233,3 +234,29 @@ def test_gc_removes_stale_sessions_and_unreferenced_blobs_only(catalog, owner):
     assert oci_uploads_gc(older_than=timedelta(seconds=-1)) == (1, 1)
     assert list(OciBlob.objects.values_list("digest", flat=True)) == [m.sha256_digest(payload)]
     assert OciUpload.objects.count() == 0
+
+
+def test_gc_command_reports_what_it_removed(catalog, owner):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    oci_upload_start(catalog=catalog, actor=owner)
+    out = StringIO()
+    call_command("oci_gc_uploads", stdout=out)
+    assert out.getvalue() == "removed 0 upload session(s) and 0 unreferenced blob(s)\n"
+    OciUpload.objects.update(updated_at=timezone.now() - timedelta(minutes=61))
+    call_command("oci_gc_uploads", stdout=out)
+    assert out.getvalue().endswith("removed 1 upload session(s) and 0 unreferenced blob(s)\n")
+
+
+def test_celery_beat_runs_the_upload_gc_task(catalog, owner):
+    from catalogs.tasks import oci_uploads_gc_task
+    from registry.celery import app
+
+    entry = app.conf.beat_schedule["oci-uploads-gc"]
+    assert entry == {"task": "catalogs.tasks.oci_uploads_gc_task", "schedule": 900.0}
+    oci_upload_start(catalog=catalog, actor=owner)
+    assert oci_uploads_gc_task() == {"sessions": 0, "blobs": 0}
+    OciUpload.objects.update(updated_at=timezone.now() - timedelta(minutes=61))
+    assert oci_uploads_gc_task() == {"sessions": 1, "blobs": 0}

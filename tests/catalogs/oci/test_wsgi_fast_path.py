@@ -1,0 +1,78 @@
+"""registry.wsgi's fast path for cached blobs answers exactly as the Django view does."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from registry.wsgi import application
+
+pytestmark = pytest.mark.django_db
+
+
+def _call(path: str, method: str = "GET", **headers: str) -> tuple[str, dict[str, str], bytes]:
+    environ = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "testserver",
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.url_scheme": "http",
+        **headers,
+    }
+    answer: dict = {}
+
+    def start_response(status: str, response_headers: list[tuple[str, str]]) -> None:
+        answer["status"], answer["headers"] = status, dict(response_headers)
+
+    body = application(environ, start_response)
+    try:
+        data = b"".join(body)
+    finally:
+        getattr(body, "close", lambda: None)()
+    return answer["status"], answer["headers"], data
+
+
+def test_second_get_is_answered_from_the_cache_with_the_views_headers(published):
+    from catalogs.oci import selectors
+
+    path = f"/v2/example-co/functions/blobs/{published.digest}"
+    assert selectors.oci_blob_cached("example-co", "functions", published.digest) is None
+    first = _call(path)  # through Django: a query, then cached
+    assert selectors.oci_blob_cached("example-co", "functions", published.digest) is not None
+    second = _call(path)
+    assert first[0] == second[0] == "200 OK"
+    assert first[2] == second[2] == bytes(published.content)
+    keys = (
+        "Content-Type",
+        "Content-Length",
+        "Docker-Content-Digest",
+        "ETag",
+        "Cache-Control",
+        "Accept-Ranges",
+        "Docker-Distribution-API-Version",
+        "X-Content-Type-Options",
+    )
+    assert {k: second[1][k] for k in keys} == {k: first[1][k] for k in keys}
+    assert "X-Frame-Options" not in second[1]  # proof that Django did not answer the second
+
+    status, headers, body = _call(path, method="HEAD")
+    assert (status, body) == ("200 OK", b"")
+    assert headers["Content-Length"] == str(len(bytes(published.content)))
+
+
+def test_ranges_conditionals_and_credentials_still_go_to_django(published):
+    path = f"/v2/example-co/functions/blobs/{published.digest}"
+    _call(path)
+    status, headers, body = _call(path, HTTP_RANGE="bytes=0-3")
+    assert status.startswith("206") and body == bytes(published.content)[:4]
+    status, _, _ = _call(path, HTTP_IF_NONE_MATCH=f'"{published.digest}"')
+    assert status.startswith("304")
+    status, _, _ = _call(path, HTTP_AUTHORIZATION="Basic b3duZXI6bm9wZQ==")
+    assert status.startswith("401")
+    # Another repository never sees this one's cached blob.
+    status, _, _ = _call(f"/v2/example-co/other/blobs/{published.digest}")
+    assert status.startswith("404")

@@ -138,3 +138,17 @@ def test_sign_versions_adds_missing_oci_signatures(catalog, own_key, capsys):  #
     assert payload  # a DER signature
     call_command("sign_versions")
     assert capsys.readouterr().out.startswith("Signed 0 catalog version(s)")
+
+
+def test_upload_gc_keeps_signature_blobs(client, catalog, own_key):  # noqa: F811
+    from datetime import timedelta
+
+    from catalogs.oci.services import oci_uploads_gc
+
+    version = _publish(catalog, "First")
+    assert oci_uploads_gc(older_than=timedelta(0)) == (0, 0)
+    oci_selectors.oci_caches_clear()
+    manifest, payload = _signature_of(client, version.oci_manifest.digest)
+    assert json.loads(payload)["critical"]["image"]["docker-manifest-digest"] == (
+        version.oci_manifest.digest
+    )

@@ -209,7 +209,12 @@ def signing_key_rotate() -> SigningKey:
     if not path:
         raise SigningKeyError("No signing key: set SIGNING_KEY_PEM or SIGNING_KEY_FILE.")
     _key, pem = private_key_generate()
-    private_key_write(path, pem)
+    try:
+        private_key_write(path, pem)
+    except OSError as exc:
+        raise SigningKeyError(
+            f"Cannot write SIGNING_KEY_FILE {path}: {exc.strerror}; the current key is unchanged."
+        ) from None
     return signing_key_current()[1]
 
 

@@ -41,6 +41,7 @@ from orchestrator.functions.options import FnOptions, FunctionError
 from orchestrator.functions.signatures import (
     COSIGN_LAYER_MEDIA_TYPE,
     COSIGN_SIGNATURE_ANNOTATION,
+    KEY_ID_ANNOTATION,
     MAX_SIGNATURE_BYTES,
     CatalogKey,
     SignatureMaterial,
@@ -547,7 +548,11 @@ class CatalogStore:
         raw = self._oci_manifest(client, sig_container, missing_ok=True)
         if raw is None:
             return material
-        for layer in json.loads(raw).get("layers") or []:
+        sig_manifest = json.loads(raw)
+        material.stated_key_id = str(
+            (sig_manifest.get("annotations") or {}).get(KEY_ID_ANNOTATION, "")
+        )
+        for layer in sig_manifest.get("layers") or []:
             if not isinstance(layer, dict) or layer.get("mediaType") != COSIGN_LAYER_MEDIA_TYPE:
                 continue
             signature = (layer.get("annotations") or {}).get(COSIGN_SIGNATURE_ANNOTATION)

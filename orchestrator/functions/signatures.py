@@ -25,6 +25,8 @@ from orchestrator.functions.options import FunctionError
 CATALOG_MEDIA_TYPE = "application/vnd.cncf.kubernetes.krm-func-catalog.layer.v1+yaml"
 COSIGN_LAYER_MEDIA_TYPE = "application/vnd.dev.cosign.simplesigning.v1+json"
 COSIGN_SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
+# Set by the KRM catalog registry on its signature manifests: which of its keys signed.
+KEY_ID_ANNOTATION = "dev.krm-catalog-registry/signing-key-id"
 MAX_KEY_BYTES = 64 * 1024
 MAX_SIGNATURE_BYTES = 64 * 1024
 
@@ -84,7 +86,7 @@ class SignatureMaterial:
     where: str  # URL, path or OCI tag of the signature
     found: bool = False
     signature_b64: str = ""  # blob
-    stated_key_id: str = ""  # blob: what the registry says signed it (X-Signing-Key-Id)
+    stated_key_id: str = ""  # what the registry says signed it (X-Signing-Key-Id, annotation)
     stated_digest: str = ""  # blob: which bytes the registry says it signed (X-Content-Digest)
     manifest: bytes = b""  # cosign: the catalog's OCI manifest
     manifest_digest: str = ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 
 import pytest
 from cryptography.exceptions import InvalidSignature
@@ -242,3 +243,20 @@ def test_missing_key_file_without_create(catalog, own_key, settings):
     with pytest.raises(signing.SigningKeyError, match=r"SIGNING_KEY_FILE .* does not exist"):
         _publish(catalog, "First")
     assert not catalog.versions.exists()
+
+
+def test_rotation_that_cannot_write_keeps_the_current_key(client, catalog, own_key):
+    from django.core.management.base import CommandError
+
+    _publish(catalog, "First")
+    before = client.get("/signing-key.pub")
+    # The new key is written beside the old one first; a directory in its way fails that write
+    # (even for root, who may write anywhere).
+    (own_key.parent / f"{own_key.name}.{os.getpid()}.tmp").mkdir()
+    with pytest.raises(CommandError) as exc:
+        call_command("rotate_signing_key")
+    assert str(exc.value) == (
+        f"Cannot write SIGNING_KEY_FILE {own_key}: Is a directory; the current key is unchanged."
+    )
+    assert client.get("/signing-key.pub").content == before.content
+    assert SigningKey.objects.count() == 1

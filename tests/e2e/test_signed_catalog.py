@@ -58,6 +58,11 @@ def test_build_with_registry_key(published, tmp_path):
     )
     assert view.returncode == 0, view.stderr
     assert f"Signature: verified with key {key_id} ({key}) [{url}.sig]" in view.stdout
+    unkeyed = _krm_cmd("view", "catalog", url, ca_file=ca_file, home=tmp_path / "h")
+    assert (
+        "Signature: present, not verified (pass --catalog-key), "
+        f"key id {key_id} as stated by the registry [{url}.sig]"
+    ) in unkeyed.stdout
     proc = _krm(
         app,
         f"--trusted-catalog={url}",
@@ -197,6 +202,11 @@ def test_oci_build_with_registry_key(published, live_server, tmp_path):
     )
     assert view.returncode == 0, view.stderr
     assert f"Signature: verified with key {key_id} ({key}) [{where}]" in view.stdout
+    unkeyed = _krm_cmd("view", "catalog", ref, ca_file=ca_file, home=tmp_path / "h")
+    assert (
+        "Signature: present, not verified (pass --catalog-key), "
+        f"key id {key_id} as stated by the registry [{where}]"
+    ) in unkeyed.stdout
     app = _app(tmp_path)
     proc = _oci_build(app, ref, key, ca_file, tmp_path)
     assert proc.returncode == 0, proc.stderr

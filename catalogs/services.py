@@ -303,6 +303,7 @@ def catalog_version_publish(
     return version, True
 
 
+@transaction.atomic
 def catalog_version_sign(
     *, version: CatalogVersion, content: bytes | None = None, resign: bool = False
 ) -> CatalogVersion:
@@ -367,11 +368,13 @@ def catalog_versions_sign(*, resign: bool = False) -> int:
     count = 0
     versions = CatalogVersion.objects.defer("content").order_by("pk")
     if not resign:
-        sig_tags = OciTag.objects.filter(name__endswith=".sig").values("manifest__subject_digest")
-        versions = versions.filter(
-            Q(signature="")
-            | (Q(oci_manifest__isnull=False) & ~Q(oci_manifest__digest__in=sig_tags))
-        )
+        unsigned = Q(signature="")
+        if settings.SIGNING_OCI_ARTIFACTS:
+            sig_tags = OciTag.objects.filter(name__endswith=".sig").values(
+                "manifest__subject_digest"
+            )
+            unsigned |= Q(oci_manifest__isnull=False) & ~Q(oci_manifest__digest__in=sig_tags)
+        versions = versions.filter(unsigned)
     for version in versions.iterator():
         catalog_version_sign(version=version, resign=resign)
         count += 1

@@ -67,6 +67,31 @@ class Catalog(models.Model):
         return f"{self.publisher.slug}/{self.name}"
 
 
+class SigningKey(models.Model):
+    """A public key the registry signs (or signed) catalog versions with; the private key is not
+    stored here but in settings (SIGNING_KEY_PEM / SIGNING_KEY_FILE)."""
+
+    # First 16 hex of sha256 over the DER SubjectPublicKeyInfo.
+    key_id = models.CharField(max_length=16, unique=True)
+    public_key_pem = models.TextField()
+    current = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["current"],
+                condition=models.Q(current=True),
+                name="signing_key_one_current",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.key_id
+
+
 class CatalogVersion(models.Model):
     """One immutable published version of a catalog: its canonical YAML bytes and their digest."""
 
@@ -85,6 +110,16 @@ class CatalogVersion(models.Model):
         related_name="published_catalog_versions",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # The registry's ECDSA-SHA256 signature over ``content`` (base64 of the DER signature, as
+    # ``cosign sign-blob`` writes it) and the key that made it; empty until signed.
+    signature = models.TextField(blank=True)
+    signing_key = models.ForeignKey(
+        SigningKey,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="signed_versions",
+    )
 
     class Meta:
         ordering = ["catalog", "-number"]

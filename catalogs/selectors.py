@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.models import Prefetch, QuerySet
 
 from catalogs.exceptions import NotFoundError
-from catalogs.models import Catalog, CatalogVersion, FunctionVersion, Publisher
+from catalogs.models import Catalog, CatalogVersion, FunctionVersion, Publisher, SigningKey
 
 
 def user_is_owner_or_staff(
@@ -61,9 +61,9 @@ def publisher_get(*, slug: str) -> Publisher:
 
 def catalog_list(*, publisher_slug: str | None = None) -> QuerySet[Catalog]:
     """Catalogs, optionally of one publisher, with their latest version and mirror joined in."""
-    qs = Catalog.objects.select_related("publisher", "latest_version", "mirror_source").defer(
-        "latest_version__content"
-    )
+    qs = Catalog.objects.select_related(
+        "publisher", "latest_version__signing_key", "mirror_source"
+    ).defer("latest_version__content")
     if publisher_slug is not None:
         qs = qs.filter(publisher__slug=publisher_slug)
     return qs
@@ -81,7 +81,7 @@ def catalog_version_list(*, catalog: Catalog) -> QuerySet[CatalogVersion]:
     """Versions of ``catalog``, newest first, without their content bytes."""
     return (
         CatalogVersion.objects.filter(catalog=catalog)
-        .select_related("catalog__publisher", "created_by")
+        .select_related("catalog__publisher", "created_by", "signing_key")
         .defer("content")
         .order_by("-number")
     )
@@ -101,7 +101,7 @@ def catalog_version_get(*, catalog: Catalog, number: int) -> CatalogVersion:
 def function_version_list(*, all_versions: bool = False) -> QuerySet[FunctionVersion]:
     """Function versions, by default only those of each catalog's latest version."""
     qs = FunctionVersion.objects.select_related(
-        "function", "catalog_version__catalog__publisher"
+        "function", "catalog_version__catalog__publisher", "catalog_version__signing_key"
     ).defer("catalog_version__content")
     if not all_versions:
         qs = qs.filter(catalog_version__latest_of__isnull=False)
@@ -194,3 +194,20 @@ def catalog_version_content(*, digest: str) -> bytes | None:
         content = bytes(row[0])
         _content_cache.put(digest, content)
     return content
+
+
+_SK = SigningKey._meta.db_table
+_SQL_SIGNATURE = (
+    f"SELECT v.id, v.signature, k.key_id FROM {_V} v LEFT JOIN {_SK} k ON k.id = v.signing_key_id "
+    "WHERE v.digest = %s ORDER BY v.signature = '' LIMIT 1"
+)
+
+
+def catalog_version_signature(*, digest: str) -> tuple[int, str, str] | None:
+    """(version id, base64 signature, key id) of the bytes ``digest``; empty strings if unsigned."""
+    with connection.cursor() as cursor:
+        cursor.execute(_SQL_SIGNATURE, (digest,))
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return int(row[0]), row[1] or "", row[2] or ""

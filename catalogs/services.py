@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -17,8 +18,9 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 
+from catalogs import signing
 from catalogs.exceptions import (
     AlreadyExistsError,
     InvalidCatalogError,
@@ -37,7 +39,8 @@ from catalogs.models import (
     Publisher,
     SyncRun,
 )
-from catalogs.oci.services import oci_catalog_version_store
+from catalogs.oci.models import OciManifest, OciTag
+from catalogs.oci.services import oci_artifact_store, oci_catalog_version_store
 from catalogs.selectors import (
     publisher_slug_is_reserved,
     user_is_mirror_operator,
@@ -361,7 +364,88 @@ def catalog_version_publish(
     locked.save(update_fields=["latest_version", "updated_at"])
     catalog.latest_version = version
     oci_catalog_version_store(version=version, pushed_manifest=oci_manifest)
+    # Signed in the same transaction, so nothing serves it unsigned; a mirror's run verified
+    # its upstream signature before it published.
+    catalog_version_sign(version=version, content=canonical)
     return version, True
+
+
+@transaction.atomic
+def catalog_version_sign(
+    *, version: CatalogVersion, content: bytes | None = None, resign: bool = False
+) -> CatalogVersion:
+    """Sign ``version``'s served bytes with the registry's current key (if unsigned or ``resign``).
+
+    The signature is ECDSA-SHA256 over exactly the bytes served as catalog.yaml, base64 of the DER
+    signature (the ``cosign sign-blob`` format). A version signed concurrently keeps the first
+    signature made.
+    """
+    _oci_signature_store(version=version, resign=resign)
+    if version.signature and not resign:
+        return version
+    if content is None:
+        content = bytes(CatalogVersion.objects.values_list("content", flat=True).get(pk=version.pk))
+    signature = signing.sign_bytes(content)
+    rows = CatalogVersion.objects.filter(pk=version.pk)
+    if not resign:
+        rows = rows.filter(signature="")
+    updated = rows.update(signature=signature.signature_b64, signing_key=signature.key)
+    if updated:
+        version.signature = signature.signature_b64
+        version.signing_key = signature.key
+    else:
+        version.refresh_from_db(fields=["signature", "signing_key"])
+    return version
+
+
+def _oci_signature_store(*, version: CatalogVersion, resign: bool) -> str | None:
+    """Store cosign's signature artifact of ``version``'s OCI manifest (tag ``sha256-<hex>.sig``,
+    subject = the manifest); returns its digest, None if it exists (and not ``resign``)."""
+    if not settings.SIGNING_OCI_ARTIFACTS:
+        return None
+    manifest = (
+        OciManifest.objects.filter(catalog_version=version)
+        .only("digest", "size", "media_type", "catalog_id")
+        .first()
+    )
+    if manifest is None:
+        return None
+    tag = signing.cosign_signature_tag(manifest.digest)
+    if not resign and OciTag.objects.filter(catalog_id=manifest.catalog_id, name=tag).exists():
+        return None
+    catalog = Catalog.objects.select_related("publisher").get(pk=manifest.catalog_id)
+    host = urlsplit(settings.REGISTRY_PUBLIC_URL).netloc
+    artifact = signing.cosign_artifact_build(
+        repository=f"{host}/{catalog.publisher.slug}/{catalog.name}",
+        manifest_digest=manifest.digest,
+        manifest_size=manifest.size,
+        manifest_media_type=manifest.media_type,
+    )
+    return oci_artifact_store(
+        catalog=catalog,
+        manifest=artifact.manifest,
+        media_type=signing.OCI_MANIFEST_MEDIA_TYPE,
+        blobs=artifact.blobs,
+        tags=[artifact.tag],
+    )
+
+
+def catalog_versions_sign(*, resign: bool = False) -> int:
+    """Sign every version lacking a signature (every version with ``resign``); the number."""
+    count = 0
+    versions = CatalogVersion.objects.defer("content").order_by("pk")
+    if not resign:
+        unsigned = Q(signature="")
+        if settings.SIGNING_OCI_ARTIFACTS:
+            sig_tags = OciTag.objects.filter(name__endswith=".sig").values(
+                "manifest__subject_digest"
+            )
+            unsigned |= Q(oci_manifest__isnull=False) & ~Q(oci_manifest__digest__in=sig_tags)
+        versions = versions.filter(unsigned)
+    for version in versions.iterator():
+        catalog_version_sign(version=version, resign=resign)
+        count += 1
+    return count
 
 
 @transaction.atomic

@@ -12,6 +12,21 @@ urlpatterns = [
     ),
     path("<slug:publisher>/<slug:catalog>/catalog.yaml", views.catalog_latest, name="latest"),
     path(
+        "<slug:publisher>/<slug:catalog>/catalog.yaml.sig",
+        views.catalog_latest_signature,
+        name="latest-sig",
+    ),
+    path(
+        "<slug:publisher>/<slug:catalog>/versions/<int:number>/catalog.yaml.sig",
+        views.catalog_version_by_number_signature,
+        name="version-sig",
+    ),
+    re_path(
+        r"^(?P<publisher>[-\w]+)/(?P<catalog>[-\w]+)/sha256/(?P<hexdigest>[0-9a-fA-F]{64})/catalog\.yaml\.sig$",
+        views.catalog_version_by_digest_signature,
+        name="digest-sig",
+    ),
+    path(
         "<slug:publisher>/<slug:catalog>/versions/<int:number>/catalog.yaml",
         views.catalog_version_by_number,
         name="version",

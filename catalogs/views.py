@@ -10,7 +10,8 @@ from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.views.decorators.http import require_safe
 
-from catalogs import selectors
+from catalogs import selectors, services, signing
+from catalogs.models import CatalogVersion
 
 IMMUTABLE_CACHE_CONTROL = "public, max-age=31536000, immutable"
 
@@ -76,3 +77,66 @@ def catalog_version_by_digest(
         publisher_slug=publisher, catalog_name=catalog, digest=digest
     )
     return _serve(request, digest if found else None, IMMUTABLE_CACHE_CONTROL)
+
+
+def _serve_signature(request: HttpRequest, digest: str | None, cache_control: str) -> HttpResponse:
+    """The base64 signature over the bytes ``digest`` names (``cosign sign-blob`` format).
+
+    A version published before signing existed is signed now, on first request.
+    """
+    if digest is None:
+        raise Http404("No such catalog version.")
+    found = selectors.catalog_version_signature(digest=digest)
+    if found is None:
+        raise Http404("No such catalog version.")
+    pk, signature, key_id = found
+    if not signature:
+        version = services.catalog_version_sign(version=CatalogVersion.objects.get(pk=pk))
+        signature, key_id = version.signature, version.signing_key.key_id
+    response = HttpResponse(signature, content_type="text/plain; charset=us-ascii")
+    response["X-Content-Digest"] = digest
+    response["X-Signing-Key-Id"] = key_id
+    response["Cache-Control"] = cache_control
+    return response
+
+
+@require_safe
+def catalog_latest_signature(request: HttpRequest, publisher: str, catalog: str) -> HttpResponse:
+    """Signature of the latest version (``X-Content-Digest`` says which bytes it signs)."""
+    digest = selectors.catalog_serving_latest_digest(publisher_slug=publisher, catalog_name=catalog)
+    max_age = settings.CATALOG_LATEST_MAX_AGE
+    return _serve_signature(request, digest, f"public, max-age={max_age}")
+
+
+@require_safe
+def catalog_version_by_number_signature(
+    request: HttpRequest, publisher: str, catalog: str, number: int
+) -> HttpResponse:
+    """Signature of a version pinned by number."""
+    digest = selectors.catalog_serving_digest_by_number(
+        publisher_slug=publisher, catalog_name=catalog, number=number
+    )
+    # Not immutable: a rotation with --resign replaces it (the old one stays verifiable).
+    return _serve_signature(request, digest, "public, max-age=300")
+
+
+@require_safe
+def catalog_version_by_digest_signature(
+    request: HttpRequest, publisher: str, catalog: str, hexdigest: str
+) -> HttpResponse:
+    """Signature of a version pinned by its sha256."""
+    digest = f"sha256:{hexdigest.lower()}"
+    found = selectors.catalog_serving_has_digest(
+        publisher_slug=publisher, catalog_name=catalog, digest=digest
+    )
+    return _serve_signature(request, digest if found else None, "public, max-age=300")
+
+
+@require_safe
+def signing_key_public(request: HttpRequest) -> HttpResponse:
+    """The current public signing key, PEM (``cosign verify-blob --key`` and ``krm`` read it)."""
+    key = signing.signing_key_current()[1]
+    response = HttpResponse(key.public_key_pem, content_type="application/x-pem-file")
+    response["X-Signing-Key-Id"] = key.key_id
+    response["Cache-Control"] = "public, max-age=300"
+    return response

@@ -14,6 +14,8 @@ export KRM_TEST_SERVICES=1
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export CELERY_BROKER_URL="${CELERY_BROKER_URL:-redis://127.0.0.1:6379/0}"
 export CELERY_RESULT_BACKEND="${CELERY_RESULT_BACKEND:-$CELERY_BROKER_URL}"
+# One signing key for the tests and the worker (both sign catalog versions they publish).
+export SIGNING_KEY_FILE="${SIGNING_KEY_FILE:-$(mktemp -d -t krm-ci-signing.XXXXXX)/signing-key.pem}"
 WORKER_NAME="ci-services-$$@$(hostname)"
 # The services tests address this worker by name (KRM_TEST_WORKER).
 export KRM_TEST_WORKER="$WORKER_NAME"

@@ -4,8 +4,11 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from catalogs import views as catalog_views
+
 urlpatterns = [
     path("c/", include("catalogs.urls")),
+    path("signing-key.pub", catalog_views.signing_key_public, name="signing-key-pub"),
     path("v2/", include("catalogs.oci.urls", namespace="oci")),
     path("api/v1/", include("catalogs.api.urls", namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -34,10 +34,13 @@ class FunctionVersionFilter(django_filters.FilterSet):
     )
     publisher = django_filters.CharFilter(field_name="catalog_version__catalog__publisher__slug")
     catalog = django_filters.CharFilter(field_name="catalog_version__catalog__name")
+    key = django_filters.CharFilter(
+        field_name="catalog_version__signing_key__key_id", label="Signing key id"
+    )
 
     class Meta:
         model = FunctionVersion
-        fields = ["q", "group", "kind", "version", "tag", "runtime", "publisher", "catalog"]
+        fields = ["q", "group", "kind", "version", "tag", "runtime", "publisher", "catalog", "key"]
 
     def filter_q(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         """Every word must occur in the function's search text."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from catalogs.models import (
@@ -12,6 +13,7 @@ from catalogs.models import (
     FunctionVersion,
     MirrorSource,
     Publisher,
+    SigningKey,
 )
 
 
@@ -48,6 +50,48 @@ def catalog_version_digest_url(request, version: CatalogVersion) -> str:
         "hexdigest": version.digest.removeprefix("sha256:"),
     }
     return _absolute(request, reverse("catalogs:digest", kwargs=kwargs))
+
+
+def catalog_version_signature_url(request, version: CatalogVersion) -> str:
+    """Absolute URL of the registry's signature beside ``version``'s pinned-by-number URL."""
+    catalog = version.catalog
+    kwargs = {
+        "publisher": catalog.publisher.slug,
+        "catalog": catalog.name,
+        "number": version.number,
+    }
+    return _absolute(request, reverse("catalogs:version-sig", kwargs=kwargs))
+
+
+class SignatureSerializer(serializers.Serializer):
+    """The registry's signature of a version: who signed, with which key, where it is served."""
+
+    signed_by = serializers.CharField()
+    key_id = serializers.CharField()
+    signature_url = serializers.URLField()
+    summary = serializers.CharField()
+
+
+def signature_data(request, version: CatalogVersion | None) -> dict | None:
+    """The signature block of ``version`` (None if it is not signed yet)."""
+    if version is None or not version.signing_key_id:
+        return None
+    key_id = version.signing_key.key_id
+    return {
+        "signed_by": "this registry",
+        "key_id": key_id,
+        "signature_url": catalog_version_signature_url(request, version),
+        "summary": f"signed by this registry (key id {key_id})",
+    }
+
+
+class SigningKeySerializer(serializers.ModelSerializer):
+    """A key the registry signs (current) or signed (retired) with; public half only."""
+
+    class Meta:
+        model = SigningKey
+        fields = ["key_id", "public_key_pem", "current", "created_at", "retired_at"]
+        read_only_fields = fields
 
 
 # --- Publishers ---
@@ -106,6 +150,7 @@ class CatalogSerializer(serializers.ModelSerializer):
     latest_digest = serializers.SerializerMethodField()
     catalog_url = serializers.SerializerMethodField()
     mirror = CatalogMirrorSerializer(source="mirror_source", read_only=True, allow_null=True)
+    signature = serializers.SerializerMethodField()
 
     class Meta:
         model = Catalog
@@ -117,6 +162,7 @@ class CatalogSerializer(serializers.ModelSerializer):
             "latest_digest",
             "catalog_url",
             "mirror",
+            "signature",
             "created_at",
             "updated_at",
         ]
@@ -130,6 +176,10 @@ class CatalogSerializer(serializers.ModelSerializer):
 
     def get_catalog_url(self, obj: Catalog) -> str:
         return catalog_latest_url(self.context.get("request"), obj)
+
+    @extend_schema_field(SignatureSerializer(allow_null=True))
+    def get_signature(self, obj: Catalog) -> dict | None:
+        return signature_data(self.context.get("request"), obj.latest_version)
 
 
 class CatalogCreateSerializer(serializers.Serializer):
@@ -197,6 +247,7 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     version_url = serializers.SerializerMethodField()
     digest_url = serializers.SerializerMethodField()
+    signature = serializers.SerializerMethodField()
 
     class Meta:
         model = CatalogVersion
@@ -209,8 +260,13 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
             "created_at",
             "version_url",
             "digest_url",
+            "signature",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(SignatureSerializer(allow_null=True))
+    def get_signature(self, obj: CatalogVersion) -> dict | None:
+        return signature_data(self.context.get("request"), obj)
 
     def get_version_url(self, obj: CatalogVersion) -> str:
         return catalog_version_url(self.context.get("request"), obj)
@@ -260,6 +316,7 @@ class FunctionVersionSerializer(serializers.ModelSerializer):
     catalog = serializers.SerializerMethodField()
     catalog_version = serializers.IntegerField(source="catalog_version.number", read_only=True)
     catalog_url = serializers.SerializerMethodField()
+    signature = serializers.SerializerMethodField()
 
     class Meta:
         model = FunctionVersion
@@ -285,8 +342,13 @@ class FunctionVersionSerializer(serializers.ModelSerializer):
             "catalog",
             "catalog_version",
             "catalog_url",
+            "signature",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(SignatureSerializer(allow_null=True))
+    def get_signature(self, obj: FunctionVersion) -> dict | None:
+        return signature_data(self.context.get("request"), obj.catalog_version)
 
     def get_catalog(self, obj: FunctionVersion) -> str:
         return str(obj.catalog_version.catalog)

@@ -96,6 +96,11 @@ urlpatterns = [
         name="source-runs",
     ),
     path(
+        "signing-keys/",
+        views.SigningKeyViewSet.as_view({"get": "list"}),
+        name="signing-key-list",
+    ),
+    path(
         "runs/<int:pk>/",
         mirrors.SyncRunViewSet.as_view({"get": "retrieve"}),
         name="sync-run-detail",

@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalogs import selectors, services
+from catalogs import selectors, services, signing
 from catalogs.api import serializers
 from catalogs.api.filters import CatalogFilter, FunctionVersionFilter
 from catalogs.api.parsers import (
@@ -183,6 +183,22 @@ def _publish_content(request: Request) -> bytes | str | services.OversizedDocume
     return serializer.validated_data["content"]
 
 
+class SigningKeyViewSet(viewsets.GenericViewSet):
+    """Every key the registry signs or signed with (public halves), the current one first."""
+
+    serializer_class = serializers.SigningKeySerializer
+    permission_classes = [AllowAny]
+
+    def get_queryset(self):
+        if not getattr(self, "swagger_fake_view", False):
+            signing.signing_key_current()  # a key configured since the last publish shows too
+        return signing.signing_key_list()
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
 class ApiRootView(APIView):
     """The API's index: links to each collection."""
 
@@ -196,6 +212,7 @@ class ApiRootView(APIView):
             "function-list",
             "source-list",
             "contribution-list",
+            "signing-key-list",
         ]
         links = {
             name.removesuffix("-list") + "s": request.build_absolute_uri(reverse(f"api:{name}"))

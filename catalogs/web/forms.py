@@ -187,7 +187,7 @@ class FunctionSearchFilter(FunctionVersionFilter):
         widget=forms.CheckboxInput, label="Mirrored", method="filter_mirrored"
     )
     signed = django_filters.BooleanFilter(
-        widget=forms.CheckboxInput, label="Signature verified", method="filter_signed"
+        widget=forms.CheckboxInput, label="Signed by this registry", method="filter_signed"
     )
 
     class Meta(FunctionVersionFilter.Meta):
@@ -203,11 +203,10 @@ class FunctionSearchFilter(FunctionVersionFilter):
         return queryset.filter(catalog_version__catalog__mirror_source__isnull=False)
 
     def filter_signed(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
-        """Mirrored catalogs whose last sync verified a cosign or sigstore signature."""
+        """Functions of versions the registry signed (every version, once signed)."""
         if not value:
             return queryset
-        key = "catalog_version__catalog__mirror_source__verification__type__in"
-        return queryset.filter(**{key: ["cosign", "sigstore"]})
+        return queryset.filter(catalog_version__signing_key__isnull=False)
 
     def filter_true(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
         """An unticked box means "any", not "false"."""

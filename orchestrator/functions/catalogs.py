@@ -14,6 +14,13 @@ Trust: a referenced catalog must be given with ``--trusted-catalog`` (compared a
 normalisation: absolute real paths for local files, the exact text for URLs), or be the official
 catalog from ``$XDG_CONFIG_HOME/krm/config.yaml`` (``officialCatalog: REF``), which is trusted
 implicitly and searched first. Trust is never read from environment variables.
+
+Keys: ``--catalog-key FILE`` (repeatable) and the config file's ``trust:`` list (``- catalog: REF``
+with ``key: FILE``, relative to the config file) name ECDSA P-256 public keys. A catalog with a
+``key:`` of its own must be signed by it; every other catalog, when ``--catalog-key`` is given,
+by one of those. Such a catalog is used only once its signature verified (see
+``orchestrator.functions.signatures``); cached catalogs keep their signature and are re-verified
+on every use.
 """
 
 from __future__ import annotations
@@ -31,6 +38,18 @@ from orchestrator.catalog import Catalog, CatalogError, FunctionDefinition, Func
 from orchestrator.errors import KrmError
 from orchestrator.functions.fetch import FetchError, http_get, is_loopback, read_limited
 from orchestrator.functions.options import FnOptions, FunctionError
+from orchestrator.functions.signatures import (
+    COSIGN_LAYER_MEDIA_TYPE,
+    COSIGN_SIGNATURE_ANNOTATION,
+    KEY_ID_ANNOTATION,
+    MAX_SIGNATURE_BYTES,
+    CatalogKey,
+    SignatureMaterial,
+    SignatureStatus,
+    load_key,
+    require,
+    verify,
+)
 
 CATALOG_MEDIA_TYPE = "application/vnd.cncf.kubernetes.krm-func-catalog.layer.v1+yaml"
 MAX_CATALOG_BYTES = 5 * 1024 * 1024
@@ -118,27 +137,61 @@ def config_path() -> str:
     return os.path.join(base, "krm", CONFIG_NAME)
 
 
+def _config_keys(doc: dict[str, Any], path: str) -> dict[str, list[CatalogKey]]:
+    """The config file's ``trust:`` list: catalog ref key -> the keys that must sign it."""
+    entries = doc.get("trust")
+    if entries is None:
+        return {}
+    if not isinstance(entries, list):
+        raise FunctionError(f"{path}: trust must be a list of {{catalog: REF, key: FILE}}")
+    base = os.path.dirname(path)
+    out: dict[str, list[CatalogKey]] = {}
+    for i, entry in enumerate(entries):
+        where = f"{path}: trust[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("catalog"), str):
+            raise FunctionError(f"{where}: expected a mapping with catalog: REF and key: FILE")
+        unknown = sorted(set(entry) - {"catalog", "key"})
+        if unknown:
+            raise FunctionError(f"{where}: unknown field(s) {', '.join(unknown)}")
+        files = entry.get("key")
+        if isinstance(files, str):
+            files = [files]
+        if not files or not all(isinstance(f, str) and f for f in files):
+            raise FunctionError(f"{where}: key must be a public key file (or a list of them)")
+        ref = parse_ref(entry["catalog"], base)
+        out.setdefault(ref.key, []).extend(
+            load_key(os.path.join(base, f), what=f"{where}.key") for f in files
+        )
+    return out
+
+
 @dataclass
 class TrustConfig:
-    """Which catalogs the user trusts: --trusted-catalog values and the official catalog."""
+    """Which catalogs the user trusts (--trusted-catalog values and the official catalog) and
+    the keys that must sign them (--catalog-key and the config file's per-catalog keys)."""
 
     trusted: list[CatalogRef] = field(default_factory=list)
     official: CatalogRef | None = None
+    keys: list[CatalogKey] = field(default_factory=list)
+    catalog_keys: dict[str, list[CatalogKey]] = field(default_factory=dict)
 
     @classmethod
     def load(
         cls,
         trusted: list[str] | tuple[str, ...] = (),
         *,
+        keys: list[str] | tuple[str, ...] = (),
         config: str | None = None,
         cwd: str | None = None,
     ) -> TrustConfig:
-        """From --trusted-catalog values (relative to cwd) and the config file, if present."""
+        """From --trusted-catalog and --catalog-key values (relative to cwd) and the config."""
         from orchestrator import yamlio
 
         cwd = cwd or os.getcwd()
         refs = [parse_ref(t, cwd) for t in trusted]
+        loaded_keys = [load_key(os.path.join(cwd, k)) for k in keys]
         official = None
+        catalog_keys: dict[str, list[CatalogKey]] = {}
         path = config or config_path()
         if os.path.isfile(path):
             doc = yamlio.load(read_limited(path, 1 << 20), source=path)
@@ -147,7 +200,12 @@ class TrustConfig:
             value = (doc or {}).get("officialCatalog")
             if value:
                 official = parse_ref(value, os.path.dirname(path))
-        return cls(trusted=refs, official=official)
+            catalog_keys = _config_keys(doc or {}, path)
+        return cls(trusted=refs, official=official, keys=loaded_keys, catalog_keys=catalog_keys)
+
+    def keys_for(self, ref: CatalogRef) -> list[CatalogKey]:
+        """The keys that must sign ``ref``: its own from the config, else every --catalog-key."""
+        return self.catalog_keys.get(ref.key) or self.keys
 
     def is_trusted(self, ref: CatalogRef) -> bool:
         """Whether ref is the official catalog or one given with --trusted-catalog."""
@@ -165,6 +223,7 @@ class LoadedCatalog:
     source: str  # file path or URL the bytes came from
     etag: str | None = None
     from_cache: bool = False
+    signature: SignatureStatus | None = None
 
     @property
     def base_dir(self) -> str | None:
@@ -174,6 +233,17 @@ class LoadedCatalog:
         return None
 
 
+@dataclass
+class _Fetched:
+    """A catalog's bytes as fetched, before anything trusts or parses them."""
+
+    data: bytes
+    source: str
+    etag: str | None = None
+    from_cache: bool = False
+    material: SignatureMaterial | None = None
+
+
 class CatalogStore:
     """Fetches catalogs once per build; ETag cache on disk under $XDG_CACHE_HOME/krm/catalogs."""
 
@@ -181,72 +251,132 @@ class CatalogStore:
         self.options = options
         self._loaded: dict[str, LoadedCatalog] = {}
 
-    def get(self, ref: CatalogRef) -> LoadedCatalog:
-        """The catalog for ref (fetched at most once per store)."""
+    def get(
+        self, ref: CatalogRef, keys: list[CatalogKey] | None = None, *, report_only: bool = False
+    ) -> LoadedCatalog:
+        """The catalog for ref (fetched at most once per store).
+
+        With ``keys`` its signature must verify with one of them before it is parsed or used.
+        With ``report_only`` (``krm view catalog``) the signature is looked up and checked with
+        ``keys``, and the outcome is reported in ``signature`` rather than raised.
+        """
         loaded = self._loaded.get(ref.key)
         if loaded is None:
+            want = bool(keys) or report_only
             try:
-                loaded = self._fetch(ref)
+                fetched = self._fetch(ref, want)
+                status = verify(fetched.material, fetched.data, keys or []) if want else None
+                if keys and not report_only:
+                    assert status is not None
+                    require(status, ref.raw)
+                loaded = LoadedCatalog(
+                    ref,
+                    self._parse(fetched.data, fetched.source),
+                    fetched.source,
+                    fetched.etag,
+                    fetched.from_cache,
+                    status,
+                )
             except CatalogError as exc:
                 raise FunctionError(f"catalog {ref} is invalid:\n{exc}") from None
+            except FunctionError:
+                raise
             except KrmError as exc:
                 raise FunctionError(f"cannot fetch catalog {ref}: {exc.message}") from None
             self._loaded[ref.key] = loaded
         return loaded
 
-    def _fetch(self, ref: CatalogRef) -> LoadedCatalog:
-        from functools import partial
-
+    @staticmethod
+    def _parse(data: bytes, source: str) -> Catalog:
         from orchestrator import catalog
 
         # Lenient: a function defined twice in one catalog resolves to the first (KEP-2906).
-        parse_catalog = partial(catalog.parse_catalog, strict=False)
+        return catalog.parse_catalog(data, source=source, strict=False)
+
+    def _fetch(self, ref: CatalogRef, want_signature: bool) -> _Fetched:
+        """The catalog's bytes and, if wanted, what its signature check needs."""
         if ref.kind == "file":
             data = read_limited(ref.location, MAX_CATALOG_BYTES)
-            return LoadedCatalog(ref, parse_catalog(data, source=ref.location), ref.location)
+            material = self._file_signature(ref.location + ".sig") if want_signature else None
+            return _Fetched(data, ref.location, material=material)
         if ref.kind == "url":
-            data, etag, cached = self._fetch_url(ref.location)
-            return LoadedCatalog(
-                ref, parse_catalog(data, source=ref.location), ref.location, etag, cached
-            )
+            return self._fetch_url(ref.location, want_signature)
         if ref.kind == "git":
-            data, commit = self._fetch_git(ref)
-            return LoadedCatalog(ref, parse_catalog(data, source=ref.raw), ref.raw, commit)
-        data, digest = self._fetch_oci(ref)
-        return LoadedCatalog(ref, parse_catalog(data, source=ref.raw), ref.raw, digest)
+            return self._fetch_git(ref, want_signature)
+        return self._fetch_oci(ref, want_signature)
+
+    @staticmethod
+    def _file_signature(path: str) -> SignatureMaterial:
+        material = SignatureMaterial("blob", path)
+        if os.path.isfile(path):
+            material.found = True
+            material.signature_b64 = read_limited(path, MAX_SIGNATURE_BYTES).decode(
+                "ascii", "replace"
+            )
+        return material
 
     def _cache_dir(self, kind: str, key: str) -> str:
         digest = hashlib.sha256(key.encode()).hexdigest()[:32]
         return os.path.join(self.options.cache_root(), kind, digest)
 
-    def _fetch_url(self, url: str) -> tuple[bytes, str | None, bool]:
+    def _url_signature(self, url: str) -> SignatureMaterial:
+        """``<url>.sig`` (the registry serves one beside every catalog.yaml)."""
+        where = url + ".sig"
+        material = SignatureMaterial("blob", where)
+        resp = http_get(where, options=self.options, max_bytes=MAX_SIGNATURE_BYTES, missing_ok=True)
+        if resp.status == 200 and resp.body is not None:
+            material.found = True
+            material.signature_b64 = resp.body.decode("ascii", "replace")
+            material.stated_key_id = resp.headers.get("x-signing-key-id", "")
+            material.stated_digest = resp.headers.get("x-content-digest", "")
+        return material
+
+    def _fetch_url(self, url: str, want_signature: bool = False) -> _Fetched:
         directory = self._cache_dir("catalogs", url)
         body_path = os.path.join(directory, "catalog.yaml")
         meta_path = os.path.join(directory, "meta.json")
+        sig_path = os.path.join(directory, "signature.json")
         meta: dict[str, Any] = {}
         if os.path.isfile(meta_path) and os.path.isfile(body_path):
             with open(meta_path, encoding="utf-8") as f:
                 meta = json.load(f)
+        cached_sig: SignatureMaterial | None = None
+        if meta and os.path.isfile(sig_path):
+            with open(sig_path, encoding="utf-8") as f:
+                cached_sig = SignatureMaterial.from_json(json.load(f))
         if self.options.offline:
             if not meta:
                 raise FetchError(f"{url} is not in the cache and --offline forbids downloading")
-            return read_limited(body_path, MAX_CATALOG_BYTES), meta.get("etag"), True
+            material = cached_sig or (
+                SignatureMaterial("blob", url + ".sig") if want_signature else None
+            )
+            data = read_limited(body_path, MAX_CATALOG_BYTES)
+            return _Fetched(data, url, meta.get("etag"), True, material)
         headers = {"Accept": "application/yaml, text/yaml, */*"}
         if meta.get("etag"):
             headers["If-None-Match"] = meta["etag"]
         resp = http_get(url, options=self.options, max_bytes=MAX_CATALOG_BYTES, headers=headers)
         if resp.status == 304 and meta:
-            return read_limited(body_path, MAX_CATALOG_BYTES), meta.get("etag"), True
+            data = read_limited(body_path, MAX_CATALOG_BYTES)
+            material = cached_sig if cached_sig is not None and cached_sig.found else None
+            if want_signature and material is None:
+                material = self._url_signature(url)
+                _write_json(sig_path, material.to_json())
+            # The cached signature is re-verified by the caller, like a fresh one.
+            return _Fetched(data, url, meta.get("etag"), True, material if want_signature else None)
         assert resp.body is not None
+        material = self._url_signature(url) if want_signature else None
         os.makedirs(directory, exist_ok=True)
         tmp = body_path + ".tmp"
         with open(tmp, "wb") as f:
             f.write(resp.body)
         os.replace(tmp, body_path)
-        with open(meta_path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump({"url": url, "etag": resp.etag, "fetched": time.time()}, f)
-        os.replace(meta_path + ".tmp", meta_path)
-        return resp.body, resp.etag, False
+        if material is not None:
+            _write_json(sig_path, material.to_json())
+        elif os.path.exists(sig_path):
+            os.remove(sig_path)  # it signed the bytes this download replaced
+        _write_json(meta_path, {"url": url, "etag": resp.etag, "fetched": time.time()})
+        return _Fetched(resp.body, url, resp.etag, False, material)
 
     def _git(self, args: list[str], *, what: str) -> bytes:
         env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
@@ -262,7 +392,7 @@ class CatalogStore:
             raise FetchError(f"{what}: {detail or 'git failed'}")
         return proc.stdout
 
-    def _fetch_git(self, ref: CatalogRef) -> tuple[bytes, str]:
+    def _fetch_git(self, ref: CatalogRef, want_signature: bool = False) -> _Fetched:
         repo = ref.location
         rev = ref.ref or "HEAD"
         if "://" not in repo and os.path.isdir(repo):
@@ -303,15 +433,42 @@ class CatalogStore:
         )
         if len(data) > MAX_CATALOG_BYTES:
             raise FetchError(f"{ref}: over the limit of {MAX_CATALOG_BYTES} bytes")
-        return data, commit
+        material = None
+        if want_signature:
+            # The signature file beside the catalog, at the same commit.
+            material = SignatureMaterial("blob", f"{ref.subpath}.sig at {commit}")
+            try:
+                sig = self._git([*prefix, "show", f"{commit}:{ref.subpath}.sig"], what="")
+            except FetchError:
+                sig = None
+            if sig is not None:
+                material.found = True
+                material.signature_b64 = sig[:MAX_SIGNATURE_BYTES].decode("ascii", "replace")
+        return _Fetched(data, ref.raw, commit, material=material)
 
-    def _fetch_oci(self, ref: CatalogRef) -> tuple[bytes, str]:
+    def _fetch_oci(self, ref: CatalogRef, want_signature: bool = False) -> _Fetched:
         directory = self._cache_dir("oci", ref.location)
         body_path = os.path.join(directory, "catalog.yaml")
+        sig_path = os.path.join(directory, "signature.json")
         pinned = "@sha256:" in ref.location
         if (self.options.offline or pinned) and os.path.isfile(body_path):
             with open(os.path.join(directory, "digest"), encoding="utf-8") as f:
-                return read_limited(body_path, MAX_CATALOG_BYTES), f.read().strip()
+                cached = _Fetched(
+                    read_limited(body_path, MAX_CATALOG_BYTES), ref.raw, f.read().strip(), True
+                )
+            if not want_signature:
+                return cached
+            material = None
+            if os.path.isfile(sig_path):  # kept with the catalog, re-verified by the caller
+                with open(sig_path, encoding="utf-8") as f:
+                    material = SignatureMaterial.from_json(json.load(f))
+            if material is not None and (material.found or self.options.offline):
+                cached.material = material
+                return cached
+            if self.options.offline:
+                cached.material = SignatureMaterial("cosign", f"{ref.raw} (cosign .sig tag)")
+                return cached
+            # Not signed when cached: look again (it may have been signed since).
         if self.options.offline:
             raise FetchError(f"{ref} is not in the cache and --offline forbids downloading")
         import oras.defaults
@@ -322,20 +479,17 @@ class CatalogStore:
         client = oras.provider.Registry(
             hostname=host, insecure=loopback, tls_verify=self.options.ca_file or True
         )
+        material = None
         try:
             container = client.get_container(ref.location)
             client.auth.load_configs(container)
-            accept = ", ".join(oras.defaults.default_manifest_accepted_media_types)
-            resp = client.do_request(
-                f"{client.prefix}://{container.manifest_url()}", "GET", headers={"Accept": accept}
-            )
-            resp.raise_for_status()
-            raw = resp.content
+            raw = self._oci_manifest(client, container)
+            assert raw is not None
+            manifest_digest = "sha256:" + hashlib.sha256(raw).hexdigest()
             if pinned:  # a digest reference is only as good as checking the bytes against it
                 want = ref.location.rsplit("@", 1)[1]
-                got = "sha256:" + hashlib.sha256(raw).hexdigest()
-                if got != want:
-                    raise FetchError(f"{ref}: manifest digest mismatch (got {got})")
+                if manifest_digest != want:
+                    raise FetchError(f"{ref}: manifest digest mismatch (got {manifest_digest})")
             manifest = json.loads(raw)
             layers = manifest.get("layers") or []
             layer = next((x for x in layers if x.get("mediaType") == CATALOG_MEDIA_TYPE), None)
@@ -346,6 +500,8 @@ class CatalogStore:
             resp = client.get_blob(ref.location, layer["digest"])
             resp.raise_for_status()
             data = resp.content
+            if want_signature:
+                material = self._oci_signatures(client, container, raw, manifest_digest)
         except FetchError:
             raise
         except Exception as exc:  # oras/requests raise many types; report them as one line
@@ -358,7 +514,66 @@ class CatalogStore:
             f.write(data)
         with open(os.path.join(directory, "digest"), "w", encoding="utf-8") as f:
             f.write(actual)
-        return data, actual
+        if material is not None:
+            _write_json(sig_path, material.to_json())
+        elif os.path.exists(sig_path):
+            os.remove(sig_path)
+        return _Fetched(data, ref.raw, actual, False, material)
+
+    @staticmethod
+    def _oci_manifest(client: Any, container: Any, *, missing_ok: bool = False) -> bytes | None:
+        import oras.defaults
+
+        accept = ", ".join(oras.defaults.default_manifest_accepted_media_types)
+        resp = client.do_request(
+            f"{client.prefix}://{container.manifest_url()}", "GET", headers={"Accept": accept}
+        )
+        if resp.status_code == 404 and missing_ok:
+            return None
+        resp.raise_for_status()
+        if len(resp.content) > 4 * 1024 * 1024:
+            raise FetchError(f"manifest {container.uri} is over 4 MiB")
+        return resp.content
+
+    def _oci_signatures(
+        self, client: Any, container: Any, manifest: bytes, manifest_digest: str
+    ) -> SignatureMaterial:
+        """cosign's simple-signing signatures at ``sha256-<hex>.sig`` of the same repository."""
+        tag = manifest_digest.replace(":", "-") + ".sig"
+        name = f"{container.registry}/{container.api_prefix}:{tag}"
+        material = SignatureMaterial(
+            "cosign", f"oci://{name}", manifest=manifest, manifest_digest=manifest_digest
+        )
+        sig_container = client.get_container(name)
+        raw = self._oci_manifest(client, sig_container, missing_ok=True)
+        if raw is None:
+            return material
+        sig_manifest = json.loads(raw)
+        material.stated_key_id = str(
+            (sig_manifest.get("annotations") or {}).get(KEY_ID_ANNOTATION, "")
+        )
+        for layer in sig_manifest.get("layers") or []:
+            if not isinstance(layer, dict) or layer.get("mediaType") != COSIGN_LAYER_MEDIA_TYPE:
+                continue
+            signature = (layer.get("annotations") or {}).get(COSIGN_SIGNATURE_ANNOTATION)
+            if not signature or int(layer.get("size", 0)) > MAX_SIGNATURE_BYTES:
+                continue
+            resp = client.get_blob(sig_container, layer["digest"])
+            resp.raise_for_status()
+            payload = resp.content
+            if "sha256:" + hashlib.sha256(payload).hexdigest() != layer["digest"]:
+                continue  # a payload that is not what its manifest names counts as absent
+            material.cosign.append((payload, str(signature)))
+        material.found = bool(material.cosign)
+        return material
+
+
+def _write_json(path: str, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` atomically."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    os.replace(path + ".tmp", path)
 
 
 def store_for(options: FnOptions) -> CatalogStore:
@@ -382,9 +597,12 @@ class Match:
 class CatalogSet:
     """The catalogs one kustomization searches, in KEP-2906 order."""
 
-    def __init__(self, refs: list[CatalogRef], store: CatalogStore):
+    def __init__(
+        self, refs: list[CatalogRef], store: CatalogStore, trust: TrustConfig | None = None
+    ):
         self.refs = refs
         self.store = store
+        self.trust = trust
 
     @classmethod
     def for_kustomization(
@@ -418,12 +636,13 @@ class CatalogSet:
         ordered.extend(trust.trusted)
         seen: set[str] = set()
         unique = [r for r in ordered if not (r.key in seen or seen.add(r.key))]  # type: ignore[func-returns-value]
-        return cls(unique, store_for(options))
+        return cls(unique, store_for(options), trust)
 
     def find(self, group: str, kind: str, version: str) -> Match | None:
         """First match in search order; a catalog that cannot be fetched fails the search."""
         for ref in self.refs:
-            loaded = self.store.get(ref)
+            keys = self.trust.keys_for(ref) if self.trust is not None else []
+            loaded = self.store.get(ref, keys)
             found = loaded.catalog.find(group, kind, version)
             if found is not None:
                 return Match(loaded, found[0], found[1])

@@ -18,6 +18,14 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         metavar="REF",
         help="trust this catalog (path, https, git+https, oci); repeatable",
     )
+    p.add_argument(
+        "--catalog-key",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="public key (PEM) that must have signed each catalog used, e.g. a registry's "
+        "/signing-key.pub; repeatable (any one may sign)",
+    )
     p.add_argument("--enable-exec", action="store_true", help="allow explicit exec.path functions")
     p.add_argument(
         "--network", action="store_true", help="allow network to functions that require it"
@@ -59,6 +67,7 @@ def fn_options(args: argparse.Namespace) -> Any:
         offline=args.offline,
         container_runtime=args.container_runtime,
         results_dir=args.results_dir,
+        catalog_keys=list(args.catalog_key),
     )
 
 
@@ -70,6 +79,13 @@ def add_view_command(sub: Any) -> None:
     c.add_argument("ref", help="catalog reference: path, https://, git+https://, oci://")
     c.add_argument("-o", "--output", choices=["yaml", "json"], help="machine-readable output")
     c.add_argument("--offline", action="store_true", help="use the cache only")
+    c.add_argument(
+        "--catalog-key",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="verify the catalog's signature with this public key (PEM); repeatable",
+    )
 
 
 def run_view(args: argparse.Namespace) -> str:
@@ -77,4 +93,5 @@ def run_view(args: argparse.Namespace) -> str:
     from orchestrator.functions import view
     from orchestrator.functions.options import FnOptions
 
-    return view.main(args.ref, args.output, options=FnOptions(offline=args.offline))
+    options = FnOptions(offline=args.offline, catalog_keys=list(args.catalog_key))
+    return view.main(args.ref, args.output, options=options)

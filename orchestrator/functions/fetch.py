@@ -19,7 +19,7 @@ import stat
 import tarfile
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -84,12 +84,13 @@ def _ssl_context(options: FnOptions) -> Any:
 
 @dataclass
 class Response:
-    """An HTTP answer: status, body (None on 304), ETag and final URL."""
+    """An HTTP answer: status, body (None on 304 and 404), ETag, final URL and headers."""
 
     status: int
     body: bytes | None
     etag: str | None
     url: str
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def http_get(
@@ -99,10 +100,12 @@ def http_get(
     max_bytes: int,
     headers: dict[str, str] | None = None,
     sink: Any = None,
+    missing_ok: bool = False,
 ) -> Response:
     """GET with redirects re-checked at every hop and a hard size limit.
 
-    With ``sink`` (a binary file) the body is streamed into it and ``body`` is None.
+    With ``sink`` (a binary file) the body is streamed into it and ``body`` is None. With
+    ``missing_ok`` a 404 is an answer (status 404, no body) rather than an error.
     """
     import httpx  # imported here: only builds that download pay for it
 
@@ -120,6 +123,8 @@ def http_get(
                         location = resp.headers.get("location", "")
                         current = str(resp.url.join(location))
                         continue
+                    if resp.status_code == 404 and missing_ok:
+                        return Response(404, None, None, current)
                     if resp.status_code != 200:
                         raise FetchError(f"downloading {url}: HTTP {resp.status_code}")
                     declared = resp.headers.get("content-length")
@@ -141,7 +146,8 @@ def http_get(
                         else:
                             chunks.append(chunk)
                     body = None if sink is not None else b"".join(chunks)
-                    return Response(200, body, resp.headers.get("etag"), current)
+                    headers = dict(resp.headers)
+                    return Response(200, body, resp.headers.get("etag"), current, headers)
             except httpx.HTTPError as exc:
                 raise FetchError(f"downloading {url}: {exc}") from None
     raise FetchError(f"downloading {url}: more than {MAX_REDIRECTS} redirects")

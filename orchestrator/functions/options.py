@@ -38,6 +38,9 @@ class FnOptions:
     max_files: int = DEFAULT_MAX_FILES
     # Which runtime to use when a catalog offers several (first available wins).
     runtime_preference: tuple[str, ...] = ("starlark", "exec", "container")
+    # --catalog-key files: public keys that must have signed every catalog without a key of its
+    # own in the config file's trust section.
+    catalog_keys: list[str] = field(default_factory=list)
     # CA bundle for https downloads; None: the system's (or SSL_CERT_FILE, as curl and git do).
     ca_file: str | None = None
     # Filled by the engine: one kpt results entry per function run of this build, in order.

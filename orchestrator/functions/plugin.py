@@ -27,7 +27,7 @@ class FunctionsContext:
         self.options = options or FnOptions()
         if results is not None:  # results entries land in the caller's list (BuildResult)
             self.options.results_log = results
-        self.trust = TrustConfig.load(list(trusted or []))
+        self.trust = TrustConfig.load(list(trusted or []), keys=list(self.options.catalog_keys))
         self._sets: dict[tuple[str, tuple[str, ...]], CatalogSet] = {}
 
     def catalogs(self, refs: Any, kustomization_dir: str, source: str | None) -> CatalogSet:

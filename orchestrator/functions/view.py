@@ -6,13 +6,20 @@ import json
 import os
 from typing import Any
 
-from orchestrator.functions.catalogs import CatalogStore, LoadedCatalog, parse_ref
+from orchestrator.functions.catalogs import CatalogStore, LoadedCatalog, TrustConfig, parse_ref
 from orchestrator.functions.options import FnOptions
 
 
 def load(ref: str, *, options: FnOptions, cwd: str | None = None) -> LoadedCatalog:
-    """Fetch a catalog without any trust check (viewing is how one decides to trust)."""
-    return CatalogStore(options).get(parse_ref(ref, cwd or os.getcwd()))
+    """Fetch a catalog without any trust check (viewing is how one decides to trust).
+
+    Its signature is looked up and checked with the keys that would apply in a build (the
+    config file's key for it, else --catalog-key), and reported, never enforced.
+    """
+    cwd = cwd or os.getcwd()
+    parsed = parse_ref(ref, cwd)
+    keys = TrustConfig.load(keys=list(options.catalog_keys), cwd=cwd).keys_for(parsed)
+    return CatalogStore(options).get(parsed, keys, report_only=True)
 
 
 def _needs(version: Any) -> list[str]:
@@ -67,6 +74,17 @@ def summary(loaded: LoadedCatalog) -> dict[str, Any]:
     }
     if loaded.etag:
         out["revision"] = loaded.etag
+    status = loaded.signature
+    if status is not None:
+        out["signature"] = {
+            "status": status.status,
+            "keyId": status.key_id or None,
+            "where": status.where or None,
+        }
+        if status.key_path:
+            out["signature"]["key"] = status.key_path
+        if status.detail:
+            out["signature"]["detail"] = status.detail
     out["functions"] = functions
     return out
 
@@ -87,6 +105,10 @@ def render(loaded: LoadedCatalog, output: str | None = None) -> str:
         f"Publisher: {data['publisher'] or '(not stated)'}",
         f"Digest:    {data['digest']}",
         f"Source:    {data['source']}",
+    ]
+    if loaded.signature is not None:
+        lines.append(f"Signature: {loaded.signature.describe()}")
+    lines += [
         "",
     ]
     header = ("APIVERSION", "KIND", "RUNTIMES", "PLATFORMS", "NEEDS")

@@ -1,7 +1,8 @@
 """Base settings: every variable has a safe development default (SQLite, eager Celery, local files).
 
 Environment variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL,
-CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL.
+CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL,
+SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS.
 """
 
 import warnings
@@ -264,3 +265,14 @@ OCI_UPLOAD_MAX_BYTES = env_int("OCI_UPLOAD_MAX_BYTES", CATALOG_MAX_BYTES)
 OCI_UPLOAD_GC_MINUTES = env_int("OCI_UPLOAD_GC_MINUTES", 60)
 # Lifetime of the bearer tokens GET /v2/token hands out.
 OCI_TOKEN_TTL_SECONDS = env_int("OCI_TOKEN_TTL_SECONDS", 300)
+
+# --- Signing (issue 11): every catalog version the registry serves is signed (ECDSA P-256). ---
+# SIGNING_KEY_PEM (the private key itself, PKCS#8 or SEC1 PEM) wins over SIGNING_KEY_FILE (a path
+# to it). The embedded default creates the file on first use next to db.sqlite3; production
+# creates nothing and refuses to start without one of the two.
+SIGNING_KEY_PEM = env.str("SIGNING_KEY_PEM", default="")
+SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default=str(BASE_DIR / "signing-key.pem"))
+SIGNING_KEY_CREATE = env.bool("SIGNING_KEY_CREATE", default=True)
+# Also store cosign's signature artifact (tag sha256-<hex>.sig, listed by the referrers API) of
+# each version's OCI manifest, for `cosign verify --key` and `krm` with oci:// refs.
+SIGNING_OCI_ARTIFACTS = env.bool("SIGNING_OCI_ARTIFACTS", default=True)

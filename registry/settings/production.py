@@ -1,5 +1,7 @@
 """Production settings: no defaults for secrets or infrastructure; refuses to start without them."""
 
+import os
+
 from django.core.exceptions import ImproperlyConfigured
 
 from registry.settings.base import *  # noqa: F403
@@ -30,6 +32,22 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         f"(got engine {DATABASES['default']['ENGINE']})."
     )
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+
+# The key every catalog version is signed with: an ECDSA P-256 private key (PEM), given inline or
+# as a file (e.g. a mounted secret). Nothing is generated in production.
+SIGNING_KEY_PEM = env.str("SIGNING_KEY_PEM", default="")
+SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default="")
+SIGNING_KEY_CREATE = False
+if not SIGNING_KEY_PEM and not SIGNING_KEY_FILE:
+    raise ImproperlyConfigured(
+        "SIGNING_KEY_PEM or SIGNING_KEY_FILE must be set in production: the ECDSA P-256 private "
+        "key (PEM) the registry signs every catalog version with."
+    )
+if not SIGNING_KEY_PEM and not os.path.isfile(SIGNING_KEY_FILE):
+    raise ImproperlyConfigured(
+        f"SIGNING_KEY_FILE points at {SIGNING_KEY_FILE}, which is not a file: production never "
+        "creates a signing key (see 'manage.py rotate_signing_key')."
+    )
 
 CELERY_BROKER_URL = _required("CELERY_BROKER_URL", "a Redis or RabbitMQ URL for the task queue")
 CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL)

@@ -8,6 +8,7 @@ the rows the tests commit (such tests must use ``@pytest.mark.django_db(transact
 """
 
 import os
+import tempfile
 
 from registry.settings.base import *  # noqa: F403
 from registry.settings.base import env
@@ -18,6 +19,14 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 REGISTRY_PUBLIC_URL = "http://testserver"
 WHITENOISE_AUTOREFRESH = True
+
+# A signing key created on first use in a temporary folder (never the development one);
+# deploy/ci-services.sh names one file for the tests and their celery worker to share.
+SIGNING_KEY_PEM = ""
+SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default="") or os.path.join(
+    tempfile.mkdtemp(prefix="krm-test-signing-"), "signing-key.pem"
+)
+SIGNING_KEY_CREATE = True
 
 KRM_TEST_SERVICES = os.environ.get("KRM_TEST_SERVICES") == "1"
 

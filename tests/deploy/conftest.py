@@ -28,7 +28,15 @@ print(json.dumps({
 }))
 """
 # Variables the deployment must provide itself, never inherit from the machine running the tests.
-SCRUBBED = ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "SECRET_KEY", "DEBUG")
+SCRUBBED = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "CELERY_RESULT_BACKEND",
+    "SECRET_KEY",
+    "DEBUG",
+    "SIGNING_KEY_PEM",
+    "SIGNING_KEY_FILE",
+)
 
 
 def _load_settings(env: dict[str, str]) -> dict:

@@ -54,11 +54,14 @@ def test_commands(compose):
     assert services["web"]["ports"] == ["${WEB_PORT:-8000}:8000"]
 
 
+SECRETS = {"SECRET_KEY": "s3cret", "SIGNING_KEY_PEM": "-----BEGIN PRIVATE KEY-----"}
+
+
 def test_app_services_share_production_env(compose):
     services = compose["services"]
     envs = [services[name]["environment"] for name in ("web", "worker", "beat")]
     assert envs[0] == envs[1] == envs[2]
-    env = {k: interpolate(v, {"SECRET_KEY": "s3cret"}) for k, v in envs[0].items()}
+    env = {k: interpolate(v, SECRETS) for k, v in envs[0].items()}
     assert env["DJANGO_SETTINGS_MODULE"] == "registry.settings.production"
     assert env["SECRET_KEY"] == "s3cret"
     db = urlsplit(env["DATABASE_URL"])
@@ -74,6 +77,12 @@ def test_secret_key_is_required(compose):
     env = compose["services"]["web"]["environment"]
     with pytest.raises(ValueError, match="required variable SECRET_KEY is missing: set SECRET_KEY"):
         interpolate(env["SECRET_KEY"], {})
+
+
+def test_signing_key_is_required(compose):
+    env = compose["services"]["web"]["environment"]
+    with pytest.raises(ValueError, match="required variable SIGNING_KEY_PEM is missing"):
+        interpolate(env["SIGNING_KEY_PEM"], {})
 
 
 def test_dependencies_point_at_defined_services(compose):
@@ -94,7 +103,7 @@ def test_build_context_has_a_dockerfile(compose):
 
 def test_env_starts_the_production_settings(compose, load_settings):
     raw = compose["services"]["web"]["environment"]
-    env = {k: interpolate(v, {"SECRET_KEY": "s3cret"}) for k, v in raw.items()}
+    env = {k: interpolate(v, SECRETS) for k, v in raw.items()}
     loaded = load_settings(env)
     assert loaded["DEBUG"] is False
     assert loaded["DATABASE_ENGINE"] == "django.db.backends.postgresql"

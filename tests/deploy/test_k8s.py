@@ -163,6 +163,7 @@ def test_config_and_documented_secret_start_the_production_settings(production, 
         "DATABASE_URL": "postgres://registry:pw@postgres.db.svc:5432/registry",
         "CELERY_BROKER_URL": "redis://redis.db.svc:6379/0",
         "CELERY_RESULT_BACKEND": "redis://redis.db.svc:6379/1",
+        "SIGNING_KEY_PEM": "-----BEGIN PRIVATE KEY-----",
     }
     assert all(key in documented for key in secret)
     loaded = load_settings({**config, **secret})

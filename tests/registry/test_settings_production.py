@@ -8,6 +8,9 @@ COMPLETE = {
     "ALLOWED_HOSTS": "registry.example.co",
     "DATABASE_URL": "postgres://registry:pw@db.example.co:5432/registry",
     "CELERY_BROKER_URL": "redis://redis.example.co:6379/0",
+    # Presence is checked at start; the key itself is parsed on first use (tests/catalogs/
+    # test_signing.py checks those errors).
+    "SIGNING_KEY_PEM": "-----BEGIN PRIVATE KEY-----",
 }
 PREFIX = "django.core.exceptions.ImproperlyConfigured: "
 
@@ -63,3 +66,27 @@ def test_refuses_sqlite(settings_error):
         PREFIX + "DATABASE_URL must point to PostgreSQL in production "
         "(got engine django.db.backends.sqlite3)."
     )
+
+
+def test_refuses_to_start_without_a_signing_key(settings_error):
+    env = {k: v for k, v in COMPLETE.items() if k != "SIGNING_KEY_PEM"}
+    assert settings_error(MODULE, **env) == (
+        PREFIX + "SIGNING_KEY_PEM or SIGNING_KEY_FILE must be set in production: the ECDSA P-256 "
+        "private key (PEM) the registry signs every catalog version with."
+    )
+
+
+def test_refuses_a_signing_key_file_that_is_not_there(settings_error, tmp_path):
+    env = {k: v for k, v in COMPLETE.items() if k != "SIGNING_KEY_PEM"}
+    missing = tmp_path / "nope.pem"
+    assert settings_error(MODULE, **env, SIGNING_KEY_FILE=str(missing)) == (
+        PREFIX + f"SIGNING_KEY_FILE points at {missing}, which is not a file: production never "
+        "creates a signing key (see 'manage.py rotate_signing_key')."
+    )
+
+
+def test_starts_with_a_signing_key_file(load_settings, tmp_path):
+    env = {k: v for k, v in COMPLETE.items() if k != "SIGNING_KEY_PEM"}
+    key = tmp_path / "signing-key.pem"
+    key.write_text("(a mounted secret)")
+    assert load_settings(MODULE, **env, SIGNING_KEY_FILE=str(key))["DEBUG"] is False

@@ -16,6 +16,7 @@ def test_api_root_links_to_each_collection(client):
         "functions",
         "sources",
         "contributions",
+        "signing-keys",
         "schema",
     }
     assert links["functions"] == "http://testserver/api/v1/functions/"

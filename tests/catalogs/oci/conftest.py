@@ -19,6 +19,13 @@ def _fresh_oci_caches():
     selectors.oci_caches_clear()
 
 
+@pytest.fixture(autouse=True)
+def _no_cosign_artifacts(settings):
+    """These tests count tags, blobs and referrers of the OCI layer alone; the signature
+    artifacts the registry adds are tested in tests/catalogs/test_oci_signatures.py."""
+    settings.SIGNING_OCI_ARTIFACTS = False
+
+
 @pytest.fixture
 def owner_token(owner) -> str:
     """The owner's API token (DRF), the password of HTTP Basic and of the token flow."""

@@ -121,7 +121,12 @@ def test_search_filters_mirrored_and_signed(client, source):
         sync_run=run,
     )
     assert [v.kind for v in client.get("/?mirrored=on").context["page"]] == ["Mirrored"]
+    # Every version the registry serves is signed by it, mirrored ones included.
+    page = client.get("/?signed=on")
+    assert [v.kind for v in page.context["page"]] == ["Mirrored"]
+    key_id = source.catalog.versions.get().signing_key.key_id
+    assert f"signed by this registry (key id {key_id})" in page.content.decode()
+    assert [v.kind for v in client.get(f"/?key={key_id}").context["page"]] == ["Mirrored"]
+    assert list(client.get("/?key=0000000000000000").context["page"]) == []
+    source.catalog.versions.update(signature="", signing_key=None)
     assert list(client.get("/?signed=on").context["page"]) == []
-    source.verification = {"type": "cosign"}
-    source.save()
-    assert [v.kind for v in client.get("/?signed=on").context["page"]] == ["Mirrored"]

@@ -110,3 +110,79 @@ def test_wrong_media_type_is_an_error(tmp_path, registry, options):
     assert str(exc.value) == (
         f"cannot fetch catalog {ref}: {ref}: no layer of media type {CATALOG_MEDIA_TYPE}"
     )
+
+
+def _cosign_sign(host: str, repo: str, digest: str, private_key, scratch) -> None:
+    """Store a cosign simple-signing signature of ``digest`` at ``sha256-<hex>.sig`` (as
+    ``cosign sign --key`` lays it out), written here with cryptography and oras only."""
+    import base64
+    import json
+
+    import oras.oci
+    import oras.provider
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    payload = json.dumps(
+        {
+            "critical": {
+                "identity": {"docker-reference": f"{host}/{repo}"},
+                "image": {"docker-manifest-digest": digest},
+                "type": "cosign container image signature",
+            },
+            "optional": None,
+        }
+    ).encode()
+    signature = base64.b64encode(private_key.sign(payload, ec.ECDSA(hashes.SHA256()))).decode()
+    client = oras.provider.Registry(hostname=host, insecure=True)
+    container = client.get_container(f"{host}/{repo}:{digest.replace(':', '-')}.sig")
+    cfg = scratch / "sig-config.json"
+    cfg.write_bytes(b"{}")
+    config, _ = oras.oci.ManifestConfig(str(cfg), "application/vnd.oci.empty.v1+json")
+    client.upload_blob(str(cfg), container, config)
+    layer_path = scratch / "payload.json"
+    layer_path.write_bytes(payload)
+    layer = oras.oci.NewLayer(str(layer_path), "application/vnd.dev.cosign.simplesigning.v1+json")
+    layer["annotations"] = {"dev.cosignproject.cosign/signature": signature}
+    client.upload_blob(str(layer_path), container, layer)
+    manifest = oras.oci.NewManifest()
+    manifest["config"] = config
+    manifest["layers"].append(layer)
+    assert client.upload_manifest(manifest, container).status_code == 201
+
+
+def test_cosign_signed_catalog_from_any_registry(tmp_path, registry, options):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from orchestrator.functions.signatures import CatalogSignatureError
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    pub = tmp_path / "cosign.pub"
+    pub.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    digest = _push(registry, "krm/signed:v1", CATALOG.encode(), CATALOG_MEDIA_TYPE, tmp_path)
+    ref = f"oci://{registry}/krm/signed@{digest}"
+
+    def resolve_keyed(opts):
+        trust = TrustConfig.load(
+            [ref], keys=[str(pub)], config=str(tmp_path / "none"), cwd=str(tmp_path)
+        )
+        cs = CatalogSet.for_kustomization(
+            [], kustomization_dir=str(tmp_path), trust=trust, options=opts
+        )
+        return resolve({"apiVersion": "example.com/v1", "kind": "App"}, cs, opts)
+
+    with pytest.raises(CatalogSignatureError, match="has no signature"):
+        resolve_keyed(options())
+    _cosign_sign(registry, "krm/signed", digest, key, tmp_path)
+    assert resolve_keyed(options()).spec["image"] == "example/app:latest"
+    # Pinned by digest and cached with its signature: re-verified from the cache, offline too.
+    assert resolve_keyed(options(offline=True)).spec["image"] == "example/app:latest"
+    cached = next((tmp_path / "cache" / "oci").glob("*/catalog.yaml"))
+    cached.write_bytes(CATALOG.replace("example/app", "evil/app").encode())
+    with pytest.raises(CatalogSignatureError, match="is not the one the manifest names"):
+        resolve_keyed(options(offline=True))

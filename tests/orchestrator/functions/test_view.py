@@ -60,6 +60,7 @@ def test_table(tmp_path, options):
         "Publisher: Example Co\n"
         f"Digest:    {loaded.catalog.digest}\n"
         f"Source:    {tmp_path / 'c.yaml'}\n"
+        f"Signature: none found [{tmp_path / 'c.yaml.sig'}]\n"
         "\n"
         "APIVERSION           KIND             RUNTIMES        PLATFORMS                 NEEDS\n"
         "example.com/v1       JavaApplication  container,exec  linux/amd64,darwin/arm64  "

@@ -1,0 +1,168 @@
+"""Federation: one registry mirrors another's catalog over ``oci://``, trusting its public key.
+
+Registry A (upstream) runs as a subprocess (``manage.py runserver`` with its own SQLite database,
+media folder and signing key, all under the test's tmp dir); registry B is the test process's
+own (``live_server``). B mirrors A's catalog with A's ``/signing-key.pub`` as the source's cosign
+key, re-signs what it serves with its own key, and ``krm`` verifies B's copy with B's key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from tests.catalogs.factories import catalog_yaml
+from tests.catalogs.test_signing import independently_verified
+from tests.e2e.test_trusted_catalog import _krm_cmd
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory):
+    """Registry A on a free loopback port, with one published catalog ``upstream/tools``."""
+    port = _free_port()
+    data = tmp_path_factory.mktemp("registry-a")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "DJANGO_SETTINGS_MODULE": "registry.settings.base",
+        "DATABASE_URL": f"sqlite:///{data / 'db.sqlite3'}",
+        "MEDIA_ROOT": str(data / "media"),
+        "SIGNING_KEY_FILE": str(data / "signing-key.pem"),
+        "REGISTRY_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        "SECRET_KEY": "registry-a-test-only",
+    }
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    manage = [sys.executable, str(ROOT / "manage.py")]
+
+    def run(*args: str, stdin: str | None = None) -> None:
+        proc = subprocess.run(
+            [*manage, *args], env=env, cwd=ROOT, input=stdin, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
+    run("migrate", "--noinput")
+    document = catalog_yaml(("tools.example.co", "Lint", "v1"), ("tools.example.co", "Fmt", "v1"))
+    run("import_catalog", "-", "--publisher", "upstream", "--catalog", "tools", stdin=document)
+    server = subprocess.Popen(
+        [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/v2/").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None, "registry A exited"
+            assert time.monotonic() < deadline, "registry A did not start"
+            time.sleep(0.2)
+        yield base, port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.fixture
+def mirror_settings(settings, upstream):
+    _base, port = upstream
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    settings.MIRROR_OCI_PLAIN_HTTP_HOSTS = [f"127.0.0.1:{port}"]
+    return settings
+
+
+def _sync(name: str, url: str, key_pem: str):
+    from catalogs import mirrors
+
+    source = mirrors.mirror_source_create(name=name, url=url, actor=None, cosign_public_key=key_pem)
+    run = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
+    return source, mirrors.sync_run_execute(run_pk=run.pk)
+
+
+def test_registry_mirrors_another_over_oci_with_its_key(
+    upstream, mirror_settings, live_server, tmp_path
+):
+    from catalogs.models import SyncRun
+
+    base, port = upstream
+    a_pub = httpx.get(f"{base}/signing-key.pub").text
+    a_key = serialization.load_pem_public_key(a_pub.encode())
+    a_fingerprint = (
+        "sha256:"
+        + hashlib.sha256(
+            a_key.public_bytes(
+                serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        ).hexdigest()
+    )
+    upstream_bytes = httpx.get(f"{base}/c/upstream/tools/catalog.yaml").content
+    url = f"oci://127.0.0.1:{port}/upstream/tools:latest"
+
+    source, run = _sync("upstream-tools", url, a_pub)
+    assert run.status == SyncRun.Status.SUCCEEDED, run.reason
+    assert run.verification["type"] == "cosign"
+    assert run.verification["key"] == a_fingerprint
+    version = source.catalog.versions.get()
+    assert bytes(version.content) == upstream_bytes
+
+    # B serves it signed by B (not A): B's key verifies B's .sig, A's does not.
+    b_pub = httpx.get(f"{live_server.url}/signing-key.pub")
+    served = httpx.get(f"{live_server.url}/c/mirrors/upstream-tools/catalog.yaml").content
+    sig = httpx.get(f"{live_server.url}/c/mirrors/upstream-tools/catalog.yaml.sig").content
+    assert served == upstream_bytes
+    assert independently_verified(b_pub.content, sig, served)
+    assert not independently_verified(a_pub.encode(), sig, served)
+
+    # krm checks B's copy with B's key, over oci:// too.
+    b_key = tmp_path / "b.pub"
+    b_key.write_bytes(b_pub.content)
+    ref = f"oci://{live_server.url.removeprefix('http://')}/mirrors/upstream-tools:latest"
+    view = _krm_cmd(
+        "view", "catalog", ref, f"--catalog-key={b_key}", ca_file="", home=tmp_path / "h"
+    )
+    assert view.returncode == 0, view.stderr
+    assert f"Signature: verified with key {b_pub.headers['X-Signing-Key-Id']}" in view.stdout
+
+
+def test_mirror_with_another_key_is_refused_and_publishes_nothing(
+    upstream, mirror_settings, live_server
+):
+    from catalogs.models import SyncRun
+
+    _base, port = upstream
+    # B's own key is not the key A signs with.
+    b_pub = httpx.get(f"{live_server.url}/signing-key.pub").text
+    digest = httpx.head(
+        f"http://127.0.0.1:{port}/v2/upstream/tools/manifests/latest",
+        headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+    ).headers["Docker-Content-Digest"]
+    source, run = _sync("wrong-key", f"oci://127.0.0.1:{port}/upstream/tools:latest", b_pub)
+    assert run.status == SyncRun.Status.FAILED
+    tag = digest.replace(":", "-") + ".sig"
+    assert run.reason == (
+        f"No cosign signature in {tag} verifies with the source's public key (1 checked)."
+    )
+    assert not source.catalog.versions.exists()

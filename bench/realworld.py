@@ -218,7 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cache", help="folder holding the fetched repositories")
-    ap.add_argument("--only", default="", help="only directories whose path contains this")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="only directories whose path contains one of these (comma-separated) strings",
+    )
     ap.add_argument("--json", help="write rows and summary to this file")
     ap.add_argument(
         "--krm",
@@ -232,7 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     compile_bytecode()
     load_before = uptime()
     rows: dict[str, dict] = {}
-    dirs = [d for d in find_kustomizations(root) if args.only in os.path.relpath(d, root)]
+    only = [s for s in args.only.split(",") if s] or [""]
+    dirs = [
+        d for d in find_kustomizations(root) if any(s in os.path.relpath(d, root) for s in only)
+    ]
     if not args.quiet:
         print(f"{'directory':<70} {'bytes':>9} {'kus s':>7} {'cold s':>7} {'warm s':>7} same")
     for d in dirs:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 USAGE_ERROR = 2
 
@@ -35,6 +36,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--enable-helm", action="store_true", help="inflate helmCharts with helm")
     b.add_argument("--helm-command", default="helm", help="helm binary to use")
     b.add_argument("--debug", action="store_true", dest="debug_cmd", help=argparse.SUPPRESS)
+    b.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither use nor fill the build cache ($XDG_CACHE_HOME/krm/builds)",
+    )
     fcli = _functions_cli()
     fcli.add_build_flags(b)
     fcli.add_view_command(sub)
@@ -109,7 +115,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _build(args: argparse.Namespace, debug: bool) -> int:
-    """``krm build DIR``."""
+    """``krm build DIR``, served from the build cache when nothing it read has changed."""
+    to_dir = bool(args.output and os.path.isdir(args.output))
+    if args.no_cache or to_dir or args.enable_helm:
+        return _build_uncached(args, debug, None)
+    from orchestrator import buildcache
+
+    options = {k: v for k, v in sorted(vars(args).items()) if k not in ("output", "no_cache")}
+    cache = buildcache.BuildCache(buildcache.make_key(args.path, options))
+    hit = cache.lookup()
+    if hit is not None:
+        for w in hit.warnings:
+            print(w, file=sys.stderr)
+        _write_text(args, hit.text)
+        return 0
+    return _build_uncached(args, debug, cache)
+
+
+def _write_text(args: argparse.Namespace, text: str) -> None:
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def _build_uncached(args: argparse.Namespace, debug: bool, cache: Any) -> int:
+    """Build (recording what the build reads when ``cache`` is given, then storing it)."""
     from orchestrator.build import BuildOptions, build
     from orchestrator.errors import KrmError
 
@@ -125,24 +157,29 @@ def _build(args: argparse.Namespace, debug: bool) -> int:
         trusted_catalogs=args.trusted_catalog,
     )
     try:
-        result = build(args.path, options)
+        if cache is None:
+            result = build(args.path, options)
+        else:
+            from orchestrator.buildcache import Recorder
+
+            with Recorder().active() as recorder:
+                result = build(args.path, options)
     except KrmError:
         # The functions that ran before the failure keep their summaries; the build's results
         # log is the list the functions context hung on these options.
         _print_summaries(fn_options.results_log)
         raise
     _print_summaries(result.results)
-    for w in _dedupe(result.warnings):
+    warnings = _dedupe(result.warnings)
+    for w in warnings:
         print(w, file=sys.stderr)
     if args.output and os.path.isdir(args.output):
         _write_dir(args.output, result.resources)
     else:
         text = result.to_yaml()
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
-        else:
-            sys.stdout.write(text)
+        if cache is not None and not result.results:
+            cache.store(recorder, text, warnings)
+        _write_text(args, text)
     return 0
 
 

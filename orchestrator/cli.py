@@ -13,8 +13,41 @@ from typing import Any
 USAGE_ERROR = 2
 
 
+def _columns() -> int:
+    """Help width as argparse computes it, without importing shutil (start-up time)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width or _columns())
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser (subcommands inherit it) whose help formatter skips shutil."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="krm", description="Build KRM resources like kustomize.")
+    p = _Parser(prog="krm", description="Build KRM resources like kustomize.")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     b = sub.add_parser("build", help="build a kustomization directory (like kustomize build)")

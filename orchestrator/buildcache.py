@@ -225,12 +225,12 @@ def _still_holds(op: str, path: str, expected: Any) -> bool:
 
 
 class Entry:
-    """A cached build: its output text and warnings."""
+    """A cached build: its output (UTF-8 bytes, as the CLI writes them) and warnings."""
 
-    __slots__ = ("text", "warnings")
+    __slots__ = ("output", "warnings")
 
-    def __init__(self, text: str, warnings: list[str]) -> None:
-        self.text = text
+    def __init__(self, output: bytes, warnings: list[str]) -> None:
+        self.output = output
         self.warnings = warnings
 
 
@@ -258,7 +258,7 @@ class BuildCache:
             if hashlib.sha256(raw).hexdigest() != data["output_sha256"]:
                 return None  # corrupt or half-replaced: built again and rewritten
             warnings = [str(w) for w in data["warnings"]]
-            return Entry(raw.decode("utf-8"), warnings)
+            return Entry(raw, warnings)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 

@@ -160,7 +160,14 @@ def _build(args: argparse.Namespace, debug: bool) -> int:
     if hit is not None:
         for w in hit.warnings:
             print(w, file=sys.stderr)
-        _write_text(args, hit.text)
+        if args.output:
+            with open(args.output, "wb") as f:
+                f.write(hit.output)
+        elif (sys.stdout.encoding or "").lower().replace("-", "") == "utf8":
+            sys.stdout.flush()
+            sys.stdout.buffer.write(hit.output)  # the bytes the text path would write
+        else:
+            sys.stdout.write(hit.output.decode("utf-8"))
         return 0
     return _build_uncached(args, debug, cache)
 

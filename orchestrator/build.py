@@ -445,10 +445,10 @@ class Target:
 
     def run_generators(self, acc: _Accumulator) -> None:
         """Run configMapGenerator, secretGenerator, helmCharts and ``generators:``."""
-        from orchestrator.filters import configmapgenerator, secretgenerator
-
         k = self.k
         options = k.get("generatorOptions")
+        if k.get("configMapGenerator") or k.get("secretGenerator"):
+            from orchestrator.filters import configmapgenerator, secretgenerator
         for args in k.get("configMapGenerator") or []:
             self._check_generator_args(args, "configMapGenerator")
             res = configmapgenerator.generate(args, options=options, read_file=self.loader.read)
@@ -851,10 +851,10 @@ def _normalise_annotations(res: Resource) -> None:
 
 
 def _add_hashes(resmap: ResMap) -> None:
-    from orchestrator.filters import hash as khash
-
     for res in resmap:
         if res.needs_hash:
+            from orchestrator.filters import hash as khash
+
             h = khash.content_hash(res.obj)
             res.store_previous()
             res.metadata["name"] = f"{res.name}-{h}"

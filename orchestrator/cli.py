@@ -8,12 +8,46 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 USAGE_ERROR = 2
 
 
+def _columns() -> int:
+    """Help width as argparse computes it, without importing shutil (start-up time)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width or _columns())
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser (subcommands inherit it) whose help formatter skips shutil."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="krm", description="Build KRM resources like kustomize.")
+    p = _Parser(prog="krm", description="Build KRM resources like kustomize.")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     b = sub.add_parser("build", help="build a kustomization directory (like kustomize build)")
@@ -35,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--enable-helm", action="store_true", help="inflate helmCharts with helm")
     b.add_argument("--helm-command", default="helm", help="helm binary to use")
     b.add_argument("--debug", action="store_true", dest="debug_cmd", help=argparse.SUPPRESS)
+    b.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither use nor fill the build cache ($XDG_CACHE_HOME/krm/builds)",
+    )
     fcli = _functions_cli()
     fcli.add_build_flags(b)
     fcli.add_view_command(sub)
@@ -109,7 +148,40 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _build(args: argparse.Namespace, debug: bool) -> int:
-    """``krm build DIR``."""
+    """``krm build DIR``, served from the build cache when nothing it read has changed."""
+    to_dir = bool(args.output and os.path.isdir(args.output))
+    if args.no_cache or to_dir or args.enable_helm:
+        return _build_uncached(args, debug, None)
+    from orchestrator import buildcache
+
+    options = {k: v for k, v in sorted(vars(args).items()) if k not in ("output", "no_cache")}
+    cache = buildcache.BuildCache(buildcache.make_key(args.path, options))
+    hit = cache.lookup()
+    if hit is not None:
+        for w in hit.warnings:
+            print(w, file=sys.stderr)
+        if args.output:
+            with open(args.output, "wb") as f:
+                f.write(hit.output)
+        elif (sys.stdout.encoding or "").lower().replace("-", "") == "utf8":
+            sys.stdout.flush()
+            sys.stdout.buffer.write(hit.output)  # the bytes the text path would write
+        else:
+            sys.stdout.write(hit.output.decode("utf-8"))
+        return 0
+    return _build_uncached(args, debug, cache)
+
+
+def _write_text(args: argparse.Namespace, text: str) -> None:
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def _build_uncached(args: argparse.Namespace, debug: bool, cache: Any) -> int:
+    """Build (recording what the build reads when ``cache`` is given, then storing it)."""
     from orchestrator.build import BuildOptions, build
     from orchestrator.errors import KrmError
 
@@ -125,24 +197,29 @@ def _build(args: argparse.Namespace, debug: bool) -> int:
         trusted_catalogs=args.trusted_catalog,
     )
     try:
-        result = build(args.path, options)
+        if cache is None:
+            result = build(args.path, options)
+        else:
+            from orchestrator.buildcache import Recorder
+
+            with Recorder().active() as recorder:
+                result = build(args.path, options)
     except KrmError:
         # The functions that ran before the failure keep their summaries; the build's results
         # log is the list the functions context hung on these options.
         _print_summaries(fn_options.results_log)
         raise
     _print_summaries(result.results)
-    for w in _dedupe(result.warnings):
+    warnings = _dedupe(result.warnings)
+    for w in warnings:
         print(w, file=sys.stderr)
     if args.output and os.path.isdir(args.output):
         _write_dir(args.output, result.resources)
     else:
         text = result.to_yaml()
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
-        else:
-            sys.stdout.write(text)
+        if cache is not None and not result.results:
+            cache.store(recorder, text, warnings)
+        _write_text(args, text)
     return 0
 
 

@@ -8,7 +8,6 @@ first ten hex characters onto letters so the suffix never looks like a number.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import re
 from typing import Any
@@ -162,4 +161,6 @@ def content_hash(obj: dict[str, Any]) -> str:
     else:
         encoded = obj
     text = go_json(encoded)
+    import hashlib  # imported on first use: loading OpenSSL costs every build start-up
+
     return encode_hex(hashlib.sha256(text.encode("utf-8")).hexdigest())

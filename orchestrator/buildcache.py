@@ -1,0 +1,296 @@
+"""A build cache for the ``krm build`` command line that can never change its output.
+
+A cold build runs under a :class:`Recorder`, which notes every observation the engine makes of
+the file system: each file read (its sha256), and the answer to every ``isdir``, ``isfile``,
+``exists``, ``islink``, ``realpath``, ``listdir`` and ``scandir`` probe. The output and those
+observations are stored under ``$XDG_CACHE_HOME/krm/builds`` (or ``~/.cache/krm/builds``),
+keyed by the engine's fingerprint (every file of the ``orchestrator`` package and of PyYAML, by
+size and modification time, plus the Python version), the command-line options, the working
+directory and the directory built. A warm build with the same key re-checks every observation
+(re-reading and re-hashing each file) and prints the stored output only when all of them still
+hold and the stored output still has its recorded sha256; otherwise it builds again and
+rewrites the entry.
+
+Nothing is stored for a build that can depend on more than the files it read: one that writes a
+file, or that loads the function machinery (any KRM function or catalog), or ``subprocess``
+(helm, git, exec and container runtimes) or the network — judged by which modules the build
+imported, so the cache is used only where a build runs in a fresh process, as the CLI does.
+Entries are written atomically (a temporary file, then ``os.replace``); an entry that cannot be
+read, or whose output does not match its digest, is ignored and rewritten.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+FORMAT = 1
+# Modules whose import during a build means it may depend on more than the files it read.
+UNCACHEABLE_MODULES = (
+    "orchestrator.functions.plugin",
+    "subprocess",
+    "socket",
+    "ssl",
+    "urllib.request",
+    "http.client",
+    "httpx",
+)
+_PROBES = ("isdir", "isfile", "exists", "lexists", "islink", "realpath")
+_CHUNK = 1 << 20
+
+
+def cache_dir() -> str:
+    """``$XDG_CACHE_HOME/krm/builds`` (or ``~/.cache/krm/builds``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "krm", "builds")
+
+
+def _tree_fingerprint(root: str, out: list[str]) -> None:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            st = os.stat(os.path.join(dirpath, name))
+            out.append(
+                f"{os.path.relpath(os.path.join(dirpath, name), root)}:{st.st_size}:"
+                f"{st.st_mtime_ns}"
+            )
+
+
+def engine_fingerprint() -> str:
+    """What identifies the engine's code: its files and PyYAML's, and the Python version."""
+    import importlib.util
+
+    parts = [f"format={FORMAT}", sys.version]
+    _tree_fingerprint(os.path.dirname(os.path.abspath(__file__)), parts)
+    spec = importlib.util.find_spec("yaml")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        parts.append(f"yaml={location}")
+        _tree_fingerprint(location, parts)
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def make_key(path: str, options: dict[str, Any]) -> str:
+    """The cache key of building ``path`` with ``options`` from the working directory."""
+    material = {
+        "engine": engine_fingerprint(),
+        "options": options,
+        "cwd": os.getcwd(),
+        "path": os.path.realpath(path),
+        "arg": path,
+    }
+    text = json.dumps(material, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _file_digest(path: str, opener: Callable[..., Any] = builtins.open) -> str | None:
+    """sha256 of a file's bytes, or None when it cannot be read as a file."""
+    h = hashlib.sha256()
+    try:
+        with opener(path, "rb") as f:
+            while chunk := f.read(_CHUNK):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _listing(path: Any, lister: Callable[..., Any]) -> list[str] | None:
+    try:
+        return sorted(str(x) for x in lister(path))
+    except OSError:
+        return None
+
+
+class Recorder:
+    """Notes the file-system observations of one build (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.observations: dict[tuple[str, str], Any] = {}
+        self.uncacheable: str | None = None
+        self._originals: dict[tuple[Any, str], Any] = {}
+
+    def _note(self, op: str, path: Any, result: Any) -> None:
+        try:
+            key = (op, os.path.abspath(os.fspath(path)))
+        except TypeError:  # a file descriptor or something else that is not a path
+            self.uncacheable = self.uncacheable or f"{op} on {path!r}"
+            return
+        if key in self.observations and self.observations[key] != result:
+            self.uncacheable = self.uncacheable or f"{key[1]} changed during the build"
+        self.observations.setdefault(key, result)
+
+    def _patch(self, owner: Any, name: str, wrapper: Callable[..., Any]) -> None:
+        self._originals[(owner, name)] = getattr(owner, name)
+        setattr(owner, name, wrapper)
+
+    @contextmanager
+    def active(self) -> Iterator[Recorder]:
+        """Record while the ``with`` block runs (the whole process sees the wrappers)."""
+        real_open = builtins.open
+
+        def open_(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+            if any(c in mode for c in "wax+"):
+                self.uncacheable = self.uncacheable or f"the build wrote {file!r}"
+            elif isinstance(file, (str, bytes, os.PathLike)):
+                self._note("read", file, _file_digest(file, real_open))
+            else:
+                self.uncacheable = self.uncacheable or f"the build read {file!r}"
+            return real_open(file, mode, *args, **kwargs)
+
+        def probe(name: str) -> Callable[..., Any]:
+            original = getattr(os.path, name)
+
+            def wrapper(path: Any, *args: Any, **kwargs: Any) -> Any:
+                result = original(path, *args, **kwargs)
+                self._note(name, path, result)
+                return result
+
+            return wrapper
+
+        def lister(name: str) -> Callable[..., Any]:
+            original = getattr(os, name)
+
+            def wrapper(path: Any = ".", *args: Any, **kwargs: Any) -> Any:
+                result = original(path, *args, **kwargs)
+                if name == "scandir":
+                    entries = list(result)
+                    result.close()
+                    self._note(name, path, sorted(e.name for e in entries))
+                    return _Entries(entries)
+                self._note(name, path, sorted(result))
+                return result
+
+            return wrapper
+
+        before = {m for m in UNCACHEABLE_MODULES if m in sys.modules}
+        if before:
+            self.uncacheable = f"{sorted(before)[0]} was loaded before the build"
+        self._patch(builtins, "open", open_)
+        for name in _PROBES:
+            self._patch(os.path, name, probe(name))
+        for name in ("listdir", "scandir"):
+            self._patch(os, name, lister(name))
+        try:
+            yield self
+        finally:
+            for (owner, name), original in self._originals.items():
+                setattr(owner, name, original)
+            self._originals.clear()
+            loaded = [m for m in UNCACHEABLE_MODULES if m in sys.modules and m not in before]
+            if loaded and not self.uncacheable:
+                self.uncacheable = f"the build loaded {loaded[0]}"
+
+
+class _Entries:
+    """A replayed ``os.scandir`` iterator (also a context manager, like the real one)."""
+
+    def __init__(self, entries: list[Any]) -> None:
+        self._entries = entries
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._entries)
+
+    def __enter__(self) -> _Entries:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def close(self) -> None:
+        """Nothing to release: the real iterator is already closed."""
+
+
+def _still_holds(op: str, path: str, expected: Any) -> bool:
+    if op == "read":
+        return _file_digest(path) == expected
+    if op in _PROBES:
+        return getattr(os.path, op)(path) == expected
+    if op == "listdir":
+        return _listing(path, os.listdir) == expected
+    if op == "scandir":
+        try:
+            with os.scandir(path) as it:
+                return sorted(e.name for e in it) == expected
+        except OSError:
+            return False
+    return False
+
+
+class Entry:
+    """A cached build: its output (UTF-8 bytes, as the CLI writes them) and warnings."""
+
+    __slots__ = ("output", "warnings")
+
+    def __init__(self, output: bytes, warnings: list[str]) -> None:
+        self.output = output
+        self.warnings = warnings
+
+
+class BuildCache:
+    """The cache entry of one build (one key) in ``directory``."""
+
+    def __init__(self, key: str, directory: str | None = None) -> None:
+        self.key = key
+        self.directory = os.path.join(directory or cache_dir(), key[:2])
+        self.manifest = os.path.join(self.directory, f"{key}.json")
+        self.output = os.path.join(self.directory, f"{key}.out")
+
+    def lookup(self) -> Entry | None:
+        """The stored build, when every observation still holds; None otherwise."""
+        try:
+            with open(self.manifest, "rb") as f:
+                data = json.loads(f.read())
+            if data.get("format") != FORMAT or data.get("key") != self.key:
+                return None
+            for op, path, expected in data["observations"]:
+                if not _still_holds(op, path, expected):
+                    return None
+            with open(self.output, "rb") as f:
+                raw = f.read()
+            if hashlib.sha256(raw).hexdigest() != data["output_sha256"]:
+                return None  # corrupt or half-replaced: built again and rewritten
+            warnings = [str(w) for w in data["warnings"]]
+            return Entry(raw, warnings)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def store(self, recorder: Recorder, text: str, warnings: list[str]) -> bool:
+        """Store a cold build's output (atomically); False when it must not be cached."""
+        if recorder.uncacheable:
+            return False
+        raw = text.encode("utf-8")
+        data = {
+            "format": FORMAT,
+            "key": self.key,
+            "observations": [[op, path, r] for (op, path), r in recorder.observations.items()],
+            "output_sha256": hashlib.sha256(raw).hexdigest(),
+            "warnings": list(warnings),
+        }
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            _atomic_write(self.output, raw)
+            _atomic_write(self.manifest, json.dumps(data).encode())
+        except OSError:
+            return False  # a read-only or full cache never fails the build
+        return True
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,189 @@
+"""The ``krm build`` cache ($XDG_CACHE_HOME/krm/builds), run as a user runs the CLI.
+
+A warm build must print exactly what a cold one does, see any change to what the build read,
+shrug off corrupt entries, and never serve a build that ran a function or spawned a process.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from orchestrator import buildcache
+
+BASE_CM = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  level: info
+"""
+
+
+def _krm(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+    }
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+def _tree(root: Path) -> Path:
+    files = {
+        "base/deep/cm.yaml": BASE_CM,
+        "base/deep/kustomization.yaml": "resources:\n- cm.yaml\n",
+        "base/kustomization.yaml": "resources:\n- deep\ncommonLabels:\n  app: web\n",
+        "overlay/kustomization.yaml": (
+            "resources:\n- ../base\nnamePrefix: prod-\n"
+            "configMapGenerator:\n- name: extra\n  literals:\n  - a=b\n"
+        ),
+    }
+    for rel, text in files.items():
+        path = root / "src" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "src"
+
+
+def _entries(home: Path) -> list[tuple[str, str]]:
+    manifests = sorted(glob.glob(str(home / "cache" / "krm" / "builds" / "*" / "*.json")))
+    return [(m, m[: -len(".json")] + ".out") for m in manifests]
+
+
+def _plant(manifest: str, output: str, text: str) -> None:
+    """Test-only: swap the stored output for ``text`` (with a matching digest), so that
+    seeing ``text`` printed proves the build was served from the cache."""
+    raw = text.encode()
+    Path(output).write_bytes(raw)
+    data = json.loads(Path(manifest).read_text())
+    data["output_sha256"] = hashlib.sha256(raw).hexdigest()
+    Path(manifest).write_text(json.dumps(data))
+
+
+def test_warm_build_prints_the_same_bytes_and_is_served_from_the_cache(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    home = tmp_path / "home"
+    uncached = _krm("build", "overlay", "--no-cache", home=home, cwd=src)
+    assert uncached.returncode == 0, uncached.stderr
+    assert "name: prod-settings" in uncached.stdout
+    assert _entries(home) == []  # --no-cache neither reads nor fills the cache
+    cold = _krm("build", "overlay", home=home, cwd=src)
+    warm = _krm("build", "overlay", home=home, cwd=src)
+    assert cold.stdout == warm.stdout == uncached.stdout
+    # warnings are stored with the output and printed again
+    assert cold.stderr == warm.stderr == uncached.stderr
+    assert "'commonLabels' is deprecated" in warm.stderr
+    ((manifest, output),) = _entries(home)
+    assert Path(output).read_text() == uncached.stdout
+    _plant(manifest, output, "planted: true\n")
+    assert _krm("build", "overlay", home=home, cwd=src).stdout == "planted: true\n"
+    # the cache is keyed by the options too: another flag is another entry
+    other = _krm("build", "overlay", "--reorder", "none", home=home, cwd=src)
+    assert other.returncode == 0 and other.stdout.startswith("apiVersion")
+    assert len(_entries(home)) == 2
+    # -o FILE is served from the cache like stdout
+    out = tmp_path / "out.yaml"
+    assert _krm("build", "overlay", "-o", str(out), home=home, cwd=src).returncode == 0
+    assert out.read_text() == "planted: true\n"
+
+
+def test_a_change_deep_in_a_base_is_seen(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    home = tmp_path / "home"
+    first = _krm("build", "overlay", home=home, cwd=src)
+    assert "level: info" in first.stdout
+    assert _krm("build", "overlay", home=home, cwd=src).stdout == first.stdout
+    (src / "base" / "deep" / "cm.yaml").write_text(BASE_CM.replace("info", "debug"))
+    second = _krm("build", "overlay", home=home, cwd=src)
+    assert "level: debug" in second.stdout and "level: info" not in second.stdout
+    assert second.stdout == _krm("build", "overlay", "--no-cache", home=home, cwd=src).stdout
+    # a second kustomization file appearing next to the first is an error, cached or not
+    (src / "base" / "deep" / "kustomization.yml").write_text("resources: []\n")
+    third = _krm("build", "overlay", home=home, cwd=src)
+    assert third.returncode == 1
+    assert "Found multiple kustomization files" in third.stderr
+    (src / "base" / "deep" / "kustomization.yml").unlink()
+    assert _krm("build", "overlay", home=home, cwd=src).stdout == second.stdout
+
+
+def test_corrupt_entries_are_ignored_and_rewritten(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    home = tmp_path / "home"
+    good = _krm("build", "overlay", home=home, cwd=src).stdout
+    ((manifest, output),) = _entries(home)
+    Path(output).write_text("apiVersion: v1\nkind: Tampered\n")  # digest no longer matches
+    assert _krm("build", "overlay", home=home, cwd=src).stdout == good
+    assert Path(output).read_text() == good  # rewritten
+    Path(manifest).write_text("{not json")
+    assert _krm("build", "overlay", home=home, cwd=src).stdout == good
+    assert json.loads(Path(manifest).read_text())["format"] == buildcache.FORMAT
+    Path(manifest).write_text(json.dumps({"format": buildcache.FORMAT, "key": "x"}))
+    assert _krm("build", "overlay", home=home, cwd=src).stdout == good
+    Path(output).unlink()
+    assert _krm("build", "overlay", home=home, cwd=src).stdout == good
+    assert Path(output).read_text() == good
+    assert not [p for p in os.listdir(Path(manifest).parent) if ".tmp-" in p]
+
+
+def test_builds_with_functions_or_processes_are_never_cached(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    home = tmp_path / "home"
+    (src / "fn").mkdir()
+    (src / "fn" / "add.star").write_text(
+        "for r in ctx.resource_list['items']:\n"
+        "    r['metadata'].setdefault('annotations', {})['seen'] = 'yes'\n"
+    )
+    (src / "fn" / "fn.yaml").write_text(
+        "apiVersion: fn.example.com/v1\nkind: Mark\nmetadata:\n  name: mark\n"
+        "runtime:\n  starlark:\n    path: add.star\n"
+    )
+    (src / "fn" / "kustomization.yaml").write_text(
+        "resources:\n- ../base\ntransformers:\n- fn.yaml\n"
+    )
+    first = _krm("build", "fn", home=home, cwd=src)
+    assert first.returncode == 0, first.stderr
+    assert 'seen: "yes"' in first.stdout or "seen: 'yes'" in first.stdout
+    assert _entries(home) == []
+    assert _krm("build", "fn", home=home, cwd=src).stdout == first.stdout
+    assert _entries(home) == []
+    # helm runs a process: a build with --enable-helm skips the cache altogether
+    assert _krm("build", "overlay", "--enable-helm", home=home, cwd=src).returncode == 0
+    assert _entries(home) == []
+
+
+def test_recorder_notes_reads_and_probes_and_restores_the_originals(tmp_path: Path) -> None:
+    import builtins
+
+    real_open, real_isdir = builtins.open, os.path.isdir
+    target = tmp_path / "x.txt"
+    target.write_text("one")
+    rec = buildcache.Recorder()
+    with rec.active():
+        with open(target, "rb") as f:
+            assert f.read() == b"one"
+        assert os.path.isdir(tmp_path)
+        with open(tmp_path / "y.txt", "w") as f:
+            f.write("two")
+    assert builtins.open is real_open and os.path.isdir is real_isdir
+    assert rec.observations[("read", str(target))] == hashlib.sha256(b"one").hexdigest()
+    assert rec.observations[("isdir", str(tmp_path))] is True
+    # this test process already has subprocess loaded: nothing it builds may be cached
+    assert (rec.uncacheable or "").endswith(" was loaded before the build")
+    assert not buildcache.BuildCache("ab" * 32, str(tmp_path / "c")).store(rec, "x", [])

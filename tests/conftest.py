@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO_CATALOG = ROOT / "catalogs" / "fixtures" / "demo-catalog.yaml"
 # Where the browser tests (tests/browser/) save a screenshot of each main page.
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep krm's cache and config (and every CLI the tests start) out of the user's home."""
+    xdg = Path(tempfile.mkdtemp(prefix="krm-tests-xdg-"))
+    os.environ["XDG_CACHE_HOME"] = str(xdg / "cache")
+    os.environ["XDG_CONFIG_HOME"] = str(xdg / "config")
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ import yaml
 from yaml.cyaml import CEmitter
 
 from orchestrator.errors import YamlError
+from orchestrator.yamllimits import check_text
 
 # ----------------------------------------------------------------------------- reading
 
@@ -206,6 +207,7 @@ def _load_docs(loader_class: type, text: str | bytes, source: str | None, **cons
     """The non-empty documents of a stream, read with ``loader_class``'s scalar typing."""
     if isinstance(text, bytes):
         text = decode(text)
+    check_text(text, source=source)  # depth and alias budget, before the recursive composer
     loader = loader_class(text)
     docs = []
     try:

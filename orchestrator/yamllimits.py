@@ -28,6 +28,25 @@ _START = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _END = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
+def decode_error(data: bytes, exc: UnicodeDecodeError, source: str | None) -> YamlError:
+    """The error for bytes that are not text in the encoding they claim (UTF-8 unless a BOM)."""
+    if exc.encoding.replace("-", "").lower() != "utf8":
+        return YamlError(f"not valid {exc.encoding.upper()} (at byte {exc.start})", file=source)
+    # Offsets count the BOM, if any, that was cut off before decoding.
+    start = exc.start + (3 if data[:3] == b"\xef\xbb\xbf" else 0)
+    line, column = _line_column(data, start)
+    return YamlError(
+        f"not valid UTF-8: byte 0x{data[start]:02x} (line {line}, column {column})", file=source
+    )
+
+
+def _line_column(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of a byte offset into UTF-8 bytes."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    column = len(data[line_start:offset].decode("utf-8", errors="replace")) + 1
+    return data.count(b"\n", 0, offset) + 1, column
+
+
 def _where(event: Any) -> str:
     mark = event.start_mark
     return f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
@@ -44,6 +63,13 @@ def check_text(text: str, *, source: str | None = None) -> None:
             _check_events_with_aliases(loader, source)
         else:  # no anchor, so no alias: only the depth counts
             _check_depth_events(loader, source)
+    except yaml.reader.ReaderError as exc:
+        # libyaml counts UTF-8 bytes; say where in lines and characters instead.
+        line, column = _line_column(text.encode("utf-8", "surrogatepass"), exc.position)
+        raise YamlError(
+            f"invalid YAML: {exc.reason}: #x{exc.character:04x} (line {line}, column {column})",
+            file=source,
+        ) from None
     except yaml.YAMLError:
         return
     finally:

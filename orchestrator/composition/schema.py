@@ -20,6 +20,7 @@ import yaml
 
 from orchestrator import yamlio
 from orchestrator.errors import ValidationError, YamlError
+from orchestrator.yamllimits import check_text
 
 API_VERSION = "kustomize.config.k8s.io/v1alpha1"
 KIND = "Composition"
@@ -340,7 +341,9 @@ def _join(path: str, key: str | int) -> str:
 
 
 def _compose(text: bytes, source: str) -> yaml.Node | None:
-    loader = yamlio.Loader(yamlio.decode(text))
+    decoded = yamlio.decode(text, source=source)
+    check_text(decoded, source=source)
+    loader = yamlio.Loader(decoded)
     try:
         return loader.get_single_node()
     except yaml.composer.ComposerError as exc:

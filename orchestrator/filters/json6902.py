@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from orchestrator.errors import PatchError
+from orchestrator.yamllimits import check_depth, check_text
 
 __all__ = ["apply", "parse_ops"]
 
@@ -25,11 +26,13 @@ def parse_ops(text: str, source: str | None = None) -> list[dict[str, Any]]:
     if stripped.startswith("["):
         try:
             ops = json.loads(stripped)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise PatchError(f"invalid JSON patch: {e}", file=source) from None
+        check_depth(ops, source=source)
     else:
         import yaml  # lazy: only YAML patches need it
 
+        check_text(stripped, source=source)
         try:
             ops = yaml.load(stripped, Loader=yaml.CSafeLoader)
         except yaml.YAMLError as e:

@@ -22,7 +22,9 @@ import json
 import time
 from typing import Any
 
+from orchestrator.errors import YamlError
 from orchestrator.functions.options import FnOptions, FunctionError
+from orchestrator.yamllimits import MAX_DEPTH, check_depth
 
 _PRELUDE = (
     "_rl = json.decode(_krm_input)\n"
@@ -85,7 +87,11 @@ def run(
             raise FunctionError(f"{function}: timed out after {options.timeout:g}s") from None
         detail = "\n".join(printed + [str(exc).strip()])
         raise FunctionError(f"{function} failed:\n{detail}") from None
-    out = json.loads(text)
+    try:
+        out = json.loads(text)
+        check_depth(out)
+    except (RecursionError, YamlError):
+        raise FunctionError(f"{function}: output nested deeper than {MAX_DEPTH} levels") from None
     if not isinstance(out, dict):
         raise FunctionError(f"{function}: ctx.resource_list is no longer a dict")
     return out, "\n".join(printed)

@@ -259,10 +259,18 @@ class _Decoder:
             self.wrong(node, target, path, "a map")
             return []
         out = []
+        seen: dict[str, int] = {}
         for k, v in node.value:
             if not isinstance(k, yaml.ScalarNode):
                 self.problems.append(f"line {_line(k)}: map keys must be strings (at {path})")
                 continue
+            if k.value in seen:
+                self.problems.append(
+                    f'line {_line(k)}: mapping key "{k.value}" already defined at line '
+                    f"{seen[k.value]} (at {_join(path, k.value)})"
+                )
+                continue
+            seen[k.value] = _line(k)
             out.append((k.value, v))
             self.key_lines[id(v)] = _line(k)
         return out
@@ -331,7 +339,13 @@ class _Decoder:
                 spec = self.fields(value, target, f"{path}.runtime.{key}", allowed)
                 for name, sub in spec.items():
                     self.string(sub, f"{path}.runtime.{key}.{name}")
-        return yamlio._construct(node)
+        try:
+            return yamlio._construct(node)
+        except yaml.YAMLError as exc:  # e.g. a key given twice
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else _line(node)
+            self.problems.append(f"line {line}: {getattr(exc, 'problem', None) or exc}")
+            return None
 
 
 def _join(path: str, key: str | int) -> str:

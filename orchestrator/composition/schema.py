@@ -311,6 +311,7 @@ class _Decoder:
             self.string(value, _join(path, key))
 
     def transformer(self, node: yaml.Node, path: str) -> dict[str, Any] | None:
+        known = len(self.problems)
         fields = self.fields(node, "types.TransformerConfig", path, None)
         if not isinstance(node, yaml.MappingNode):
             return None
@@ -344,7 +345,8 @@ class _Decoder:
         except yaml.YAMLError as exc:  # e.g. a key given twice
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else _line(node)
-            self.problems.append(f"line {line}: {getattr(exc, 'problem', None) or exc}")
+            if len(self.problems) == known:  # else the decoder has said it already
+                self.problems.append(f"line {line}: {getattr(exc, 'problem', None) or exc}")
             return None
 
 

@@ -163,8 +163,8 @@ def _check_events_with_aliases(loader: Any, source: str | None) -> None:
             return
 
 
-def check_depth(obj: Any, *, source: str | None = None) -> None:
-    """Raise YamlError when parsed data (e.g. from ``json.loads``) nests deeper than MAX_DEPTH."""
+def check_depth(obj: Any, *, source: str | None = None, limit: int = MAX_DEPTH) -> None:
+    """Raise YamlError when parsed data (e.g. from ``json.loads``) nests deeper than ``limit``."""
     todo: list[tuple[Any, int]] = [(obj, 0)]
     while todo:
         value, depth = todo.pop()
@@ -174,6 +174,6 @@ def check_depth(obj: Any, *, source: str | None = None) -> None:
             children = value
         else:
             continue
-        if depth >= MAX_DEPTH:
-            raise YamlError(f"nested deeper than {MAX_DEPTH} levels", file=source)
+        if depth >= limit:
+            raise YamlError(f"nested deeper than {limit} levels", file=source)
         todo.extend((c, depth + 1) for c in children)

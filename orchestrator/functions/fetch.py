@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import lzma
 import os
 import shutil
 import stat
@@ -245,7 +246,12 @@ def archive_kind(uri: str, blob: str) -> str:
 def _safe_name(name: str, archive: str) -> str:
     norm = name.replace("\\", "/")
     parts = [p for p in norm.split("/") if p not in ("", ".")]
-    if norm.startswith("/") or (len(norm) > 1 and norm[1] == ":") or ".." in parts:
+    if (
+        norm.startswith("/")
+        or (len(norm) > 1 and norm[1] == ":")
+        or ".." in parts
+        or "\x00" in norm
+    ):
         raise FetchError(f"unsafe path {name!r} in archive {archive}")
     return "/".join(parts)
 
@@ -432,7 +438,7 @@ def _unpack_tar(blob: str, dest: str, uri: str, options: FnOptions) -> None:
                         raise FetchError(f"archive {uri} holds a special file {m.name!r}")
             finally:
                 out.close()
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
         raise FetchError(f"cannot unpack {uri}: {exc}") from None
 
 
@@ -458,7 +464,15 @@ def _unpack_zip(blob: str, dest: str, uri: str, options: FnOptions) -> None:
                         out.file(name, info.filename, src, mode)
             finally:
                 out.close()
-    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError) as exc:
+    # RuntimeError: an encrypted member; NotImplementedError: an unknown compression method.
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        zlib.error,
+        NotImplementedError,
+        RuntimeError,
+    ) as exc:
         raise FetchError(f"cannot unpack {uri}: {exc}") from None
 
 

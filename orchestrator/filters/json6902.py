@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 from orchestrator.errors import PatchError
-from orchestrator.yamllimits import check_depth, check_text
 
 __all__ = ["apply", "parse_ops"]
 
@@ -20,6 +19,8 @@ _OPS = ("add", "remove", "replace", "move", "copy", "test")
 
 def parse_ops(text: str, source: str | None = None) -> list[dict[str, Any]]:
     """Parse JSON 6902 operations given as a JSON array or YAML list."""
+    from orchestrator.yamllimits import check_depth, check_text  # lazy: imports yaml
+
     stripped = text.strip()
     if not stripped:
         raise PatchError("empty json patch operations", file=source)

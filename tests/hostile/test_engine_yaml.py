@@ -286,3 +286,17 @@ def test_duplicate_keys_in_a_composition_refused(tmp_path: Path) -> None:
         '  line 4: mapping key "labels" already defined at line 4 (at transformers[0].labels)\n',
     )
     assert (tmp_path / "out.yaml").read_text() == PREVIOUS
+
+
+def test_huge_scalar_patched_onto_a_mapping_gives_a_short_error(tmp_path: Path) -> None:
+    args, _ = _setup(tmp_path, "patch", HEADS["patch"] + b"spec:" + _value("huge_scalar") + b"\n")
+    (tmp_path / "app" / "r.yaml").write_bytes(HEADS["resource"] + b"spec: {a: b}\n")
+    (tmp_path / "out.yaml").write_text(PREVIOUS)
+    proc = _krm(tmp_path, _build_args(args))
+    shown = "x" * 2000  # of the scalar's DEFAULT_MAX_BYTES + 1 characters and YAML's "\n...\n"
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        "Error: app/p.yaml: Example/x: wrong node kind: expected MappingNode but got ScalarNode: "
+        f"node contents:\n{shown}… ({DEFAULT_MAX_BYTES + 6} characters in all)\n\n",
+    )
+    assert (tmp_path / "out.yaml").read_text() == PREVIOUS

@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -204,22 +205,26 @@ class CatalogStore:
         if ref.kind == "file":
             data = read_limited(ref.location, MAX_CATALOG_BYTES)
             return LoadedCatalog(ref, parse_catalog(data, source=ref.location), ref.location)
+        # A download replaces the cached copy only once it parsed: a broken or hostile catalog
+        # leaves the previous one in place (for --offline, and for the next try).
         if ref.kind == "url":
-            data, etag, cached = self._fetch_url(ref.location)
-            return LoadedCatalog(
-                ref, parse_catalog(data, source=ref.location), ref.location, etag, cached
-            )
+            data, etag, cached, save = self._fetch_url(ref.location)
+            parsed = parse_catalog(data, source=ref.location)
+            save()
+            return LoadedCatalog(ref, parsed, ref.location, etag, cached)
         if ref.kind == "git":
             data, commit = self._fetch_git(ref)
             return LoadedCatalog(ref, parse_catalog(data, source=ref.raw), ref.raw, commit)
-        data, digest = self._fetch_oci(ref)
-        return LoadedCatalog(ref, parse_catalog(data, source=ref.raw), ref.raw, digest)
+        data, digest, save = self._fetch_oci(ref)
+        parsed = parse_catalog(data, source=ref.raw)
+        save()
+        return LoadedCatalog(ref, parsed, ref.raw, digest)
 
     def _cache_dir(self, kind: str, key: str) -> str:
         digest = hashlib.sha256(key.encode()).hexdigest()[:32]
         return os.path.join(self.options.cache_root(), kind, digest)
 
-    def _fetch_url(self, url: str) -> tuple[bytes, str | None, bool]:
+    def _fetch_url(self, url: str) -> tuple[bytes, str | None, bool, Callable[[], None]]:
         directory = self._cache_dir("catalogs", url)
         body_path = os.path.join(directory, "catalog.yaml")
         meta_path = os.path.join(directory, "meta.json")
@@ -230,23 +235,27 @@ class CatalogStore:
         if self.options.offline:
             if not meta:
                 raise FetchError(f"{url} is not in the cache and --offline forbids downloading")
-            return read_limited(body_path, MAX_CATALOG_BYTES), meta.get("etag"), True
+            return read_limited(body_path, MAX_CATALOG_BYTES), meta.get("etag"), True, _nothing
         headers = {"Accept": "application/yaml, text/yaml, */*"}
         if meta.get("etag"):
             headers["If-None-Match"] = meta["etag"]
         resp = http_get(url, options=self.options, max_bytes=MAX_CATALOG_BYTES, headers=headers)
         if resp.status == 304 and meta:
-            return read_limited(body_path, MAX_CATALOG_BYTES), meta.get("etag"), True
-        assert resp.body is not None
-        os.makedirs(directory, exist_ok=True)
-        tmp = body_path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(resp.body)
-        os.replace(tmp, body_path)
-        with open(meta_path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump({"url": url, "etag": resp.etag, "fetched": time.time()}, f)
-        os.replace(meta_path + ".tmp", meta_path)
-        return resp.body, resp.etag, False
+            return read_limited(body_path, MAX_CATALOG_BYTES), meta.get("etag"), True, _nothing
+        body = resp.body
+        assert body is not None
+
+        def save() -> None:
+            os.makedirs(directory, exist_ok=True)
+            tmp = body_path + ".tmp"
+            with open(tmp, "wb") as f:
+                f.write(body)
+            os.replace(tmp, body_path)
+            with open(meta_path + ".tmp", "w", encoding="utf-8") as f:
+                json.dump({"url": url, "etag": resp.etag, "fetched": time.time()}, f)
+            os.replace(meta_path + ".tmp", meta_path)
+
+        return body, resp.etag, False, save
 
     def _git(self, args: list[str], *, what: str) -> bytes:
         env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
@@ -305,13 +314,13 @@ class CatalogStore:
             raise FetchError(f"{ref}: over the limit of {MAX_CATALOG_BYTES} bytes")
         return data, commit
 
-    def _fetch_oci(self, ref: CatalogRef) -> tuple[bytes, str]:
+    def _fetch_oci(self, ref: CatalogRef) -> tuple[bytes, str, Callable[[], None]]:
         directory = self._cache_dir("oci", ref.location)
         body_path = os.path.join(directory, "catalog.yaml")
         pinned = "@sha256:" in ref.location
         if (self.options.offline or pinned) and os.path.isfile(body_path):
             with open(os.path.join(directory, "digest"), encoding="utf-8") as f:
-                return read_limited(body_path, MAX_CATALOG_BYTES), f.read().strip()
+                return read_limited(body_path, MAX_CATALOG_BYTES), f.read().strip(), _nothing
         if self.options.offline:
             raise FetchError(f"{ref} is not in the cache and --offline forbids downloading")
         import oras.defaults
@@ -353,12 +362,19 @@ class CatalogStore:
         actual = "sha256:" + hashlib.sha256(data).hexdigest()
         if actual != layer["digest"]:
             raise FetchError(f"{ref}: layer digest mismatch ({actual} != {layer['digest']})")
-        os.makedirs(directory, exist_ok=True)
-        with open(body_path, "wb") as f:
-            f.write(data)
-        with open(os.path.join(directory, "digest"), "w", encoding="utf-8") as f:
-            f.write(actual)
-        return data, actual
+
+        def save() -> None:
+            os.makedirs(directory, exist_ok=True)
+            for path, content in ((body_path, data), (os.path.join(directory, "digest"), actual)):
+                with open(path + ".tmp", "wb") as f:
+                    f.write(content if isinstance(content, bytes) else content.encode())
+                os.replace(path + ".tmp", path)
+
+        return data, actual, save
+
+
+def _nothing() -> None:
+    """Nothing to save: the bytes came from the cache."""
 
 
 def store_for(options: FnOptions) -> CatalogStore:

@@ -10,9 +10,13 @@ collections to 100,000 levels, a huge scalar, bytes that are not UTF-8, duplicat
 
 from __future__ import annotations
 
+import hashlib
+import http.server
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -300,3 +304,62 @@ def test_huge_scalar_patched_onto_a_mapping_gives_a_short_error(tmp_path: Path) 
         f"node contents:\n{shown}… ({DEFAULT_MAX_BYTES + 6} characters in all)\n\n",
     )
     assert (tmp_path / "out.yaml").read_text() == PREVIOUS
+
+
+GOOD_CATALOG = HEADS["catalog"] + (
+    b"spec:\n  krmFunctions:\n  - group: example.com\n    names:\n      kind: Labeler\n"
+    b"    versions:\n    - name: v1\n      runtime:\n        container:\n"
+    b"          image: example/labeler:v1\n"
+)
+
+
+@pytest.fixture
+def catalog_server() -> Iterator[tuple[str, dict[str, bytes]]]:
+    """A real HTTP server on loopback serving ``/catalog.yaml`` from a dict, with ETags."""
+    served: dict[str, bytes] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            body = served["body"]
+            etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+            if self.headers.get("If-None-Match") == etag:
+                self.send_response(304)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("ETag", etag)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/catalog.yaml", served
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("case", ["alias_bomb", "flow[-100000", "invalid_utf8"])
+def test_hostile_catalog_download_keeps_the_cached_good_one(
+    tmp_path: Path, catalog_server: tuple[str, dict[str, bytes]], case: str
+) -> None:
+    url, served = catalog_server
+    served["body"] = GOOD_CATALOG
+    good = _krm(tmp_path, ["view", "catalog", url])
+    assert good.returncode == 0, good.stderr
+    assert "example.com/v1  Labeler  container" in good.stdout
+    served["body"] = HEADS["catalog"] + b"spec:" + _value(case) + b"\n"
+    proc = _krm(tmp_path, ["view", "catalog", url])
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        f"Error: catalog {url} is invalid:\n{_catalog_error(case)}\n",
+    )
+    # The cache still holds the good catalog: --offline shows exactly what it showed before.
+    offline = _krm(tmp_path, ["view", "catalog", "--offline", url])
+    assert (offline.returncode, offline.stdout) == (0, good.stdout)

@@ -363,3 +363,26 @@ def test_hostile_catalog_download_keeps_the_cached_good_one(
     # The cache still holds the good catalog: --offline shows exactly what it showed before.
     offline = _krm(tmp_path, ["view", "catalog", "--offline", url])
     assert (offline.returncode, offline.stdout) == (0, good.stdout)
+
+
+def test_nesting_at_the_limit_survives_merge_copy_and_dump(tmp_path: Path) -> None:
+    # Accepted input at the deepest allowed level goes through a strategic merge patch, a JSON
+    # patch, labels, a name prefix and the per-resource writer without hitting a recursion limit.
+    deep = b" " + ei.nested_flow(MAX_DEPTH - 1, "{").encode()
+    args, _ = _setup(tmp_path, "patch", HEADS["patch"] + b"spec:" + deep + b"\n")
+    app = tmp_path / "app"
+    (app / "r.yaml").write_bytes(HEADS["resource"] + b"spec:" + deep + b"\n")
+    (app / "kustomization.yaml").write_text(
+        "resources:\n- r.yaml\nnamePrefix: p-\nlabels:\n- pairs: {a: b}\n"
+        "patches:\n- path: p.yaml\n- target: {kind: Example}\n"
+        '  patch: \'[{"op": "add", "path": "/spec/b", "value": 1}]\'\n'
+    )
+    (tmp_path / "out").mkdir()
+    proc = _krm(tmp_path, ["build", "app", "-o", "out"])
+    assert proc.returncode == 0, proc.stderr
+    out = yaml.safe_load((tmp_path / "out" / "example.com_v1_example_p-x.yaml").read_text())
+    assert out["spec"]["b"] == 1
+    value, depth = out["spec"]["a"], 3  # root 1, spec 2, spec.a 3, …
+    while value:
+        value, depth = value["a"], depth + 1
+    assert depth == MAX_DEPTH

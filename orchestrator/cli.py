@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         # One line for the user; the traceback only when asked for.
         if debug:
             raise
+        if isinstance(exc, RecursionError):  # inputs are depth-checked; derived data may not be
+            exc = KrmError("data nested too deeply to process", file=getattr(args, "path", None))
         print(f"Error: {exc}", file=sys.stderr)
         return 1
 

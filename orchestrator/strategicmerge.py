@@ -170,6 +170,9 @@ def _apply_directive(dest: Any, origin: Any) -> Any:
     return dest
 
 
+_MAX_SHOWN = 2000
+
+
 def _wrong_kind(expected: str, node: Any) -> PatchError:
     import yaml  # only on the error path
 
@@ -177,6 +180,8 @@ def _wrong_kind(expected: str, node: Any) -> PatchError:
         content = yaml.safe_dump(node, default_flow_style=False, sort_keys=False)
     except yaml.YAMLError:
         content = repr(node)
+    if len(content) > _MAX_SHOWN:  # one error line, not a copy of a huge value
+        content = f"{content[:_MAX_SHOWN]}… ({len(content)} characters in all)\n"
     return PatchError(
         f"wrong node kind: expected {expected} but got {_kind_name(node)}: "
         f"node contents:\n{content}"

@@ -22,6 +22,7 @@ import yaml
 from yaml.cyaml import CEmitter
 
 from orchestrator.errors import YamlError
+from orchestrator.yamllimits import check_text, decode_error
 
 # ----------------------------------------------------------------------------- reading
 
@@ -205,7 +206,8 @@ def load_all(text: str | bytes, *, source: str | None = None) -> list[Any]:
 def _load_docs(loader_class: type, text: str | bytes, source: str | None, **construct: Any) -> list:
     """The non-empty documents of a stream, read with ``loader_class``'s scalar typing."""
     if isinstance(text, bytes):
-        text = decode(text)
+        text = decode(text, source=source)
+    check_text(text, source=source)  # depth and alias budget, before the recursive composer
     loader = loader_class(text)
     docs = []
     try:
@@ -280,13 +282,16 @@ def load(text: str | bytes, *, source: str | None = None) -> Any:
     return docs[0] if docs else None
 
 
-def decode(data: bytes) -> str:
+def decode(data: bytes, *, source: str | None = None) -> str:
     """Decode file bytes as UTF-8 (or UTF-16/32 when a BOM says so)."""
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return data.decode("utf-16")
-    if data[:3] == b"\xef\xbb\xbf":
-        return data[3:].decode("utf-8")
-    return data.decode("utf-8")
+    try:
+        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            return data.decode("utf-16")
+        if data[:3] == b"\xef\xbb\xbf":
+            return data[3:].decode("utf-8")
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise decode_error(data, exc, source) from None
 
 
 # ----------------------------------------------------------------------------- writing

@@ -20,6 +20,7 @@ import yaml
 
 from orchestrator import yamlio
 from orchestrator.errors import ValidationError, YamlError
+from orchestrator.yamllimits import check_text
 
 API_VERSION = "kustomize.config.k8s.io/v1alpha1"
 KIND = "Composition"
@@ -258,10 +259,18 @@ class _Decoder:
             self.wrong(node, target, path, "a map")
             return []
         out = []
+        seen: dict[str, int] = {}
         for k, v in node.value:
             if not isinstance(k, yaml.ScalarNode):
                 self.problems.append(f"line {_line(k)}: map keys must be strings (at {path})")
                 continue
+            if k.value in seen:
+                self.problems.append(
+                    f'line {_line(k)}: mapping key "{k.value}" already defined at line '
+                    f"{seen[k.value]} (at {_join(path, k.value)})"
+                )
+                continue
+            seen[k.value] = _line(k)
             out.append((k.value, v))
             self.key_lines[id(v)] = _line(k)
         return out
@@ -302,6 +311,7 @@ class _Decoder:
             self.string(value, _join(path, key))
 
     def transformer(self, node: yaml.Node, path: str) -> dict[str, Any] | None:
+        known = len(self.problems)
         fields = self.fields(node, "types.TransformerConfig", path, None)
         if not isinstance(node, yaml.MappingNode):
             return None
@@ -330,7 +340,14 @@ class _Decoder:
                 spec = self.fields(value, target, f"{path}.runtime.{key}", allowed)
                 for name, sub in spec.items():
                     self.string(sub, f"{path}.runtime.{key}.{name}")
-        return yamlio._construct(node)
+        try:
+            return yamlio._construct(node)
+        except yaml.YAMLError as exc:  # e.g. a key given twice
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else _line(node)
+            if len(self.problems) == known:  # else the decoder has said it already
+                self.problems.append(f"line {line}: {getattr(exc, 'problem', None) or exc}")
+            return None
 
 
 def _join(path: str, key: str | int) -> str:
@@ -340,7 +357,9 @@ def _join(path: str, key: str | int) -> str:
 
 
 def _compose(text: bytes, source: str) -> yaml.Node | None:
-    loader = yamlio.Loader(yamlio.decode(text))
+    decoded = yamlio.decode(text, source=source)
+    check_text(decoded, source=source)
+    loader = yamlio.Loader(decoded)
     try:
         return loader.get_single_node()
     except yaml.composer.ComposerError as exc:

@@ -19,17 +19,21 @@ _OPS = ("add", "remove", "replace", "move", "copy", "test")
 
 def parse_ops(text: str, source: str | None = None) -> list[dict[str, Any]]:
     """Parse JSON 6902 operations given as a JSON array or YAML list."""
+    from orchestrator.yamllimits import check_depth, check_text  # lazy: imports yaml
+
     stripped = text.strip()
     if not stripped:
         raise PatchError("empty json patch operations", file=source)
     if stripped.startswith("["):
         try:
             ops = json.loads(stripped)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise PatchError(f"invalid JSON patch: {e}", file=source) from None
+        check_depth(ops, source=source)
     else:
         import yaml  # lazy: only YAML patches need it
 
+        check_text(stripped, source=source)
         try:
             ops = yaml.load(stripped, Loader=yaml.CSafeLoader)
         except yaml.YAMLError as e:

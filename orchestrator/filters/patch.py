@@ -312,7 +312,7 @@ class PatchTransformer:
             raise ValidationError("patch and path can't be set at the same time", file=ctx.source)
         if path:
             self.where = display(os.path.join(ctx.root, str(path)))
-            text = yamlio.decode(ctx.read_file(str(path)))
+            text = yamlio.decode(ctx.read_file(str(path)), source=self.where)
         else:
             self.where = ctx.source
             text = patch if isinstance(patch, str) else yamlio.dump(patch)
@@ -421,7 +421,7 @@ class PatchJson6902Transformer:
             raise ValidationError("empty file path and empty jsonOp", file=ctx.source)
         if path:
             self.where = display(os.path.join(ctx.root, str(path)))
-            text = yamlio.decode(ctx.read_file(str(path)))
+            text = yamlio.decode(ctx.read_file(str(path)), source=self.where)
         else:
             self.where = ctx.source
             text = ops if isinstance(ops, str) else yamlio.dump(ops)

@@ -30,6 +30,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -242,6 +243,9 @@ class _Fetched:
     etag: str | None = None
     from_cache: bool = False
     material: SignatureMaterial | None = None
+    # Writes a download to the cache; called only once the bytes verified and parsed, so a
+    # broken or hostile catalog leaves the previous copy in place (for --offline, and the next try).
+    save: Callable[[], None] = field(default=lambda: None)
 
 
 class CatalogStore:
@@ -269,9 +273,11 @@ class CatalogStore:
                 if keys and not report_only:
                     assert status is not None
                     require(status, ref.raw)
+                parsed = self._parse(fetched.data, fetched.source)
+                fetched.save()
                 loaded = LoadedCatalog(
                     ref,
-                    self._parse(fetched.data, fetched.source),
+                    parsed,
                     fetched.source,
                     fetched.etag,
                     fetched.from_cache,
@@ -364,19 +370,23 @@ class CatalogStore:
                 _write_json(sig_path, material.to_json())
             # The cached signature is re-verified by the caller, like a fresh one.
             return _Fetched(data, url, meta.get("etag"), True, material if want_signature else None)
-        assert resp.body is not None
+        body = resp.body
+        assert body is not None
         material = self._url_signature(url) if want_signature else None
-        os.makedirs(directory, exist_ok=True)
-        tmp = body_path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(resp.body)
-        os.replace(tmp, body_path)
-        if material is not None:
-            _write_json(sig_path, material.to_json())
-        elif os.path.exists(sig_path):
-            os.remove(sig_path)  # it signed the bytes this download replaced
-        _write_json(meta_path, {"url": url, "etag": resp.etag, "fetched": time.time()})
-        return _Fetched(resp.body, url, resp.etag, False, material)
+
+        def save() -> None:
+            os.makedirs(directory, exist_ok=True)
+            tmp = body_path + ".tmp"
+            with open(tmp, "wb") as f:
+                f.write(body)
+            os.replace(tmp, body_path)
+            if material is not None:
+                _write_json(sig_path, material.to_json())
+            elif os.path.exists(sig_path):
+                os.remove(sig_path)  # it signed the bytes this download replaced
+            _write_json(meta_path, {"url": url, "etag": resp.etag, "fetched": time.time()})
+
+        return _Fetched(body, url, resp.etag, False, material, save)
 
     def _git(self, args: list[str], *, what: str) -> bytes:
         env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
@@ -509,16 +519,19 @@ class CatalogStore:
         actual = "sha256:" + hashlib.sha256(data).hexdigest()
         if actual != layer["digest"]:
             raise FetchError(f"{ref}: layer digest mismatch ({actual} != {layer['digest']})")
-        os.makedirs(directory, exist_ok=True)
-        with open(body_path, "wb") as f:
-            f.write(data)
-        with open(os.path.join(directory, "digest"), "w", encoding="utf-8") as f:
-            f.write(actual)
-        if material is not None:
-            _write_json(sig_path, material.to_json())
-        elif os.path.exists(sig_path):
-            os.remove(sig_path)
-        return _Fetched(data, ref.raw, actual, False, material)
+
+        def save() -> None:
+            os.makedirs(directory, exist_ok=True)
+            for path, content in ((body_path, data), (os.path.join(directory, "digest"), actual)):
+                with open(path + ".tmp", "wb") as f:
+                    f.write(content if isinstance(content, bytes) else content.encode())
+                os.replace(path + ".tmp", path)
+            if material is not None:
+                _write_json(sig_path, material.to_json())
+            elif os.path.exists(sig_path):
+                os.remove(sig_path)
+
+        return _Fetched(data, ref.raw, actual, False, material, save)
 
     @staticmethod
     def _oci_manifest(client: Any, container: Any, *, missing_ok: bool = False) -> bytes | None:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import lzma
 import os
 import shutil
 import stat
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -250,7 +252,12 @@ def archive_kind(uri: str, blob: str) -> str:
 def _safe_name(name: str, archive: str) -> str:
     norm = name.replace("\\", "/")
     parts = [p for p in norm.split("/") if p not in ("", ".")]
-    if norm.startswith("/") or (len(norm) > 1 and norm[1] == ":") or ".." in parts:
+    if (
+        norm.startswith("/")
+        or (len(norm) > 1 and norm[1] == ":")
+        or ".." in parts
+        or "\x00" in norm
+    ):
         raise FetchError(f"unsafe path {name!r} in archive {archive}")
     return "/".join(parts)
 
@@ -261,33 +268,183 @@ def _inside(root: str, path: str) -> bool:
     return path == root or path.startswith(root + os.sep)
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+
+
+class _Unpacker:
+    """Writes archive members below a fresh, empty directory, never through a link.
+
+    Safe by itself, whatever the Python (tarfile's ``filter="data"`` had bypasses before the
+    mid-2025 releases, e.g. CVE-2025-4517): every member is placed by walking directory file
+    descriptors opened with ``O_NOFOLLOW`` from the destination down, files are created with
+    ``O_EXCL | O_NOFOLLOW``, and what was unpacked is tracked here, so that
+
+    - no member is written below a link or a file unpacked earlier, nor twice;
+    - a symbolic link's target is relative, may only start with ``..`` components (as many as
+      the link's directory is deep; that directory holds no link, so they are exact) and has no
+      ``..`` after a name: wherever the links it passes through point, it stays inside (each
+      of them does, by the same rule, and a directory never becomes a link later);
+    - a hard link names a regular file unpacked earlier.
+    """
+
+    def __init__(self, dest: str, uri: str, options: FnOptions) -> None:
+        self.uri = uri
+        self.options = options
+        self.kinds: dict[str, str] = {"": "dir"}  # unpacked path -> "dir" | "file" | "link"
+        self.entries = 0
+        self.total = 0
+        self.root_fd = os.open(dest, _DIR_FLAGS)
+
+    def close(self) -> None:
+        os.close(self.root_fd)
+
+    def count_entry(self) -> None:
+        """One more member: refuse archives with over ``max_files`` of them."""
+        self.entries += 1
+        if self.entries > self.options.max_files:
+            raise FetchError(f"archive {self.uri} has over {self.options.max_files} entries")
+
+    def _parent_fd(self, name: str, shown: str) -> int:
+        """A descriptor of ``name``'s directory, made as needed; the caller closes it."""
+        fd = os.dup(self.root_fd)
+        path = ""
+        try:
+            for part in name.split("/")[:-1]:
+                path = f"{path}/{part}" if path else part
+                kind = self.kinds.get(path)
+                if kind is None:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    self.kinds[path] = "dir"
+                elif kind != "dir":
+                    raise FetchError(
+                        f"{shown!r} in archive {self.uri} lies below the {kind} {path!r}"
+                    )
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _claim(self, name: str, shown: str, kind: str) -> bool:
+        """Record ``name`` as ``kind``; False when it is a directory seen before."""
+        if not name and kind != "dir":
+            raise FetchError(f"unsafe path {shown!r} in archive {self.uri}")
+        before = self.kinds.get(name)
+        if before is not None:
+            if before == "dir" and kind == "dir":
+                return False
+            raise FetchError(f"archive {self.uri} holds {shown!r} twice")
+        self.kinds[name] = kind
+        return True
+
+    def directory(self, name: str, shown: str) -> None:
+        """A directory member."""
+        if not self._claim(name, shown, "dir"):
+            return
+        fd = self._parent_fd(name, shown)
+        try:
+            os.mkdir(os.path.basename(name), 0o755, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+    def file(self, name: str, shown: str, src: Any, mode: int) -> None:
+        """A regular file member, copied from the binary stream ``src`` with the size limit."""
+        self._claim(name, shown, "file")
+        fd = self._parent_fd(name, shown)
+        try:
+            perm = 0o755 if mode & 0o111 else 0o644
+            out = os.open(os.path.basename(name), _NEW_FILE_FLAGS, perm, dir_fd=fd)
+        finally:
+            os.close(fd)
+        with os.fdopen(out, "wb") as sink:
+            while chunk := src.read(CHUNK):
+                # Counted while copying: the sizes an archive declares can lie.
+                self.total += len(chunk)
+                if self.total > self.options.max_unpacked:
+                    raise FetchError(
+                        f"archive {self.uri} unpacks to over the limit of "
+                        f"{self.options.max_unpacked} bytes"
+                    )
+                sink.write(chunk)
+
+    def symlink(self, name: str, shown: str, target: str) -> None:
+        """A symbolic link whose target provably stays inside, wherever later links point."""
+        parts = [p for p in target.split("/") if p not in ("", ".")]
+        ups = 0
+        while ups < len(parts) and parts[ups] == "..":
+            ups += 1
+        if not target:
+            raise FetchError(f"link {shown!r} in archive {self.uri} has an empty target")
+        if target.startswith("/") or ups > name.count("/"):
+            raise FetchError(f"link {shown!r} in archive {self.uri} points outside it")
+        if ".." in parts[ups:]:
+            raise FetchError(
+                f"link {shown!r} in archive {self.uri} has '..' after a name in its target "
+                f"{target!r} (only leading '..' are allowed)"
+            )
+        self._claim(name, shown, "link")
+        fd = self._parent_fd(name, shown)
+        try:
+            os.symlink("/".join(parts) or ".", os.path.basename(name), dir_fd=fd)
+        finally:
+            os.close(fd)
+
+    def hardlink(self, name: str, shown: str, target: str) -> None:
+        """A hard link to a regular file unpacked earlier (tar names it from the root)."""
+        try:
+            source = _safe_name(target, self.uri)
+        except FetchError:
+            raise FetchError(f"link {shown!r} in archive {self.uri} points outside it") from None
+        if self.kinds.get(source) != "file":
+            raise FetchError(
+                f"hard link {shown!r} in archive {self.uri} does not name a file unpacked before it"
+            )
+        self._claim(name, shown, "file")
+        src_fd = self._parent_fd(source, shown)
+        try:
+            dst_fd = self._parent_fd(name, shown)
+            try:
+                os.link(
+                    os.path.basename(source),
+                    os.path.basename(name),
+                    src_dir_fd=src_fd,
+                    dst_dir_fd=dst_fd,
+                    follow_symlinks=False,
+                )
+            finally:
+                os.close(dst_fd)
+        finally:
+            os.close(src_fd)
+
+
 def _unpack_tar(blob: str, dest: str, uri: str, options: FnOptions) -> None:
     try:
         with tarfile.open(blob, "r:*") as tar:
-            members = tar.getmembers()
-            if len(members) > options.max_files:
-                raise FetchError(f"archive {uri} has over {options.max_files} entries")
-            total = 0
-            for m in members:
-                name = _safe_name(m.name, uri)
-                if m.issym() or m.islnk():
-                    target = m.linkname
-                    if os.path.isabs(target):
-                        raise FetchError(f"link {m.name!r} in archive {uri} points outside it")
-                    base = os.path.dirname(name) if m.issym() else ""
-                    resolved = os.path.normpath(os.path.join(dest, base, target))
-                    if not _inside(dest, resolved):
-                        raise FetchError(f"link {m.name!r} in archive {uri} points outside it")
-                elif not (m.isfile() or m.isdir()):
-                    raise FetchError(f"archive {uri} holds a special file {m.name!r}")
-                total += max(m.size, 0)
-                if total > options.max_unpacked:
-                    raise FetchError(
-                        f"archive {uri} unpacks to over the limit of {options.max_unpacked} bytes"
-                    )
-            # The stdlib's "data" filter re-checks the same rules (defence in depth).
-            tar.extractall(dest, filter="data")
-    except (tarfile.TarError, EOFError, OSError) as exc:
+            out = _Unpacker(dest, uri, options)
+            try:
+                # Member by member: nothing of tarfile's extraction (or its filters) is used.
+                for m in tar:
+                    out.count_entry()
+                    name = _safe_name(m.name, uri)
+                    if m.isdir():
+                        out.directory(name, m.name)
+                    elif m.isfile():
+                        src = tar.extractfile(m)
+                        assert src is not None  # a regular file always has a stream
+                        with src:
+                            out.file(name, m.name, src, m.mode)
+                    elif m.issym():
+                        out.symlink(name, m.name, m.linkname)
+                    elif m.islnk():
+                        out.hardlink(name, m.name, m.linkname)
+                    else:
+                        raise FetchError(f"archive {uri} holds a special file {m.name!r}")
+            finally:
+                out.close()
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
         raise FetchError(f"cannot unpack {uri}: {exc}") from None
 
 
@@ -297,30 +454,31 @@ def _unpack_zip(blob: str, dest: str, uri: str, options: FnOptions) -> None:
             infos = zf.infolist()
             if len(infos) > options.max_files:
                 raise FetchError(f"archive {uri} has over {options.max_files} entries")
-            total = 0
-            for info in infos:
-                name = _safe_name(info.filename, uri)
-                mode = info.external_attr >> 16
-                if stat.S_ISLNK(mode):
-                    raise FetchError(f"archive {uri} holds a symbolic link {info.filename!r}")
-                target = os.path.join(dest, name)
-                if info.is_dir():
-                    os.makedirs(target, exist_ok=True)
-                    continue
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                # Counted while copying: the sizes in a zip's directory can lie.
-                with zf.open(info) as src, open(target, "wb") as out:
-                    while chunk := src.read(CHUNK):
-                        total += len(chunk)
-                        if total > options.max_unpacked:
-                            raise FetchError(
-                                f"archive {uri} unpacks to over the limit of "
-                                f"{options.max_unpacked} bytes"
-                            )
-                        out.write(chunk)
-                if mode & 0o111:
-                    os.chmod(target, 0o755)
-    except (zipfile.BadZipFile, OSError) as exc:
+            out = _Unpacker(dest, uri, options)
+            try:
+                for info in infos:
+                    name = _safe_name(info.filename, uri)
+                    mode = info.external_attr >> 16
+                    if stat.S_ISLNK(mode):
+                        raise FetchError(f"archive {uri} holds a symbolic link {info.filename!r}")
+                    if info.is_dir():
+                        out.directory(name, info.filename)
+                        continue
+                    if stat.S_IFMT(mode) not in (0, stat.S_IFREG):
+                        raise FetchError(f"archive {uri} holds a special file {info.filename!r}")
+                    with zf.open(info) as src:
+                        out.file(name, info.filename, src, mode)
+            finally:
+                out.close()
+    # RuntimeError: an encrypted member; NotImplementedError: an unknown compression method.
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        zlib.error,
+        NotImplementedError,
+        RuntimeError,
+    ) as exc:
         raise FetchError(f"cannot unpack {uri}: {exc}") from None
 
 

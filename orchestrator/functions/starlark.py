@@ -22,13 +22,36 @@ import json
 import time
 from typing import Any
 
+from orchestrator.errors import YamlError
 from orchestrator.functions.options import FnOptions, FunctionError
+from orchestrator.yamllimits import MAX_DEPTH, check_depth
 
 _PRELUDE = (
     "_rl = json.decode(_krm_input)\n"
     "ctx = struct(resource_list = _rl, environment = json.decode(_krm_env), "
     "open_api = lambda: json.decode(_krm_openapi))\n"
 )
+# Its resources may nest MAX_DEPTH levels below the ResourceList and its item list.
+OUTPUT_DEPTH = MAX_DEPTH + 2
+# starlark's json.encode recurses on the native stack and crashes the process (SIGSEGV) a few
+# hundred levels down, so the depth is checked first, level by level (Starlark has no recursion).
+_EPILOGUE = """
+def _krm_deeper_than(value, limit):
+    level = [value]
+    for _ in range(limit):
+        below = []
+        for x in level:
+            t = type(x)
+            if t == "dict":
+                below.extend(x.values())
+            elif t == "list" or t == "tuple":
+                below.extend(x)
+        if not below:
+            return False
+        level = below
+    return True
+"""
+_OUTPUT = f'"" if _krm_deeper_than(_rl, {OUTPUT_DEPTH}) else json.encode(_rl)'
 _GLOBALS: Any = None
 
 
@@ -79,13 +102,22 @@ def run(
         sl.eval(module, sl.parse("<prelude>", _PRELUDE, dialect), _globals())
         ast = sl.parse(filename, script, dialect)
         sl.eval_with(eval_options, module, ast, _globals())
-        text = sl.eval(module, sl.parse("<epilogue>", "json.encode(_rl)", dialect), _globals())
+        sl.eval(module, sl.parse("<epilogue>", _EPILOGUE, dialect), _globals())
+        text = sl.eval(module, sl.parse("<epilogue>", _OUTPUT, dialect), _globals())
     except sl.StarlarkError as exc:
         if time.monotonic() > deadline:
             raise FunctionError(f"{function}: timed out after {options.timeout:g}s") from None
         detail = "\n".join(printed + [str(exc).strip()])
         raise FunctionError(f"{function} failed:\n{detail}") from None
-    out = json.loads(text)
+    try:
+        if not text:
+            raise YamlError("deeper than the starlark check allows")
+        out = json.loads(text)
+        check_depth(out, limit=OUTPUT_DEPTH)
+    except (RecursionError, YamlError):
+        raise FunctionError(
+            f"{function}: output nested deeper than {MAX_DEPTH} levels in a resource"
+        ) from None
     if not isinstance(out, dict):
         raise FunctionError(f"{function}: ctx.resource_list is no longer a dict")
     return out, "\n".join(printed)

@@ -320,6 +320,9 @@ def catalog_server() -> Iterator[tuple[str, dict[str, bytes]]]:
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            if self.path != "/catalog.yaml":  # e.g. the .sig krm view catalog looks for
+                self.send_error(404)
+                return
             body = served["body"]
             etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
             if self.headers.get("If-None-Match") == etag:

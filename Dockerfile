@@ -17,7 +17,7 @@ COPY . .
 # Production serves hashed static files through WhiteNoise's manifest storage, collected here.
 # The placeholder values only satisfy production.py's checks; collectstatic touches no database.
 RUN pip install --no-deps -e . \
-    && SECRET_KEY=collectstatic-only ALLOWED_HOSTS=localhost \
+    && SECRET_KEY=collectstatic-only ALLOWED_HOSTS=localhost REGISTRY_PUBLIC_URL=http://localhost \
        DATABASE_URL=postgres://unused@localhost/unused CELERY_BROKER_URL=redis://localhost \
        python manage.py collectstatic --noinput \
     && useradd --system --uid 10001 --home-dir /app registry \

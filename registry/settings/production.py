@@ -1,5 +1,7 @@
 """Production settings: no defaults for secrets or infrastructure; refuses to start without them."""
 
+from urllib.parse import urlsplit
+
 from django.core.exceptions import ImproperlyConfigured
 
 from registry.settings.base import *  # noqa: F403
@@ -30,6 +32,18 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         f"(got engine {DATABASES['default']['ENGINE']})."
     )
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+
+REGISTRY_PUBLIC_URL = _required(
+    "REGISTRY_PUBLIC_URL",
+    "the URL people and krm reach this registry at, such as https://registry.example.co "
+    "(mirrored documents embed it)",
+).rstrip("/")
+_public = urlsplit(REGISTRY_PUBLIC_URL)
+if _public.scheme not in ("http", "https") or not _public.hostname or _public.query:
+    raise ImproperlyConfigured(
+        f"REGISTRY_PUBLIC_URL must be an http(s) URL such as https://registry.example.co "
+        f"(got {REGISTRY_PUBLIC_URL!r})."
+    )
 
 CELERY_BROKER_URL = _required("CELERY_BROKER_URL", "a Redis or RabbitMQ URL for the task queue")
 CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL)

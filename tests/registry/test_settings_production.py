@@ -8,6 +8,7 @@ COMPLETE = {
     "ALLOWED_HOSTS": "registry.example.co",
     "DATABASE_URL": "postgres://registry:pw@db.example.co:5432/registry",
     "CELERY_BROKER_URL": "redis://redis.example.co:6379/0",
+    "REGISTRY_PUBLIC_URL": "https://registry.example.co/",
 }
 PREFIX = "django.core.exceptions.ImproperlyConfigured: "
 
@@ -23,6 +24,7 @@ def test_starts_with_everything_set(load_settings):
     assert values["CELERY_RESULT_BACKEND"] == "redis://redis.example.co:6379/0"
     assert values["CELERY_TASK_ALWAYS_EAGER"] is False
     assert values["STATICFILES"] == "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    assert values["REGISTRY_PUBLIC_URL"] == "https://registry.example.co"
 
 
 @pytest.mark.parametrize(
@@ -43,6 +45,11 @@ def test_starts_with_everything_set(load_settings):
             "CELERY_BROKER_URL must be set in production: a Redis or RabbitMQ URL for the task "
             "queue.",
         ),
+        (
+            "REGISTRY_PUBLIC_URL",
+            "REGISTRY_PUBLIC_URL must be set in production: the URL people and krm reach this "
+            "registry at, such as https://registry.example.co (mirrored documents embed it).",
+        ),
     ],
 )
 def test_refuses_to_start_without(settings_error, missing, message):
@@ -62,4 +69,15 @@ def test_refuses_sqlite(settings_error):
     assert settings_error(MODULE, **env) == (
         PREFIX + "DATABASE_URL must point to PostgreSQL in production "
         "(got engine django.db.backends.sqlite3)."
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["registry.example.co", "ftp://registry.example.co", "https:///registry"]
+)
+def test_refuses_a_public_url_that_is_not_http(settings_error, url):
+    env = {**COMPLETE, "REGISTRY_PUBLIC_URL": url}
+    assert settings_error(MODULE, **env) == (
+        PREFIX + "REGISTRY_PUBLIC_URL must be an http(s) URL such as https://registry.example.co "
+        f"(got {url!r})."
     )

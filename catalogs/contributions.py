@@ -90,30 +90,33 @@ def yaml_line_of(text: str, path: str) -> int | None:
     return line
 
 
+def _line_order(p: ProblemDetail) -> tuple[int, int]:
+    # Document-level problems (no line) first, then top to bottom; sorted() keeps ties in order.
+    return (p.line or 0, p.column or 0)
+
+
 def problems_located(text: str, problems: list[ProblemDetail]) -> list[ProblemDetail]:
-    """``problems`` with a line filled in from their path where the parser gave none."""
+    """``problems`` with a line filled in from their path where the parser gave none, in line
+    order."""
     out = []
     for p in problems:
         if p.line is None and p.path:
             p = ProblemDetail(path=p.path, message=p.message, line=yaml_line_of(text, p.path))
         out.append(p)
-    return out
+    return sorted(out, key=_line_order)
 
 
 def catalog_document_check(*, content: bytes | str) -> ParsedCatalog:
-    """Parse a catalog for the web UI: like catalog_document_parse, with every problem's line."""
+    """Parse a catalog for the web UI: catalog_document_parse, which locates every problem."""
     from catalogs.services import catalog_document_parse
 
-    try:
-        return catalog_document_parse(content=content)
-    except InvalidCatalogError as err:
-        text = content.decode("utf-8", errors="replace") if isinstance(content, bytes) else content
-        raise InvalidCatalogError(err.message, problems_located(text, err.problems))
+    return catalog_document_parse(content=content)
 
 
 # --------------------------------------------------------------------------- definitions
 
 _WRAP_INDENT = 4
+_AT_LINE = re.compile(r"at line (\d+), column (\d+)")
 _WRAP_HEAD = f"apiVersion: {API_VERSION}\nkind: Catalog\nmetadata:\n  name: contribution\n  doc:\n"
 
 
@@ -152,18 +155,33 @@ def _read_definition_yaml(text: str) -> Any:
     body = "\n".join((" " * _WRAP_INDENT + ln) if ln.strip() else "" for ln in lines)
     wrapped = _WRAP_HEAD + body + "\nspec:\n  krmFunctions: []\n"
     offset = _WRAP_HEAD.count("\n")
+
+    last = max(1, len(text.rstrip("\n").split("\n")))
+
+    def unwrapped(line: int, column: int | None) -> tuple[int, int | None]:
+        """A wrapper position as a position in ``text``."""
+        if line - offset > last:
+            # Past the end: the text stopped early (an unclosed bracket); point at its last line.
+            return last, None
+        return line - offset, column - _WRAP_INDENT if column and column > _WRAP_INDENT else column
+
+    def unwrapped_message(match: re.Match) -> str:
+        # YAML errors name a second place ("while parsing ... at line 7, column 12").
+        line, column = unwrapped(int(match[1]), int(match[2]))
+        return f"at line {line}, column {column}"
+
     try:
         parsed = parse_catalog(wrapped, max_bytes=settings.CATALOG_MAX_BYTES + len(_WRAP_HEAD))
     except CatalogError as err:
         problems = []
         for p in err.problems:
-            line = p.line - offset if p.line is not None else None
-            column = p.column - _WRAP_INDENT if p.column and p.column > _WRAP_INDENT else p.column
+            line, column = unwrapped(p.line, p.column) if p.line is not None else (None, p.column)
+            message = _AT_LINE.sub(unwrapped_message, p.message)
             path = p.path.removeprefix("metadata.doc").lstrip(".")
             if p.path.startswith("metadata") and not p.path.startswith("metadata.doc"):
                 path = ""
-            problems.append(ProblemDetail(path=path, message=p.message, line=line, column=column))
-        raise _definition_invalid(problems)
+            problems.append(ProblemDetail(path=path, message=message, line=line, column=column))
+        raise _definition_invalid(problems_located(text, problems))
     return parsed.metadata.get("doc")
 
 

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 import yaml
 
 from tests.catalogs.mirrors.conftest import free_port

@@ -65,6 +65,35 @@ def test_an_invalid_contribution_shows_problems_and_saves_nothing(as_user, publi
     assert not Contribution.objects.exists()
 
 
+def test_malformed_yaml_is_reported_on_the_pasted_lines(as_user, published, contributor):
+    # An unclosed bracket: the YAML parser notices only past the end of the three lines.
+    bad = "group: example.org\nnames: [\nkind: x"
+    response = as_user(contributor).post("/contribute/", {"catalog": published.pk, "content": bad})
+    body = response.content.decode()
+    [problem] = response.context["problems"]
+    assert (problem.line, problem.column) == (3, None)
+    assert problem.message == (
+        "did not find expected ',' or ']' (while parsing a flow sequence at line 2, column 8)"
+    )
+    assert "line 3</td>" in body
+    assert not any(f"line {n}" in body for n in range(4, 10))
+    assert not Contribution.objects.exists()
+
+
+def test_contribution_problems_are_listed_in_line_order(as_user, published, contributor):
+    bad = (
+        "versions:\n- name: v1\n  idempotent: maybe\n  runtime:\n    container:\n"
+        "      image: r.example.org/x:v1\nnames:\n  kind: 5\ngroup: 3\n"
+    )
+    response = as_user(contributor).post("/contribute/", {"catalog": published.pk, "content": bad})
+    problems = response.context["problems"]
+    assert [(p.path, p.line) for p in problems] == [
+        ("versions[0].idempotent", 3),
+        ("names.kind", 8),
+        ("group", 9),
+    ]
+
+
 def test_a_non_utf8_upload_is_refused(as_user, published, contributor):
     upload = SimpleUploadedFile("fn.yaml", b"group: \xff\n")
     response = as_user(contributor).post("/contribute/", {"catalog": published.pk, "file": upload})

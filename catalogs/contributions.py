@@ -352,13 +352,47 @@ def catalog_changes(*, old: ParsedCatalog | None, new: ParsedCatalog) -> Catalog
 # --------------------------------------------------------------------------- selectors
 
 
-def user_can_review(*, user: User) -> bool:
-    """Reviewers: the review permission, the ``reviewers`` group, or staff (who publish anyway)."""
+def user_reviews_everything(*, user: User) -> bool:
+    """Reviewers of every catalog: staff, the review permission or the ``reviewers`` group."""
     if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
     if user.is_staff or user.has_perm(REVIEW_PERMISSION):
         return True
     return user.groups.filter(name=REVIEWERS_GROUP).exists()
+
+
+def user_can_review(*, user: User) -> bool:
+    """Whether ``user`` reviews anything: everything, or the catalogs of a publisher they own."""
+    if user_reviews_everything(user=user):
+        return True
+    return bool(
+        user is not None
+        and getattr(user, "is_authenticated", False)
+        and user.is_active
+        and user.owned_publishers.exists()
+    )
+
+
+def user_can_review_catalog(*, user: User, catalog: Catalog) -> bool:
+    """Reviewers of everything, and owners of the catalog's publisher, review contributions
+    to it."""
+    if user_reviews_everything(user=user):
+        return True
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    return catalog.publisher.owners.filter(pk=user.pk).exists()
+
+
+def contribution_list_reviewable(
+    *, user: User, status: str | None = None, catalog: Catalog | None = None
+) -> QuerySet[Contribution]:
+    """The review queue of ``user``: every contribution, or those to publishers they own."""
+    qs = contribution_list(status=status, catalog=catalog)
+    if user_reviews_everything(user=user):
+        return qs
+    if user is None or not getattr(user, "is_authenticated", False):
+        return qs.none()
+    return qs.filter(catalog__publisher__owners=user)
 
 
 def contribution_list(
@@ -394,16 +428,22 @@ def contribution_get(*, pk: int) -> Contribution:
 def contribution_get_visible(*, pk: int, user: AbstractBaseUser | AnonymousUser) -> Contribution:
     """Contribution ``pk`` if its author or a reviewer asks; NotAllowedError for anyone else."""
     contribution = contribution_get(pk=pk)
-    if contribution.author_id != user.pk and not user_can_review(user=user):
+    if contribution.author_id != user.pk and not user_can_review_catalog(
+        user=user, catalog=contribution.catalog
+    ):
         raise NotAllowedError("Only its author and reviewers may see a contribution.")
     return contribution
 
 
-def review_event_list(*, contribution: Contribution | None = None) -> QuerySet[ReviewEvent]:
-    """The audit log, oldest first; of one contribution or of all."""
+def review_event_list(
+    *, contribution: Contribution | None = None, reviewer: User = None
+) -> QuerySet[ReviewEvent]:
+    """The audit log, oldest first; of one contribution or of all (that ``reviewer`` reviews)."""
     qs = ReviewEvent.objects.select_related("actor", "contribution__catalog__publisher")
     if contribution is not None:
         qs = qs.filter(contribution=contribution)
+    if reviewer is not None and not user_reviews_everything(user=reviewer):
+        qs = qs.filter(contribution__catalog__publisher__owners=reviewer)
     return qs
 
 
@@ -485,9 +525,13 @@ def contribution_check_may_edit(*, contribution: Contribution, actor: User) -> N
 
 
 def contribution_check_may_review(*, contribution: Contribution, actor: User) -> None:
-    """NotAllowedError unless ``actor`` is a reviewer other than the author."""
-    if not user_can_review(user=actor):
-        raise NotAllowedError("Only reviewers may approve or reject contributions.")
+    """NotAllowedError unless ``actor`` reviews the target catalog (a reviewer of everything,
+    or an owner of its publisher) and is not the author."""
+    if not user_can_review_catalog(user=actor, catalog=contribution.catalog):
+        raise NotAllowedError(
+            f"Only reviewers and owners of publisher '{contribution.catalog.publisher.slug}' may "
+            "approve or reject contributions to it."
+        )
     if contribution.author_id == actor.pk:
         raise NotAllowedError("Nobody reviews their own contribution.")
 
@@ -501,8 +545,11 @@ def _check_can_review(contribution: Contribution, actor: User) -> None:
 
 
 @transaction.atomic
-def contribution_approve(*, contribution: Contribution, actor: User) -> Contribution:
-    """Approve: publish a new version of the target catalog that includes the definition."""
+def contribution_approve(
+    *, contribution: Contribution, actor: User, comment: str = ""
+) -> Contribution:
+    """Approve, with an optional comment for the author: publish a new version of the target
+    catalog that includes the definition."""
     from catalogs.services import catalog_version_publish
 
     locked = (
@@ -520,10 +567,10 @@ def contribution_approve(*, contribution: Contribution, actor: User) -> Contribu
     locked.status = ContributionStatus.APPROVED
     locked.reviewer = actor
     locked.reviewed_at = timezone.now()
-    locked.reason = ""
+    locked.reason = (comment or "").strip()
     locked.published_version = version
     locked.save()
-    _log(locked, actor, ReviewEventAction.APPROVED, version=version)
+    _log(locked, actor, ReviewEventAction.APPROVED, reason=locked.reason, version=version)
     return locked
 
 

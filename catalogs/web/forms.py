@@ -125,6 +125,17 @@ class ResubmitForm(forms.Form):
     )
 
 
+class ApproveForm(forms.Form):
+    """An approval may carry a comment, which the author sees."""
+
+    comment = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Comment for the author (optional)",
+    )
+
+
 class RejectForm(forms.Form):
     """A rejection needs a reason, which the author sees."""
 

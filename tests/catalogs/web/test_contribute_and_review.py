@@ -260,3 +260,35 @@ def test_the_form_fields_are_validated_like_yaml(as_user, published, contributor
     assert problem.path == "spec.versions[0].runtime.container.image"
     assert problem.message == "must not contain whitespace"
     assert not Contribution.objects.exists()
+
+
+def test_the_owner_of_the_target_reviews_from_the_queue(as_user, pending, owner, other_owner):
+    client = as_user(owner)
+    assert "Review queue" in client.get("/").content.decode()
+    assert [c.pk for c in client.get("/review/").context["page"]] == [pending.pk]
+    response = client.post(f"/review/{pending.pk}/approve/", {"comment": "Welcome aboard."})
+    assert response.status_code == 302
+    pending.refresh_from_db()
+    assert (pending.status, pending.reviewer, pending.reason) == (
+        "approved",
+        owner,
+        "Welcome aboard.",
+    )
+    page = client.get(f"/review/{pending.pk}/").content.decode()
+    assert "Reviewer's comment: <strong>Welcome aboard.</strong>" in page
+    # Another publisher's owner sees an empty queue and no log entries of example-co.
+    other = as_user(other_owner)
+    assert list(other.get("/review/").context["page"]) == []
+    assert list(other.get("/review/log/").context["page"]) == []
+
+
+def test_the_review_page_pairs_each_decision_with_its_field(as_user, pending, reviewer):
+    body = as_user(reviewer).get(f"/review/{pending.pk}/").content.decode()
+    approve_at = body.index(f'action="/review/{pending.pk}/approve/"')
+    reject_at = body.index(f'action="/review/{pending.pk}/reject/"')
+    approve_form = body[approve_at : body.index("</form>", approve_at)]
+    reject_form = body[reject_at : body.index("</form>", reject_at)]
+    assert 'name="comment"' in approve_form and "Approve and publish" in approve_form
+    assert 'name="reason"' not in approve_form
+    assert 'name="reason"' in reject_form and "Reason (required)" in reject_form
+    assert ">Reject</button>" in reject_form

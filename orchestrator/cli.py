@@ -134,7 +134,9 @@ def _build(args: argparse.Namespace, debug: bool) -> int:
     _print_summaries(result.results)
     for w in _dedupe(result.warnings):
         print(w, file=sys.stderr)
-    if args.output and os.path.isdir(args.output):
+    if args.output and (os.path.isdir(args.output) or args.output.endswith(("/", os.sep))):
+        # "-o out/" names a directory: create it, as a user who typed the slash expects.
+        os.makedirs(args.output, exist_ok=True)
         _write_dir(args.output, result.resources)
     else:
         text = result.to_yaml()

@@ -206,6 +206,7 @@ class CatalogStore:
             return LoadedCatalog(ref, parse_catalog(data, source=ref.location), ref.location)
         if ref.kind == "url":
             data, etag, cached = self._fetch_url(ref.location)
+            _refuse_html_page(data, ref.location)
             return LoadedCatalog(
                 ref, parse_catalog(data, source=ref.location), ref.location, etag, cached
             )
@@ -359,6 +360,30 @@ class CatalogStore:
         with open(os.path.join(directory, "digest"), "w", encoding="utf-8") as f:
             f.write(actual)
         return data, actual
+
+
+def _refuse_html_page(data: bytes, url: str) -> None:
+    """A web page given for a catalog (the registry's catalog page, say): name the catalog URL
+    its ``<link rel="alternate" type="application/yaml">`` points at, rather than a YAML error."""
+    from html.parser import HTMLParser
+    from urllib.parse import urljoin
+
+    head = data[:1024].lstrip().lower()
+    if not (head.startswith(b"<!doctype html") or head.startswith(b"<html")):
+        return
+    found: list[str] = []
+
+    class Links(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            a = dict(attrs)
+            rel = (a.get("rel") or "").lower().split()
+            if tag == "link" and "alternate" in rel and a.get("type") == "application/yaml":
+                found.append(urljoin(url, a.get("href") or ""))
+
+    Links().feed(data.decode("utf-8", errors="replace"))
+    if found:
+        raise FetchError(f"{url} is an HTML page; the catalog is at {found[0]}")
+    raise FetchError(f"{url} is an HTML page, not a catalog; give the URL of its catalog YAML")
 
 
 def store_for(options: FnOptions) -> CatalogStore:

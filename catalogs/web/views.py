@@ -298,6 +298,10 @@ def catalog_publish(request: HttpRequest, publisher: str, catalog: str) -> HttpR
                 old = contributions.catalog_parsed_latest(catalog=cat)
                 context["changes"] = contributions.catalog_changes(old=old, new=parsed)
                 context["preview_ok"] = True
+                # Publishing the same content returns that version: nothing to offer.
+                context["identical_to"] = selectors.catalog_version_with_content(
+                    catalog=cat, parsed=parsed
+                )
         # Re-show what was uploaded as text, so the user can fix it in place.
         form = forms.PublishForm(initial={"content": text})
         context["form"] = form

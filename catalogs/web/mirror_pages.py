@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from catalogs import mirrors
 from catalogs.exceptions import AlreadyExistsError, NotAllowedError
-from catalogs.models import DriftEvent
+from catalogs.models import DriftEvent, SyncRun
 from catalogs.web.views import _render, domain_errors
 
 
@@ -27,8 +27,17 @@ def mirror_list(request: HttpRequest) -> HttpResponse:
     _require_operator(request)
     sources = []
     for source in mirrors.mirror_source_list():
-        sources.append({"source": source, "last_run": mirrors.sync_run_list(source=source).first()})
+        runs = mirrors.sync_run_list(source=source)
+        sources.append(
+            {"source": source, "last_run": runs.first(), "last_success": _last_success(runs)}
+        )
     return _render(request, "mirror_list.html", {"sources": sources})
+
+
+def _last_success(runs) -> SyncRun | None:
+    """The newest run that served upstream's catalog (succeeded, or found it unchanged)."""
+    ok = (SyncRun.Status.SUCCEEDED, SyncRun.Status.UNCHANGED)
+    return runs.filter(status__in=ok).order_by("-finished_at", "-pk").first()
 
 
 @login_required
@@ -37,9 +46,11 @@ def mirror_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One source: settings, verification, run history with reasons, drift events."""
     _require_operator(request)
     source = mirrors.mirror_source_get(pk=pk)
+    runs = mirrors.sync_run_list(source=source)
     context = {
         "source": source,
-        "runs": mirrors.sync_run_list(source=source)[:50],
+        "last_success": _last_success(runs),
+        "runs": runs[:50],
         "drift": DriftEvent.objects.filter(source=source).select_related("run")[:50],
     }
     return _render(request, "mirror_detail.html", context)

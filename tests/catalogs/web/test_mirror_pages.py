@@ -125,3 +125,42 @@ def test_search_filters_mirrored_and_signed(client, source):
     source.verification = {"type": "cosign"}
     source.save()
     assert [v.kind for v in client.get("/?signed=on").context["page"]] == ["Mirrored"]
+
+
+def test_last_synced_counts_only_runs_that_served_upstream(as_user, staff_user, source):
+    failed_at = timezone.now()
+    SyncRun.objects.create(
+        source=source, status=SyncRun.Status.FAILED, reason="unreachable", finished_at=failed_at
+    )
+    # A failed run sets last_synced_at (for the schedule), but nothing was ever synced.
+    type(source).objects.filter(pk=source.pk).update(last_synced_at=failed_at)
+    client = as_user(staff_user)
+    [item] = client.get("/mirrors/").context["sources"]
+    assert item["last_success"] is None
+    row = client.get("/mirrors/").content.decode().split('class="grid mirrors"')[1]
+    assert "<td>never</td>" in row
+    assert (
+        "<dt>Last synced</dt><dd>never</dd>"
+        in client.get(f"/mirrors/{source.pk}/").content.decode()
+    )
+    ok = SyncRun.objects.create(
+        source=source, status=SyncRun.Status.UNCHANGED, finished_at=timezone.now()
+    )
+    assert client.get("/mirrors/").context["sources"][0]["last_success"] == ok
+    assert f"(run #{ok.pk})" in client.get(f"/mirrors/{source.pk}/").content.decode()
+
+
+def test_a_changed_url_replaces_the_old_one_everywhere(as_user, staff_user, source):
+    new = "https://127.0.0.1:9/v2/catalog.yaml"
+    mirrors.mirror_source_update(source=source, actor=None, url=new)
+    client = as_user(staff_user)
+    for page in ("/catalogs/mirrors/upstream/", f"/mirrors/{source.pk}/", "/mirrors/"):
+        body = client.get(page).content.decode()
+        assert new in body, page
+        assert "https://127.0.0.1:9/catalog.yaml" not in body, page
+    # A description an operator wrote is left as it is.
+    source.catalog.description = "Our copy of upstream."
+    source.catalog.save()
+    mirrors.mirror_source_update(source=source, actor=None, url="https://127.0.0.1:9/v3.yaml")
+    source.catalog.refresh_from_db()
+    assert source.catalog.description == "Our copy of upstream."

@@ -221,7 +221,16 @@ def function_detail(
                 "has_schema": bool(schema),
             }
         )
-    context = {"catalog": cat, "function": fn, "versions": versions}
+    # Maintainers once: the function's, else the versions' when they all agree; a version
+    # lists its own only where they differ.
+    per_version = {tuple(item["row"].maintainers or []) for item in versions}
+    maintainers = list(fn.maintainers or [])
+    if not maintainers and len(per_version) == 1:
+        maintainers = list(next(iter(per_version)))
+    for item in versions:
+        own = list(item["row"].maintainers or [])
+        item["own_maintainers"] = own if own and own != maintainers else []
+    context = {"catalog": cat, "function": fn, "versions": versions, "maintainers": maintainers}
     return _render(request, "function_detail.html", context)
 
 

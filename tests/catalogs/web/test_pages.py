@@ -155,6 +155,28 @@ def test_function_page_shows_runtimes_badges_and_schema_fields(client, catalog):
     assert 'href="https://example.co/tool/README.md"' in body
     assert 'href="https://example.co/tool/example.md"' in body
     assert "<dt>Maintainers</dt><dd>ana@example.co, bo</dd>" in body
+    # Once: the only version's maintainers are the function's.
+    assert body.count("Maintainers") == 1
+
+
+def test_function_page_lists_a_versions_own_maintainers_apart(client, catalog):
+    version = (
+        "    - name: {name}\n      maintainers: [{who}]\n      runtime:\n        container:\n"
+        "          image: registry.example.co/tool:{name}\n"
+    )
+    text = (
+        "apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\nmetadata:\n  name: m\n"
+        "spec:\n  krmFunctions:\n  - group: example.co\n    names:\n      kind: Tool\n"
+        "    versions:\n"
+        + version.format(name="v1", who="ana")
+        + version.format(name="v2", who="bo")
+    )
+    _publish(catalog, text)
+    body = client.get("/catalogs/example-co/functions/functions/example.co/Tool/").content.decode()
+    assert "<dt>Maintainers</dt><dd>–</dd>" in body
+    assert "<dt>Maintainers of v1</dt><dd>ana</dd>" in body
+    assert "<dt>Maintainers of v2</dt><dd>bo</dd>" in body
+    assert body.count("<dt>Maintainers") == 3
 
 
 def test_function_page_shows_container_image_digest_and_needs(client, catalog):

@@ -61,7 +61,8 @@ def image_digest(container: dict[str, Any] | None) -> str:
 
 
 def _forbidden(request: HttpRequest, message: str) -> HttpResponse:
-    response = _render(request, "error.html", {"title": "Not allowed", "message": message}, 403)
+    context = {"title": "Not allowed", "message": message, "status": 403}
+    response = _render(request, "error.html", context, 403)
     return HttpResponseForbidden(response.content)
 
 

@@ -38,6 +38,8 @@ urlpatterns = [
     path("review/<int:pk>/approve/", views.review_approve, name="review-approve"),
     path("review/<int:pk>/reject/", views.review_reject, name="review-reject"),
     path("mirrors/", mirror_pages.mirror_list, name="mirrors"),
+    path("mirrors/new/", mirror_pages.mirror_create, name="mirror-create"),
     path("mirrors/<int:pk>/", mirror_pages.mirror_detail, name="mirror"),
+    path("mirrors/<int:pk>/edit/", mirror_pages.mirror_edit, name="mirror-edit"),
     path("mirrors/<int:pk>/sync/", mirror_pages.mirror_sync, name="mirror-sync"),
 ]

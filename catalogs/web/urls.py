@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from catalogs.web import mirror_pages, views
+from catalogs.web import mirror_pages, publisher_pages, views
 
 app_name = "web"
 
@@ -18,6 +18,24 @@ urlpatterns = [
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/tokens/", views.api_tokens, name="tokens"),
     path("catalogs/new/", views.catalog_create, name="catalog-create"),
+    path("publishers/new/", publisher_pages.publisher_create, name="publisher-create"),
+    path("publishers/<slug:slug>/", publisher_pages.publisher_detail, name="publisher"),
+    path(
+        "publishers/<slug:slug>/owners/",
+        publisher_pages.publisher_owner_add,
+        name="publisher-owner-add",
+    ),
+    path(
+        "publishers/<slug:slug>/verification/",
+        publisher_pages.publisher_verification_request,
+        name="publisher-verification-request",
+    ),
+    path("verification/", publisher_pages.verification_queue, name="verification-queue"),
+    path(
+        "verification/<int:pk>/",
+        publisher_pages.verification_decide,
+        name="verification-decide",
+    ),
     path("catalogs/<slug:publisher>/<slug:catalog>/", views.catalog_detail, name="catalog"),
     path(
         "catalogs/<slug:publisher>/<slug:catalog>/publish/",

@@ -245,7 +245,9 @@ def catalog_create(request: HttpRequest) -> HttpResponse:
     """Create an empty catalog under a publisher the user owns."""
     publishers = _owned_publishers(request.user)
     if not publishers.exists():
-        raise NotAllowedError("You own no publisher; ask an administrator to add you to one.")
+        # A catalog lives under a publisher: make one first, then come back here.
+        messages.info(request, "A catalog belongs to a publisher: create yours first.")
+        return redirect(f"{reverse('web:publisher-create')}?next={reverse('web:catalog-create')}")
     form = forms.CatalogCreateForm(request.POST or None, publishers=publishers)
     if request.method == "POST" and form.is_valid():
         try:

@@ -133,10 +133,8 @@ def test_verified_badge_requested_then_granted_by_staff(as_user, owner, publishe
         PublisherEvent.objects.filter(publisher=publisher).values_list("action", "actor__username")
     )
     assert events == [("verification_requested", "owner"), ("verification_granted", "staff")]
-    assert (
-        "verified publisher"
-        in as_user(None).get("/catalogs/example-co/functions/").content.decode()
-    )
+    page = as_user(None).get("/publishers/example-co/").content.decode()
+    assert ">verified publisher</span>" in page and "unverified" not in page
 
 
 def test_staff_refuse_with_a_reason_and_a_refusal_needs_one(as_user, owner, publisher, staff_user):

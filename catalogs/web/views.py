@@ -248,7 +248,9 @@ def catalog_create(request: HttpRequest) -> HttpResponse:
         # A catalog lives under a publisher: make one first, then come back here.
         messages.info(request, "A catalog belongs to a publisher: create yours first.")
         return redirect(f"{reverse('web:publisher-create')}?next={reverse('web:catalog-create')}")
-    form = forms.CatalogCreateForm(request.POST or None, publishers=publishers)
+    only = list(publishers[:2])
+    initial = {"publisher": only[0]} if len(only) == 1 else {}
+    form = forms.CatalogCreateForm(request.POST or None, publishers=publishers, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             cat = services.catalog_create(

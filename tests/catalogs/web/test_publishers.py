@@ -186,3 +186,24 @@ def test_services_refuse_what_the_pages_refuse(owner, publisher, other_user):
     publisher.save()
     with pytest.raises(InvalidInputError, match="is verified already"):
         publishers.publisher_verification_request(publisher=publisher, actor=owner)
+
+
+def test_the_new_pages_are_light_and_load_nothing_from_elsewhere(
+    as_user, staff_user, owner, publisher
+):
+    import re
+
+    publishers.publisher_verification_request(publisher=publisher, actor=owner)
+    client = as_user(staff_user)
+    for url in (
+        "/publishers/new/",
+        "/publishers/example-co/",
+        "/verification/",
+        "/mirrors/new/",
+        "/accounts/login/",
+        "/no/such/page/",
+    ):
+        body = client.get(url).content
+        assert len(body) <= 100 * 1024, url
+        assets = re.findall(rb'(?:src|href)="([^"]+)"', body)
+        assert all(not a.startswith((b"http:", b"https:", b"//")) for a in assets), (url, assets)

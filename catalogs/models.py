@@ -355,7 +355,6 @@ class DriftEvent(models.Model):
 # --- The OCI distribution endpoint (issue 11): its models live with the rest of catalogs.oci. ---
 from catalogs.oci.models import OciBlob, OciManifest, OciTag, OciUpload  # noqa: E402, F401
 
-
 # --- People: publishers their users run themselves, and the verified badge staff grant. ---
 
 

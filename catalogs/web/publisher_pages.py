@@ -11,7 +11,12 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from catalogs import publishers, selectors, services
-from catalogs.exceptions import AlreadyExistsError, NotAllowedError, RegistryError
+from catalogs.exceptions import (
+    AlreadyExistsError,
+    NotAllowedError,
+    RegistryError,
+    ReservedNameError,
+)
 from catalogs.models import VerificationStatus
 from catalogs.web import forms
 from catalogs.web.views import _render, domain_errors
@@ -39,6 +44,8 @@ def publisher_create(request: HttpRequest) -> HttpResponse:
                 display_name=form.cleaned_data["display_name"],
                 actor=request.user,
             )
+        except ReservedNameError as err:
+            form.add_error("slug", err.message)
         except NotAllowedError:
             raise
         except RegistryError as err:

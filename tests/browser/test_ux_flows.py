@@ -37,9 +37,9 @@ def test_a_new_user_runs_a_publisher_and_reviews_contributions(new_page, screens
     # "New catalog" leads to creating a publisher first, then back to the catalog form.
     page.click("header >> text=New catalog")
     page.wait_for_selector("text=A catalog belongs to a publisher: create yours first.")
-    page.fill("#id_slug", "dana co")  # a bad name: the service's error shows in the form
+    page.fill("#id_slug", "mirrors")  # reserved: the service's error shows in the form
     page.click("text=Create publisher")
-    page.wait_for_selector(".errorlist >> text=use only letters, numbers, hyphens and underscores")
+    page.wait_for_selector(".errorlist >> text=is reserved for mirrored catalogs")
     assert not Publisher.objects.exists()
     page.fill("#id_slug", "dana-co")
     page.fill("#id_display_name", "Dana Co")

@@ -51,6 +51,7 @@ def test_a_new_user_creates_a_publisher_then_a_catalog(as_user, newcomer):
         ("example-co", "Publisher &#x27;example-co&#x27; already exists."),
         ("not a slug", "use only letters, numbers, hyphens and underscores"),
         ("", "This field is required."),
+        ("mirrors", "Publisher slug &#x27;mirrors&#x27; is reserved for mirrored catalogs"),
     ],
 )
 def test_a_bad_publisher_name_shows_the_error_and_creates_nothing(

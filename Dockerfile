@@ -18,6 +18,7 @@ COPY . .
 # The placeholder values only satisfy production.py's checks; collectstatic touches no database.
 RUN pip install --no-deps -e . \
     && SECRET_KEY=collectstatic-only SIGNING_KEY_PEM=collectstatic-only ALLOWED_HOSTS=localhost \
+       REGISTRY_PUBLIC_URL=http://localhost \
        DATABASE_URL=postgres://unused@localhost/unused CELERY_BROKER_URL=redis://localhost \
        python manage.py collectstatic --noinput \
     && useradd --system --uid 10001 --home-dir /app registry \

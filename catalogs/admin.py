@@ -243,3 +243,23 @@ class RuntimeArtifactAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class DriftEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["source", "image", "old_digest", "new_digest", "detected_at"]
     search_fields = ["image", "source__name"]
+
+
+# --- People: requests for the verified badge and publisher audit entries are records; staff
+# decide on requests at /verification/ (catalogs.publishers), which keeps the audit log. ---
+
+from catalogs.models import PublisherEvent, VerificationRequest  # noqa: E402
+
+
+@admin.register(VerificationRequest)
+class VerificationRequestAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["publisher", "status", "requested_by", "created_at", "decided_by"]
+    list_filter = ["status"]
+    search_fields = ["publisher__slug", "message", "reason"]
+
+
+@admin.register(PublisherEvent)
+class PublisherEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["publisher", "action", "actor", "detail", "created_at"]
+    list_filter = ["action"]
+    search_fields = ["publisher__slug", "detail"]

@@ -90,30 +90,33 @@ def yaml_line_of(text: str, path: str) -> int | None:
     return line
 
 
+def _line_order(p: ProblemDetail) -> tuple[int, int]:
+    # Document-level problems (no line) first, then top to bottom; sorted() keeps ties in order.
+    return (p.line or 0, p.column or 0)
+
+
 def problems_located(text: str, problems: list[ProblemDetail]) -> list[ProblemDetail]:
-    """``problems`` with a line filled in from their path where the parser gave none."""
+    """``problems`` with a line filled in from their path where the parser gave none, in line
+    order."""
     out = []
     for p in problems:
         if p.line is None and p.path:
             p = ProblemDetail(path=p.path, message=p.message, line=yaml_line_of(text, p.path))
         out.append(p)
-    return out
+    return sorted(out, key=_line_order)
 
 
 def catalog_document_check(*, content: bytes | str) -> ParsedCatalog:
-    """Parse a catalog for the web UI: like catalog_document_parse, with every problem's line."""
+    """Parse a catalog for the web UI: catalog_document_parse, which locates every problem."""
     from catalogs.services import catalog_document_parse
 
-    try:
-        return catalog_document_parse(content=content)
-    except InvalidCatalogError as err:
-        text = content.decode("utf-8", errors="replace") if isinstance(content, bytes) else content
-        raise InvalidCatalogError(err.message, problems_located(text, err.problems))
+    return catalog_document_parse(content=content)
 
 
 # --------------------------------------------------------------------------- definitions
 
 _WRAP_INDENT = 4
+_AT_LINE = re.compile(r"at line (\d+), column (\d+)")
 _WRAP_HEAD = f"apiVersion: {API_VERSION}\nkind: Catalog\nmetadata:\n  name: contribution\n  doc:\n"
 
 
@@ -152,18 +155,33 @@ def _read_definition_yaml(text: str) -> Any:
     body = "\n".join((" " * _WRAP_INDENT + ln) if ln.strip() else "" for ln in lines)
     wrapped = _WRAP_HEAD + body + "\nspec:\n  krmFunctions: []\n"
     offset = _WRAP_HEAD.count("\n")
+
+    last = max(1, len(text.rstrip("\n").split("\n")))
+
+    def unwrapped(line: int, column: int | None) -> tuple[int, int | None]:
+        """A wrapper position as a position in ``text``."""
+        if line - offset > last:
+            # Past the end: the text stopped early (an unclosed bracket); point at its last line.
+            return last, None
+        return line - offset, column - _WRAP_INDENT if column and column > _WRAP_INDENT else column
+
+    def unwrapped_message(match: re.Match) -> str:
+        # YAML errors name a second place ("while parsing ... at line 7, column 12").
+        line, column = unwrapped(int(match[1]), int(match[2]))
+        return f"at line {line}, column {column}"
+
     try:
         parsed = parse_catalog(wrapped, max_bytes=settings.CATALOG_MAX_BYTES + len(_WRAP_HEAD))
     except CatalogError as err:
         problems = []
         for p in err.problems:
-            line = p.line - offset if p.line is not None else None
-            column = p.column - _WRAP_INDENT if p.column and p.column > _WRAP_INDENT else p.column
+            line, column = unwrapped(p.line, p.column) if p.line is not None else (None, p.column)
+            message = _AT_LINE.sub(unwrapped_message, p.message)
             path = p.path.removeprefix("metadata.doc").lstrip(".")
             if p.path.startswith("metadata") and not p.path.startswith("metadata.doc"):
                 path = ""
-            problems.append(ProblemDetail(path=path, message=p.message, line=line, column=column))
-        raise _definition_invalid(problems)
+            problems.append(ProblemDetail(path=path, message=message, line=line, column=column))
+        raise _definition_invalid(problems_located(text, problems))
     return parsed.metadata.get("doc")
 
 
@@ -334,13 +352,47 @@ def catalog_changes(*, old: ParsedCatalog | None, new: ParsedCatalog) -> Catalog
 # --------------------------------------------------------------------------- selectors
 
 
-def user_can_review(*, user: User) -> bool:
-    """Reviewers: the review permission, the ``reviewers`` group, or staff (who publish anyway)."""
+def user_reviews_everything(*, user: User) -> bool:
+    """Reviewers of every catalog: staff, the review permission or the ``reviewers`` group."""
     if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
     if user.is_staff or user.has_perm(REVIEW_PERMISSION):
         return True
     return user.groups.filter(name=REVIEWERS_GROUP).exists()
+
+
+def user_can_review(*, user: User) -> bool:
+    """Whether ``user`` reviews anything: everything, or the catalogs of a publisher they own."""
+    if user_reviews_everything(user=user):
+        return True
+    return bool(
+        user is not None
+        and getattr(user, "is_authenticated", False)
+        and user.is_active
+        and user.owned_publishers.exists()
+    )
+
+
+def user_can_review_catalog(*, user: User, catalog: Catalog) -> bool:
+    """Reviewers of everything, and owners of the catalog's publisher, review contributions
+    to it."""
+    if user_reviews_everything(user=user):
+        return True
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    return catalog.publisher.owners.filter(pk=user.pk).exists()
+
+
+def contribution_list_reviewable(
+    *, user: User, status: str | None = None, catalog: Catalog | None = None
+) -> QuerySet[Contribution]:
+    """The review queue of ``user``: every contribution, or those to publishers they own."""
+    qs = contribution_list(status=status, catalog=catalog)
+    if user_reviews_everything(user=user):
+        return qs
+    if user is None or not getattr(user, "is_authenticated", False):
+        return qs.none()
+    return qs.filter(catalog__publisher__owners=user)
 
 
 def contribution_list(
@@ -376,16 +428,22 @@ def contribution_get(*, pk: int) -> Contribution:
 def contribution_get_visible(*, pk: int, user: AbstractBaseUser | AnonymousUser) -> Contribution:
     """Contribution ``pk`` if its author or a reviewer asks; NotAllowedError for anyone else."""
     contribution = contribution_get(pk=pk)
-    if contribution.author_id != user.pk and not user_can_review(user=user):
+    if contribution.author_id != user.pk and not user_can_review_catalog(
+        user=user, catalog=contribution.catalog
+    ):
         raise NotAllowedError("Only its author and reviewers may see a contribution.")
     return contribution
 
 
-def review_event_list(*, contribution: Contribution | None = None) -> QuerySet[ReviewEvent]:
-    """The audit log, oldest first; of one contribution or of all."""
+def review_event_list(
+    *, contribution: Contribution | None = None, reviewer: User = None
+) -> QuerySet[ReviewEvent]:
+    """The audit log, oldest first; of one contribution or of all (that ``reviewer`` reviews)."""
     qs = ReviewEvent.objects.select_related("actor", "contribution__catalog__publisher")
     if contribution is not None:
         qs = qs.filter(contribution=contribution)
+    if reviewer is not None and not user_reviews_everything(user=reviewer):
+        qs = qs.filter(contribution__catalog__publisher__owners=reviewer)
     return qs
 
 
@@ -467,9 +525,13 @@ def contribution_check_may_edit(*, contribution: Contribution, actor: User) -> N
 
 
 def contribution_check_may_review(*, contribution: Contribution, actor: User) -> None:
-    """NotAllowedError unless ``actor`` is a reviewer other than the author."""
-    if not user_can_review(user=actor):
-        raise NotAllowedError("Only reviewers may approve or reject contributions.")
+    """NotAllowedError unless ``actor`` reviews the target catalog (a reviewer of everything,
+    or an owner of its publisher) and is not the author."""
+    if not user_can_review_catalog(user=actor, catalog=contribution.catalog):
+        raise NotAllowedError(
+            f"Only reviewers and owners of publisher '{contribution.catalog.publisher.slug}' may "
+            "approve or reject contributions to it."
+        )
     if contribution.author_id == actor.pk:
         raise NotAllowedError("Nobody reviews their own contribution.")
 
@@ -483,8 +545,11 @@ def _check_can_review(contribution: Contribution, actor: User) -> None:
 
 
 @transaction.atomic
-def contribution_approve(*, contribution: Contribution, actor: User) -> Contribution:
-    """Approve: publish a new version of the target catalog that includes the definition."""
+def contribution_approve(
+    *, contribution: Contribution, actor: User, comment: str = ""
+) -> Contribution:
+    """Approve, with an optional comment for the author: publish a new version of the target
+    catalog that includes the definition."""
     from catalogs.services import catalog_version_publish
 
     locked = (
@@ -502,10 +567,10 @@ def contribution_approve(*, contribution: Contribution, actor: User) -> Contribu
     locked.status = ContributionStatus.APPROVED
     locked.reviewer = actor
     locked.reviewed_at = timezone.now()
-    locked.reason = ""
+    locked.reason = (comment or "").strip()
     locked.published_version = version
     locked.save()
-    _log(locked, actor, ReviewEventAction.APPROVED, version=version)
+    _log(locked, actor, ReviewEventAction.APPROVED, reason=locked.reason, version=version)
     return locked
 
 

@@ -53,6 +53,7 @@ from catalogs.fetchers.oci import OciClient, parse_oci_ref
 from catalogs.models import (
     Catalog,
     DriftEvent,
+    FunctionDefinition,
     MirrorSource,
     Publisher,
     RuntimeArtifact,
@@ -303,6 +304,7 @@ def mirror_source_update(*, source: MirrorSource, actor: Actor, **changes: Any) 
     if unknown:
         raise InvalidInputError(f"Cannot change: {', '.join(unknown)}.")
     locked = MirrorSource.objects.select_for_update().get(pk=source.pk)
+    old_url = locked.url
     for key, value in changes.items():
         setattr(locked, key, value)
     _source_checked(
@@ -315,6 +317,11 @@ def mirror_source_update(*, source: MirrorSource, actor: Actor, **changes: Any) 
     # What was verified before no longer speaks for the new settings: force a full sync.
     locked.last_digest = locked.last_etag = locked.last_modified = ""
     locked.save()
+    if locked.url != old_url:
+        # The description made at creation names the URL; it must not keep the old one.
+        Catalog.objects.filter(pk=locked.catalog_id, description=f"Mirror of {old_url}").update(
+            description=f"Mirror of {locked.url}"
+        )
     return locked
 
 
@@ -713,6 +720,10 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
                     provenance=outcome.provenance,
                     verification=source.verification,
                     catalog_version_id=source.catalog.latest_version_id,
+                    # What the served (unchanged) version holds, not the 0 of a skipped parse.
+                    function_count=FunctionDefinition.objects.filter(
+                        catalog_version_id=source.catalog.latest_version_id
+                    ).count(),
                     finished_at=now,
                 )
                 _record_images(source=source, run=run, images=outcome.images)

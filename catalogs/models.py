@@ -389,3 +389,74 @@ class DriftEvent(models.Model):
 
 # --- The OCI distribution endpoint (issue 11): its models live with the rest of catalogs.oci. ---
 from catalogs.oci.models import OciBlob, OciManifest, OciTag, OciUpload  # noqa: E402, F401
+
+# --- People: publishers their users run themselves, and the verified badge staff grant. ---
+
+
+class VerificationStatus(models.TextChoices):
+    """Where a request for the verified badge is; catalogs.publishers guards the transitions."""
+
+    PENDING = "pending", "Pending"
+    GRANTED = "granted", "Granted"
+    REFUSED = "refused", "Refused"
+
+
+class VerificationRequest(models.Model):
+    """An owner asks staff to mark their publisher as verified."""
+
+    publisher = models.ForeignKey(
+        Publisher, on_delete=models.CASCADE, related_name="verification_requests"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    message = models.TextField(blank=True)
+    status = models.CharField(
+        max_length=20, choices=VerificationStatus.choices, default=VerificationStatus.PENDING
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["publisher"],
+                condition=models.Q(status="pending"),
+                name="one_pending_verification_request",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"verification of {self.publisher_id} ({self.status})"
+
+
+class PublisherEventAction(models.TextChoices):
+    """What happened to a publisher."""
+
+    OWNER_ADDED = "owner_added", "Owner added"
+    VERIFICATION_REQUESTED = "verification_requested", "Verification requested"
+    VERIFICATION_GRANTED = "verification_granted", "Verification granted"
+    VERIFICATION_REFUSED = "verification_refused", "Verification refused"
+
+
+class PublisherEvent(models.Model):
+    """One entry of a publisher's audit log: who changed its owners or its verified badge."""
+
+    publisher = models.ForeignKey(Publisher, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    action = models.CharField(max_length=30, choices=PublisherEventAction.choices)
+    detail = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.action} on {self.publisher_id} by {self.actor_id}"

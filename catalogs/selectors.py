@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -85,6 +86,15 @@ def catalog_version_list(*, catalog: Catalog) -> QuerySet[CatalogVersion]:
         .defer("content")
         .order_by("-number")
     )
+
+
+def catalog_version_with_content(*, catalog: Catalog, parsed: Any) -> CatalogVersion | None:
+    """The version of ``catalog`` that publishing ``parsed`` (an engine Catalog) would return
+    instead of creating one: the version with the same canonical content, or None."""
+    import hashlib
+
+    digest = "sha256:" + hashlib.sha256(parsed.canonical_bytes()).hexdigest()
+    return CatalogVersion.objects.filter(catalog=catalog, digest=digest).defer("content").first()
 
 
 def catalog_version_get(*, catalog: Catalog, number: int) -> CatalogVersion:

@@ -233,12 +233,15 @@ def catalog_document_parse(*, content: bytes | str | OversizedDocument) -> Parse
     try:
         return parse_catalog(content, max_bytes=limit, strict=True)
     except CatalogError as err:
-        raise _invalid(
-            [
-                ProblemDetail(path=p.path, message=p.message, line=p.line, column=p.column)
-                for p in err.problems
-            ]
-        )
+        from catalogs.contributions import problems_located
+
+        problems = [
+            ProblemDetail(path=p.path, message=p.message, line=p.line, column=p.column)
+            for p in err.problems
+        ]
+        text = content.decode("utf-8", errors="replace") if isinstance(content, bytes) else content
+        # Every problem with the line it is on (from its path), top to bottom, for API and web.
+        raise _invalid(problems_located(text, problems))
 
 
 def _search_text(*parts: Any) -> str:

@@ -215,7 +215,9 @@ def _build_uncached(args: argparse.Namespace, debug: bool, cache: Any) -> int:
     warnings = _dedupe(result.warnings)
     for w in warnings:
         print(w, file=sys.stderr)
-    if args.output and os.path.isdir(args.output):
+    if args.output and (os.path.isdir(args.output) or args.output.endswith(("/", os.sep))):
+        # "-o out/" names a directory: create it, as a user who typed the slash expects.
+        os.makedirs(args.output, exist_ok=True)
         _write_dir(args.output, result.resources)
     else:
         text = result.to_yaml()

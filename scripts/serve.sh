@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Quick start: set up .venv, migrate, load the demo catalog and serve the registry on
-# http://127.0.0.1:8000 with the embedded default (SQLite, local file storage, Celery eager).
+# http://127.0.0.1:8000 (or KRM_ADDR=[host:]port) with the embedded default (SQLite, local file
+# storage, Celery eager). The URLs the registry writes into documents and prints follow KRM_ADDR
+# (settings.REGISTRY_PUBLIC_URL), unless REGISTRY_PUBLIC_URL is set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-registry.settings.base}"
+export KRM_ADDR="${KRM_ADDR:-127.0.0.1:8000}"
 .venv/bin/python manage.py migrate --no-input
 .venv/bin/python manage.py load_demo
-echo "==> registry on http://${KRM_ADDR:-127.0.0.1:8000}/ (demo catalog: /c/demo/functions/catalog.yaml)"
-exec .venv/bin/python manage.py runserver "${KRM_ADDR:-127.0.0.1:8000}"
+url=$(.venv/bin/python manage.py shell -v0 -c 'from django.conf import settings; print(settings.REGISTRY_PUBLIC_URL)')
+echo "==> registry on $url/ (demo catalog: $url/c/demo/functions/catalog.yaml)"
+echo "==> first administrator: .venv/bin/python manage.py createsuperuser (then sign in at $url/admin/)"
+exec .venv/bin/python manage.py runserver "$KRM_ADDR"

@@ -90,6 +90,12 @@ class ContributionResubmitSerializer(serializers.Serializer):
     definition = DefinitionField()
 
 
+class ContributionApproveSerializer(serializers.Serializer):
+    """Input of an approval: an optional comment, which the author sees."""
+
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
 class ContributionRejectSerializer(serializers.Serializer):
     """Input of a rejection; the service requires the reason to be non-blank."""
 
@@ -236,11 +242,15 @@ class ContributionViewSet(viewsets.GenericViewSet):
         query.is_valid(raise_exception=True)
         filters = query.validated_data
         mine = filters["mine"] or not contributions.user_can_review(user=request.user)
-        items = contributions.contribution_list(
-            status=filters.get("status"),
-            catalog=filters.get("catalog"),
-            author=request.user if mine else None,
-        )
+        if mine:
+            items = contributions.contribution_list(
+                status=filters.get("status"), catalog=filters.get("catalog"), author=request.user
+            )
+        else:
+            # The review queue: everything for reviewers, their publishers' for owners.
+            items = contributions.contribution_list_reviewable(
+                user=request.user, status=filters.get("status"), catalog=filters.get("catalog")
+            )
         page = self.paginate_queryset(items)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
@@ -273,12 +283,15 @@ class ContributionViewSet(viewsets.GenericViewSet):
         )
         return self._detail(contribution)
 
-    @extend_schema(request=None, responses=ContributionDetailSerializer)
+    @extend_schema(request=ContributionApproveSerializer, responses=ContributionDetailSerializer)
     def approve(self, request: Request, pk: int) -> Response:
-        """A reviewer approves: a new version of the catalog, with the function, is published."""
+        """A reviewer (or an owner of the target publisher) approves, with an optional comment:
+        a new version of the catalog, with the function, is published."""
         contribution = contributions.contribution_get(pk=int(pk))
+        contributions.contribution_check_may_review(contribution=contribution, actor=request.user)
+        data = _validated(ContributionApproveSerializer, request.data)
         contribution = contributions.contribution_approve(
-            contribution=contribution, actor=request.user
+            contribution=contribution, actor=request.user, comment=data["comment"]
         )
         return self._detail(contribution)
 

@@ -6,11 +6,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from catalogs import mirrors
-from catalogs.exceptions import AlreadyExistsError, NotAllowedError
-from catalogs.models import DriftEvent
+from catalogs.exceptions import AlreadyExistsError, NotAllowedError, RegistryError
+from catalogs.models import DriftEvent, SyncRun
+from catalogs.web import forms
 from catalogs.web.views import _render, domain_errors
 
 
@@ -27,8 +28,17 @@ def mirror_list(request: HttpRequest) -> HttpResponse:
     _require_operator(request)
     sources = []
     for source in mirrors.mirror_source_list():
-        sources.append({"source": source, "last_run": mirrors.sync_run_list(source=source).first()})
+        runs = mirrors.sync_run_list(source=source)
+        sources.append(
+            {"source": source, "last_run": runs.first(), "last_success": _last_success(runs)}
+        )
     return _render(request, "mirror_list.html", {"sources": sources})
+
+
+def _last_success(runs) -> SyncRun | None:
+    """The newest run that served upstream's catalog (succeeded, or found it unchanged)."""
+    ok = (SyncRun.Status.SUCCEEDED, SyncRun.Status.UNCHANGED)
+    return runs.filter(status__in=ok).order_by("-finished_at", "-pk").first()
 
 
 @login_required
@@ -37,9 +47,11 @@ def mirror_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One source: settings, verification, run history with reasons, drift events."""
     _require_operator(request)
     source = mirrors.mirror_source_get(pk=pk)
+    runs = mirrors.sync_run_list(source=source)
     context = {
         "source": source,
-        "runs": mirrors.sync_run_list(source=source)[:50],
+        "last_success": _last_success(runs),
+        "runs": runs[:50],
         "drift": DriftEvent.objects.filter(source=source).select_related("run")[:50],
     }
     return _render(request, "mirror_detail.html", context)
@@ -58,3 +70,53 @@ def mirror_sync(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.success(request, f"Sync run {run.pk} queued for {source.name}.")
     return redirect("web:mirror", pk=pk)
+
+
+@login_required
+@domain_errors
+@require_http_methods(["GET", "POST"])
+def mirror_create(request: HttpRequest) -> HttpResponse:
+    """A new source (operators only), through the same service as the API."""
+    _require_operator(request)
+    form = forms.MirrorSourceForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            source = mirrors.mirror_source_create(
+                name=form.cleaned_data["name"], actor=request.user, **form.settings()
+            )
+        except AlreadyExistsError as err:
+            form.add_error("name", err.message)
+        except NotAllowedError:
+            raise
+        except RegistryError as err:
+            form.add_error(None, err.message)
+        else:
+            messages.success(request, f"Source {source.name} created. Sync it to serve it.")
+            return redirect("web:mirror", pk=source.pk)
+    status = 400 if form.errors else 200
+    return _render(request, "mirror_form.html", {"form": form, "source": None}, status)
+
+
+@login_required
+@domain_errors
+@require_http_methods(["GET", "POST"])
+def mirror_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Change a source's URL, pin, policy, schedule or flags (operators only)."""
+    _require_operator(request)
+    source = mirrors.mirror_source_get(pk=pk)
+    initial = {key: getattr(source, key) for key in forms.MirrorSourceForm.FIELDS}
+    form = forms.MirrorSourceForm(request.POST or None, initial=initial, editing=True)
+    if request.method == "POST" and form.is_valid():
+        try:
+            source = mirrors.mirror_source_update(
+                source=source, actor=request.user, **form.settings()
+            )
+        except NotAllowedError:
+            raise
+        except RegistryError as err:
+            form.add_error(None, err.message)
+        else:
+            messages.success(request, f"Source {source.name} changed; the next sync re-verifies.")
+            return redirect("web:mirror", pk=source.pk)
+    status = 400 if form.errors else 200
+    return _render(request, "mirror_form.html", {"form": form, "source": source}, status)

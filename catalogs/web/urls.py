@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from catalogs.web import mirror_pages, views
+from catalogs.web import mirror_pages, publisher_pages, views
 
 app_name = "web"
 
@@ -18,6 +18,24 @@ urlpatterns = [
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/tokens/", views.api_tokens, name="tokens"),
     path("catalogs/new/", views.catalog_create, name="catalog-create"),
+    path("publishers/new/", publisher_pages.publisher_create, name="publisher-create"),
+    path("publishers/<slug:slug>/", publisher_pages.publisher_detail, name="publisher"),
+    path(
+        "publishers/<slug:slug>/owners/",
+        publisher_pages.publisher_owner_add,
+        name="publisher-owner-add",
+    ),
+    path(
+        "publishers/<slug:slug>/verification/",
+        publisher_pages.publisher_verification_request,
+        name="publisher-verification-request",
+    ),
+    path("verification/", publisher_pages.verification_queue, name="verification-queue"),
+    path(
+        "verification/<int:pk>/",
+        publisher_pages.verification_decide,
+        name="verification-decide",
+    ),
     path("catalogs/<slug:publisher>/<slug:catalog>/", views.catalog_detail, name="catalog"),
     path(
         "catalogs/<slug:publisher>/<slug:catalog>/publish/",
@@ -38,6 +56,8 @@ urlpatterns = [
     path("review/<int:pk>/approve/", views.review_approve, name="review-approve"),
     path("review/<int:pk>/reject/", views.review_reject, name="review-reject"),
     path("mirrors/", mirror_pages.mirror_list, name="mirrors"),
+    path("mirrors/new/", mirror_pages.mirror_create, name="mirror-create"),
     path("mirrors/<int:pk>/", mirror_pages.mirror_detail, name="mirror"),
+    path("mirrors/<int:pk>/edit/", mirror_pages.mirror_edit, name="mirror-edit"),
     path("mirrors/<int:pk>/sync/", mirror_pages.mirror_sync, name="mirror-sync"),
 ]

@@ -61,7 +61,8 @@ def image_digest(container: dict[str, Any] | None) -> str:
 
 
 def _forbidden(request: HttpRequest, message: str) -> HttpResponse:
-    response = _render(request, "error.html", {"title": "Not allowed", "message": message}, 403)
+    context = {"title": "Not allowed", "message": message, "status": 403}
+    response = _render(request, "error.html", context, 403)
     return HttpResponseForbidden(response.content)
 
 
@@ -221,7 +222,16 @@ def function_detail(
                 "has_schema": bool(schema),
             }
         )
-    context = {"catalog": cat, "function": fn, "versions": versions}
+    # Maintainers once: the function's, else the versions' when they all agree; a version
+    # lists its own only where they differ.
+    per_version = {tuple(item["row"].maintainers or []) for item in versions}
+    maintainers = list(fn.maintainers or [])
+    if not maintainers and len(per_version) == 1:
+        maintainers = list(next(iter(per_version)))
+    for item in versions:
+        own = list(item["row"].maintainers or [])
+        item["own_maintainers"] = own if own and own != maintainers else []
+    context = {"catalog": cat, "function": fn, "versions": versions, "maintainers": maintainers}
     return _render(request, "function_detail.html", context)
 
 
@@ -235,8 +245,12 @@ def catalog_create(request: HttpRequest) -> HttpResponse:
     """Create an empty catalog under a publisher the user owns."""
     publishers = _owned_publishers(request.user)
     if not publishers.exists():
-        raise NotAllowedError("You own no publisher; ask an administrator to add you to one.")
-    form = forms.CatalogCreateForm(request.POST or None, publishers=publishers)
+        # A catalog lives under a publisher: make one first, then come back here.
+        messages.info(request, "A catalog belongs to a publisher: create yours first.")
+        return redirect(f"{reverse('web:publisher-create')}?next={reverse('web:catalog-create')}")
+    only = list(publishers[:2])
+    initial = {"publisher": only[0]} if len(only) == 1 else {}
+    form = forms.CatalogCreateForm(request.POST or None, publishers=publishers, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             cat = services.catalog_create(
@@ -298,6 +312,10 @@ def catalog_publish(request: HttpRequest, publisher: str, catalog: str) -> HttpR
                 old = contributions.catalog_parsed_latest(catalog=cat)
                 context["changes"] = contributions.catalog_changes(old=old, new=parsed)
                 context["preview_ok"] = True
+                # Publishing the same content returns that version: nothing to offer.
+                context["identical_to"] = selectors.catalog_version_with_content(
+                    catalog=cat, parsed=parsed
+                )
         # Re-show what was uploaded as text, so the user can fix it in place.
         form = forms.PublishForm(initial={"content": text})
         context["form"] = form
@@ -406,7 +424,9 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         status = form.cleaned_data["status"] or None
         catalog = form.cleaned_data["catalog"]
-    items = contributions.contribution_list(status=status, catalog=catalog)
+    items = contributions.contribution_list_reviewable(
+        user=request.user, status=status, catalog=catalog
+    )
     page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
     return _render(request, "review_queue.html", {"form": form, "page": page})
 
@@ -463,18 +483,34 @@ def _review_context(request: HttpRequest, contribution) -> dict[str, Any]:
 @domain_errors
 def review_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One contribution for review, with its audit log."""
-    _require_reviewer(request)
-    contribution = contributions.contribution_get(pk=pk)
+    contribution = _reviewable(request, pk)
     return _review_page(request, contribution, forms.RejectForm())
 
 
+def _reviewable(request: HttpRequest, pk: int):
+    """Contribution ``pk`` if the user reviews its catalog, else NotAllowedError."""
+    _require_reviewer(request)
+    contribution = contributions.contribution_get(pk=pk)
+    if not contributions.user_can_review_catalog(user=request.user, catalog=contribution.catalog):
+        raise NotAllowedError(
+            f"Only reviewers and owners of publisher '{contribution.catalog.publisher.slug}' "
+            "review contributions to it."
+        )
+    return contribution
+
+
 def _review_page(
-    request: HttpRequest, contribution, reject_form: forms.RejectForm, status: int = 200
+    request: HttpRequest,
+    contribution,
+    reject_form: forms.RejectForm,
+    status: int = 200,
+    approve_form: forms.ApproveForm | None = None,
 ) -> HttpResponse:
     context = _review_context(request, contribution)
     context["events"] = contributions.review_event_list(contribution=contribution)
     context["own"] = contribution.author_id == request.user.pk
     context["reject_form"] = reject_form
+    context["approve_form"] = approve_form or forms.ApproveForm()
     return _render(request, "review_detail.html", context, status=status)
 
 
@@ -484,9 +520,13 @@ def _review_page(
 def review_approve(request: HttpRequest, pk: int) -> HttpResponse:
     """Approve: publishes a new catalog version including the function."""
     contribution = contributions.contribution_get(pk=pk)
+    form = forms.ApproveForm(request.POST)
+    form.is_valid()
     try:
         contribution = contributions.contribution_approve(
-            contribution=contribution, actor=request.user
+            contribution=contribution,
+            actor=request.user,
+            comment=form.cleaned_data.get("comment", ""),
         )
     except (InvalidInputError, InvalidCatalogError) as err:
         messages.error(request, err.message)
@@ -527,7 +567,7 @@ def review_reject(request: HttpRequest, pk: int) -> HttpResponse:
 def review_log(request: HttpRequest) -> HttpResponse:
     """The whole audit log, newest first."""
     _require_reviewer(request)
-    events = contributions.review_event_list().order_by("-created_at", "-pk")
+    events = contributions.review_event_list(reviewer=request.user).order_by("-created_at", "-pk")
     page = Paginator(events, 50).get_page(request.GET.get("page"))
     return _render(request, "review_log.html", {"page": page})
 
@@ -557,6 +597,10 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         action = request.POST.get("action")
+        if action in ("regenerate", "revoke") and request.POST.get("confirm") != "yes":
+            # A confirmation step that needs no script: the next POST carries confirm=yes.
+            context = {"token": token, "confirm_action": action}
+            return _render(request, "tokens.html", context)
         if action in ("create", "regenerate"):
             # One transaction: a failed create must not leave the user without their old token.
             with transaction.atomic():

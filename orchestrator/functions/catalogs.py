@@ -269,6 +269,8 @@ class CatalogStore:
             want = bool(keys) or report_only
             try:
                 fetched = self._fetch(ref, want)
+                if ref.kind == "url":
+                    _refuse_html_page(fetched.data, ref.location)
                 status = verify(fetched.material, fetched.data, keys or []) if want else None
                 if keys and not report_only:
                     assert status is not None
@@ -587,6 +589,30 @@ def _write_json(path: str, data: Any) -> None:
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(data, f)
     os.replace(path + ".tmp", path)
+
+
+def _refuse_html_page(data: bytes, url: str) -> None:
+    """A web page given for a catalog (the registry's catalog page, say): name the catalog URL
+    its ``<link rel="alternate" type="application/yaml">`` points at, rather than a YAML error."""
+    from html.parser import HTMLParser
+    from urllib.parse import urljoin
+
+    head = data[:1024].lstrip().lower()
+    if not (head.startswith(b"<!doctype html") or head.startswith(b"<html")):
+        return
+    found: list[str] = []
+
+    class Links(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            a = dict(attrs)
+            rel = (a.get("rel") or "").lower().split()
+            if tag == "link" and "alternate" in rel and a.get("type") == "application/yaml":
+                found.append(urljoin(url, a.get("href") or ""))
+
+    Links().feed(data.decode("utf-8", errors="replace"))
+    if found:
+        raise FetchError(f"{url} is an HTML page; the catalog is at {found[0]}")
+    raise FetchError(f"{url} is an HTML page, not a catalog; give the URL of its catalog YAML")
 
 
 def store_for(options: FnOptions) -> CatalogStore:

@@ -1,7 +1,7 @@
 """Base settings: every variable has a safe development default (SQLite, eager Celery, local files).
 
 Environment variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL,
-CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL,
+CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL, KRM_ADDR,
 SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS.
 """
 
@@ -71,6 +71,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "catalogs.web.context.layout",
             ],
         },
     },
@@ -162,8 +163,25 @@ SPECTACULAR_SETTINGS = {
 # The registry's own limits and URLs.
 CATALOG_MAX_BYTES = env_int("CATALOG_MAX_BYTES", 5 * 1024 * 1024)
 CATALOG_LATEST_MAX_AGE = env_int("CATALOG_LATEST_MAX_AGE", 60)
-# Used where no request is at hand (management commands) to print absolute serving URLs.
-REGISTRY_PUBLIC_URL = env("REGISTRY_PUBLIC_URL", default="http://127.0.0.1:8000")
+
+
+def public_url_from_addr(addr: str) -> str:
+    """``http://host:port`` of runserver's ``[host:]port`` (all interfaces -> this machine)."""
+    host, _, port = addr.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port or '8000'}"
+
+
+# Where people and `krm` reach this registry: the base of every absolute URL written into a
+# document (mirrored runtime `uri`s) or printed by a command. The quick start derives it from
+# KRM_ADDR, where scripts/serve.sh serves; production requires it.
+REGISTRY_PUBLIC_URL = env(
+    "REGISTRY_PUBLIC_URL", default=public_url_from_addr(env("KRM_ADDR", default="127.0.0.1:8000"))
+).rstrip("/")
 
 LOGGING = {
     "version": 1,

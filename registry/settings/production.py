@@ -1,6 +1,7 @@
 """Production settings: no defaults for secrets or infrastructure; refuses to start without them."""
 
 import os
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -47,6 +48,18 @@ if not SIGNING_KEY_PEM and not os.path.isfile(SIGNING_KEY_FILE):
     raise ImproperlyConfigured(
         f"SIGNING_KEY_FILE points at {SIGNING_KEY_FILE}, which is not a file: production never "
         "creates a signing key (see 'manage.py rotate_signing_key')."
+    )
+
+REGISTRY_PUBLIC_URL = _required(
+    "REGISTRY_PUBLIC_URL",
+    "the URL people and krm reach this registry at, such as https://registry.example.co "
+    "(mirrored documents embed it)",
+).rstrip("/")
+_public = urlsplit(REGISTRY_PUBLIC_URL)
+if _public.scheme not in ("http", "https") or not _public.hostname or _public.query:
+    raise ImproperlyConfigured(
+        f"REGISTRY_PUBLIC_URL must be an http(s) URL such as https://registry.example.co "
+        f"(got {REGISTRY_PUBLIC_URL!r})."
     )
 
 CELERY_BROKER_URL = _required("CELERY_BROKER_URL", "a Redis or RabbitMQ URL for the task queue")

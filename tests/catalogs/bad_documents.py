@@ -1,6 +1,7 @@
 """Hostile and invalid catalog documents, each with the exact problems the registry must report.
 
-Each entry: document, then (path, message, line, column) per problem, in order.
+Each entry: document, then (path, message, line, column) per problem, in line order (a problem
+found from its path has the line of that path, or of its deepest existing parent, and no column).
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ BAD_DOCUMENTS: dict[str, tuple[bytes | str, list[tuple[str, str, int | None, int
     "empty": ("", [("", "the catalog is empty", None, None)]),
     "wrong-api-version": (
         "apiVersion: v1\nkind: Catalog\nmetadata:\n  name: x\nspec:\n  krmFunctions: []\n",
-        [("apiVersion", "must be config.kubernetes.io/v1alpha1, got 'v1'", None, None)],
+        [("apiVersion", "must be config.kubernetes.io/v1alpha1, got 'v1'", 1, None)],
     ),
     "wrong-kind": (
         "apiVersion: config.kubernetes.io/v1alpha1\nkind: ConfigMap\nmetadata:\n  name: x\n"
         "spec:\n  krmFunctions: []\n",
-        [("kind", "must be Catalog or KRMFunctionCatalog, got 'ConfigMap'", None, None)],
+        [("kind", "must be Catalog or KRMFunctionCatalog, got 'ConfigMap'", 2, None)],
     ),
     "yaml-syntax": (
         VALID_HEAD.replace("name: bad", "name: [bad"),
@@ -50,13 +51,13 @@ BAD_DOCUMENTS: dict[str, tuple[bytes | str, list[tuple[str, str, int | None, int
             (
                 "spec.krmFunctions[0].versions[0].idempotent",
                 "must be true or false, got 'maybe'",
-                None,
+                12,
                 None,
             ),
             (
                 "spec.krmFunctions[0].versions[0].runtime.exec.platforms[0].sha256",
                 "required field is missing",
-                None,
+                16,
                 None,
             ),
         ],
@@ -83,7 +84,7 @@ BAD_DOCUMENTS: dict[str, tuple[bytes | str, list[tuple[str, str, int | None, int
                 "spec.krmFunctions[0].versions[0].runtime.container.sha256",
                 "required: the image tag 'v1.2.3' is a semantic version, so the image must be "
                 "pinned (sha256, or @sha256:<digest> in image)",
-                None,
+                13,
                 None,
             )
         ],
@@ -101,9 +102,26 @@ BAD_DOCUMENTS: dict[str, tuple[bytes | str, list[tuple[str, str, int | None, int
                 "spec.krmFunctions[1].versions[0].name",
                 "duplicate function example.co/v1 A (first defined at "
                 "spec.krmFunctions[0].versions[0])",
-                None,
+                18,
                 None,
             )
+        ],
+    ),
+    # The schema checks fields in its own order; problems are listed in the document's.
+    "fields-out-of-order": (
+        VALID_HEAD
+        + "spec:\n  krmFunctions:\n  - versions:\n    - name: v1\n      idempotent: maybe\n"
+        "      runtime:\n        container:\n          image: registry.example.co/b:v1\n"
+        "    names:\n      kind: 5\n    group: 3\n",
+        [
+            (
+                "spec.krmFunctions[0].versions[0].idempotent",
+                "must be true or false, got 'maybe'",
+                9,
+                None,
+            ),
+            ("spec.krmFunctions[0].names.kind", "must be a string, got an integer", 14, None),
+            ("spec.krmFunctions[0].group", "must be a string, got an integer", 15, None),
         ],
     ),
 }

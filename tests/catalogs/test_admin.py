@@ -51,3 +51,16 @@ def test_publisher_is_editable(admin_client_with_version, publisher):
     client, _ = admin_client_with_version
     response = client.get(f"/admin/catalogs/publisher/{publisher.pk}/change/")
     assert 'name="_save"' in response.content.decode()
+
+
+@pytest.mark.parametrize("model", ["verificationrequest", "publisherevent"])
+def test_people_records_are_listed_read_only(admin_client_with_version, owner, model):
+    from catalogs import publishers
+
+    client, version = admin_client_with_version
+    publishers.publisher_verification_request(
+        publisher=version.catalog.publisher, actor=owner, message="please"
+    )
+    listing = client.get(f"/admin/catalogs/{model}/")
+    assert listing.status_code == 200 and "example-co" in listing.content.decode()
+    assert client.get(f"/admin/catalogs/{model}/add/").status_code == 403

@@ -25,6 +25,7 @@ from orchestrator.catalog import parse_catalog
 from tests.catalogs.contribution_fixtures import (  # noqa: F401 (fixtures)
     DEFINITION,
     contributor,
+    other_owner,
     pending,
     published,
     reviewer,
@@ -181,22 +182,51 @@ def test_nobody_reviews_their_own_contribution(published, reviewer):
     assert _state() == before
 
 
-@pytest.mark.parametrize("who", ["contributor_2", "owner", "anonymous"])
-def test_only_reviewers_review(pending, owner, who):
+@pytest.mark.parametrize("who", ["contributor_2", "other_owner", "anonymous"])
+def test_only_reviewers_and_owners_of_the_target_review(pending, other_owner, who):
     from django.contrib.auth.models import AnonymousUser
 
     actor = {
         "contributor_2": UserFactory(username="someone"),
-        "owner": owner,
+        "other_owner": other_owner,
         "anonymous": AnonymousUser(),
     }[who]
     before = _state()
-    message = "^Only reviewers may approve or reject contributions.$"
+    message = (
+        "^Only reviewers and owners of publisher 'example-co' may approve or reject "
+        "contributions to it.$"
+    )
     with pytest.raises(NotAllowedError, match=message):
         contribution_approve(contribution=pending, actor=actor)
     with pytest.raises(NotAllowedError, match=message):
         contribution_reject(contribution=pending, actor=actor, reason="no")
     assert _state() == before
+
+
+def test_an_owner_of_the_target_publisher_approves_with_a_comment(pending, owner):
+    approved = contribution_approve(contribution=pending, actor=owner, comment="  Welcome!  ")
+    assert (approved.status, approved.reviewer, approved.reason) == ("approved", owner, "Welcome!")
+    event = contributions.review_event_list(contribution=pending).last()
+    assert (event.action, event.actor, event.reason) == ("approved", owner, "Welcome!")
+    assert event.catalog_version.number == 2
+
+
+def test_an_owner_does_not_review_their_own_contribution(published, owner):
+    c = contribution_submit(catalog=published, content=DEFINITION, actor=owner)
+    before = _state()
+    with pytest.raises(NotAllowedError, match="^Nobody reviews their own contribution.$"):
+        contribution_approve(contribution=c, actor=owner)
+    assert _state() == before
+
+
+def test_an_owners_queue_and_log_hold_only_their_publishers(pending, owner, other_owner, reviewer):
+    assert contributions.user_can_review(user=owner)
+    assert contributions.user_can_review(user=other_owner)
+    assert list(contributions.contribution_list_reviewable(user=owner)) == [pending]
+    assert list(contributions.contribution_list_reviewable(user=other_owner)) == []
+    assert list(contributions.contribution_list_reviewable(user=reviewer)) == [pending]
+    assert contributions.review_event_list(reviewer=owner).count() == 1
+    assert contributions.review_event_list(reviewer=other_owner).count() == 0
 
 
 def test_the_review_permission_and_staff_make_a_reviewer(db):

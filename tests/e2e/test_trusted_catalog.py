@@ -238,3 +238,27 @@ def test_tampered_archive_fails_before_running(live_server, catalog, owner, file
     assert "nothing was unpacked or run" in proc.stderr
     assert not (app / "ran-exec-function").exists()
     assert proc.stdout == ""
+
+
+def test_a_catalog_web_page_given_as_catalog_names_the_catalog_url(
+    live_server, catalog, owner, files_server, tmp_path
+):
+    base, files, ca_file = files_server
+    _publish(live_server, owner, _catalog(base, "a" * 64, "b" * 64))
+    page = f"{live_server.url}/catalogs/example-co/functions/"
+    app = _app(tmp_path)
+    proc = _krm(app, f"--trusted-catalog={page}", ca_file=ca_file, home=tmp_path / "home")
+    assert proc.returncode == 1
+    assert proc.stderr.strip().endswith(
+        f"cannot fetch catalog {page}: {page} is an HTML page; the catalog is at "
+        f"{live_server.url}/c/example-co/functions/catalog.yaml"
+    ), proc.stderr
+    assert proc.stdout == ""
+    # Any other HTML page: said so, not a YAML parse error.
+    files["/index.html"] = b"<!DOCTYPE html>\n<html><head><title>Hi</title></head></html>\n"
+    other = f"{base}/index.html"
+    proc = _krm(app, f"--trusted-catalog={other}", ca_file=ca_file, home=tmp_path / "home")
+    assert proc.returncode == 1
+    assert proc.stderr.strip().endswith(
+        f"{other} is an HTML page, not a catalog; give the URL of its catalog YAML"
+    ), proc.stderr

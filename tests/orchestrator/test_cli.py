@@ -82,6 +82,25 @@ def test_output_to_directory_one_file_per_resource(tree, tmp_path: Path) -> None
     assert _kinds((outdir / "v1_service_web.yaml").read_text()) == ["Service"]
 
 
+def test_output_to_a_directory_that_does_not_exist_yet(tree, tmp_path: Path) -> None:
+    root = tree({"kustomization.yaml": KUST, "res.yaml": RES})
+    outdir = tmp_path / "new" / "out"
+    assert cli.main(["build", str(root), "-o", f"{outdir}/"]) == 0
+    assert sorted(p.name for p in outdir.iterdir()) == [
+        "apps_v1_deployment_web.yaml",
+        "v1_namespace_demo.yaml",
+        "v1_service_web.yaml",
+    ]
+
+
+def test_a_failed_build_creates_no_output_directory(tree, tmp_path: Path, capsys) -> None:
+    root = tree({"kustomization.yaml": "resources:\n- missing.yaml\n"})
+    outdir = tmp_path / "out"
+    assert cli.main(["build", str(root), "-o", f"{outdir}/"]) == 1
+    assert "missing.yaml" in capsys.readouterr().err
+    assert not outdir.exists()
+
+
 def test_output_directory_prefixes_namespaces_when_several(tree, tmp_path: Path) -> None:
     res = RES.replace("name: web\n---", "name: web\n  namespace: a\n---", 1)
     root = tree({"kustomization.yaml": KUST, "res.yaml": res})

@@ -34,6 +34,7 @@ print(json.dumps({
     "PASSWORD_HASHERS": settings.PASSWORD_HASHERS[:1],
     "MEDIA_ROOT": str(settings.MEDIA_ROOT),
     "STATICFILES": settings.STORAGES["staticfiles"]["BACKEND"],
+    "REGISTRY_PUBLIC_URL": settings.REGISTRY_PUBLIC_URL,
 }))
 """
 

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 MODULE = "registry.settings.base"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,6 +17,7 @@ def test_defaults_need_no_services(load_settings):
     assert values["CATALOG_MAX_BYTES"] == 5 * 1024 * 1024
     assert values["MEDIA_ROOT"] == str(ROOT / "media")
     assert "127.0.0.1" in values["ALLOWED_HOSTS"]
+    assert values["REGISTRY_PUBLIC_URL"] == "http://127.0.0.1:8000"
 
 
 def test_environment_overrides(load_settings):
@@ -39,3 +42,24 @@ def test_a_non_numeric_size_limit_is_a_clear_error(settings_error):
         "django.core.exceptions.ImproperlyConfigured: "
         "CATALOG_MAX_BYTES must be a whole number, got '5MB'."
     )
+
+
+@pytest.mark.parametrize(
+    ("addr", "public_url"),
+    [
+        ("127.0.0.1:8123", "http://127.0.0.1:8123"),
+        ("8124", "http://127.0.0.1:8124"),
+        ("0.0.0.0:8125", "http://127.0.0.1:8125"),
+        ("localhost:8126", "http://localhost:8126"),
+        ("[::1]:8127", "http://[::1]:8127"),
+    ],
+)
+def test_the_quick_start_derives_the_public_url_from_krm_addr(load_settings, addr, public_url):
+    assert load_settings(MODULE, KRM_ADDR=addr)["REGISTRY_PUBLIC_URL"] == public_url
+
+
+def test_an_explicit_public_url_wins_over_krm_addr(load_settings):
+    values = load_settings(
+        MODULE, KRM_ADDR="127.0.0.1:8123", REGISTRY_PUBLIC_URL="https://reg.example/"
+    )
+    assert values["REGISTRY_PUBLIC_URL"] == "https://reg.example"

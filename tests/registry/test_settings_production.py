@@ -11,6 +11,7 @@ COMPLETE = {
     # Presence is checked at start; the key itself is parsed on first use (tests/catalogs/
     # test_signing.py checks those errors).
     "SIGNING_KEY_PEM": "-----BEGIN PRIVATE KEY-----",
+    "REGISTRY_PUBLIC_URL": "https://registry.example.co/",
 }
 PREFIX = "django.core.exceptions.ImproperlyConfigured: "
 
@@ -26,6 +27,7 @@ def test_starts_with_everything_set(load_settings):
     assert values["CELERY_RESULT_BACKEND"] == "redis://redis.example.co:6379/0"
     assert values["CELERY_TASK_ALWAYS_EAGER"] is False
     assert values["STATICFILES"] == "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    assert values["REGISTRY_PUBLIC_URL"] == "https://registry.example.co"
 
 
 @pytest.mark.parametrize(
@@ -45,6 +47,11 @@ def test_starts_with_everything_set(load_settings):
             "CELERY_BROKER_URL",
             "CELERY_BROKER_URL must be set in production: a Redis or RabbitMQ URL for the task "
             "queue.",
+        ),
+        (
+            "REGISTRY_PUBLIC_URL",
+            "REGISTRY_PUBLIC_URL must be set in production: the URL people and krm reach this "
+            "registry at, such as https://registry.example.co (mirrored documents embed it).",
         ),
     ],
 )
@@ -90,3 +97,14 @@ def test_starts_with_a_signing_key_file(load_settings, tmp_path):
     key = tmp_path / "signing-key.pem"
     key.write_text("(a mounted secret)")
     assert load_settings(MODULE, **env, SIGNING_KEY_FILE=str(key))["DEBUG"] is False
+
+
+@pytest.mark.parametrize(
+    "url", ["registry.example.co", "ftp://registry.example.co", "https:///registry"]
+)
+def test_refuses_a_public_url_that_is_not_http(settings_error, url):
+    env = {**COMPLETE, "REGISTRY_PUBLIC_URL": url}
+    assert settings_error(MODULE, **env) == (
+        PREFIX + "REGISTRY_PUBLIC_URL must be an http(s) URL such as https://registry.example.co "
+        f"(got {url!r})."
+    )

@@ -19,8 +19,10 @@ def format_problems(err: InvalidCatalogError) -> str:
     lines = [err.message]
     for problem in err.problems:
         where = problem.path or "(document)"
-        if problem.line is not None:
+        if problem.line is not None and problem.column is not None:
             where += f" (line {problem.line}, column {problem.column})"
+        elif problem.line is not None:
+            where += f" (line {problem.line})"
         lines.append(f"  {where}: {problem.message}")
     return "\n".join(lines)
 

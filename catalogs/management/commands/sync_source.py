@@ -48,6 +48,10 @@ class Command(BaseCommand):
         version = run.catalog_version.number if run.catalog_version_id else None
         self.stdout.write(
             f"Run {run.pk} of '{source.name}' {run.status}: version {version}, "
-            f"upstream {run.digest}, {run.function_count} functions, "
-            f"{run.artifact_count} artifacts, {run.bytes} bytes"
+            f"upstream {run.digest}, {_count(run.function_count, 'function')}, "
+            f"{_count(run.artifact_count, 'artifact')}, {run.bytes} bytes"
         )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -18,19 +18,24 @@ contributor = contribution_fixtures.contributor
 reviewer = contribution_fixtures.reviewer
 published = contribution_fixtures.published
 pending = contribution_fixtures.pending
+other_owner = contribution_fixtures.other_owner
 
 LIST = "/api/v1/contributions/"
 ANONYMOUS = {"detail": "Authentication credentials were not provided."}
 NOT_VISIBLE = {"detail": "Only its author and reviewers may see a contribution."}
-NOT_REVIEWER = {"detail": "Only reviewers may approve or reject contributions."}
+NOT_REVIEWER = {
+    "detail": "Only reviewers and owners of publisher 'example-co' may approve or reject "
+    "contributions to it."
+}
 NOT_AUTHOR = {"detail": "Only the author of a contribution may edit it."}
 OWN = {"detail": "Nobody reviews their own contribution."}
 BODY = {"publisher": "example-co", "catalog": "functions", "definition": DEFINITION}
 
 
 @pytest.fixture
-def client_for(contributor, other_user, reviewer, staff_user):
-    """``client_for(name)``: an API client for anonymous, author, other, reviewer or staff."""
+def client_for(contributor, other_user, reviewer, staff_user, owner):
+    """``client_for(name)``: an API client for anonymous, author, other, reviewer, staff or
+    owner (of the target publisher, example-co)."""
 
     def make(name: str) -> APIClient:
         client = APIClient()
@@ -39,6 +44,7 @@ def client_for(contributor, other_user, reviewer, staff_user):
             "other": other_user,
             "reviewer": reviewer,
             "staff": staff_user,
+            "owner": owner,
         }
         if name != "anonymous":
             client.force_authenticate(users[name])
@@ -250,6 +256,38 @@ def test_list_shows_users_their_own_and_reviewers_everything(client_for, two):
     # A filter never widens what a non-reviewer sees.
     assert _kinds(client_for("author").get(LIST, {"status": "rejected"})) == []
     assert _kinds(client_for("reviewer").get(LIST, {"mine": "true"})) == []
+    # The owner of example-co reviews contributions to its catalogs.
+    assert _kinds(client_for("owner").get(LIST)) == ["SetOwner", "SetTeam"]
+    assert _kinds(client_for("owner").get(LIST, {"mine": "true"})) == []
+
+
+def test_an_owner_reviews_only_contributions_to_their_publishers(client_for, pending, other_owner):
+    client = APIClient()
+    client.force_authenticate(other_owner)
+    # other-co's owner has a (here empty) queue, and cannot see or decide example-co's.
+    assert _kinds(client.get(LIST)) == []
+    assert client.get(f"{LIST}{pending.pk}/").status_code == 403
+    before = _state()
+    response = client.post(f"{LIST}{pending.pk}/approve/", {"comment": "ok"}, format="json")
+    assert (response.status_code, response.json()) == (403, NOT_REVIEWER)
+    assert _state() == before
+
+
+def test_approve_carries_an_optional_comment(client_for, pending):
+    response = client_for("owner").post(
+        f"{LIST}{pending.pk}/approve/", {"comment": " Thanks, nice function. "}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["reason"] == "Thanks, nice function."
+    assert [(e["action"], e["actor"], e["reason"]) for e in body["events"]][-1] == (
+        "approved",
+        "owner",
+        "Thanks, nice function.",
+    )
+    assert client_for("author").get(f"{LIST}{pending.pk}/").json()["reason"] == (
+        "Thanks, nice function."
+    )
 
 
 def test_reviewers_filter_the_queue_by_status_and_catalog(client_for, two, catalog):
@@ -326,7 +364,7 @@ def test_only_reviewers_approve(client_for, pending, who, expected):
     assert _state() == before
 
 
-@pytest.mark.parametrize("who", ["reviewer", "staff"])
+@pytest.mark.parametrize("who", ["reviewer", "staff", "owner"])
 def test_approve_publishes_a_version_with_the_function(client_for, pending, published, who):
     response = client_for(who).post(f"{LIST}{pending.pk}/approve/")
     assert response.status_code == 200, response.content

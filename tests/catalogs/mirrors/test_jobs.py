@@ -77,9 +77,17 @@ def test_sync_source_command(mirror_settings, https_upstream, capsys):
     run = SyncRun.objects.get()
     out = capsys.readouterr().out
     assert out.strip() == (
-        f"Run {run.pk} of 'cli' succeeded: version 1, upstream {sha256(doc)}, 1 functions, "
+        f"Run {run.pk} of 'cli' succeeded: version 1, upstream {sha256(doc)}, 1 function, "
         f"0 artifacts, {len(doc)} bytes"
     )
+    # Unchanged upstream: the served version still holds its one function.
+    call_command("sync_source", "cli")
+    again = SyncRun.objects.latest("pk")
+    assert capsys.readouterr().out.strip() == (
+        f"Run {again.pk} of 'cli' unchanged: version 1, upstream {sha256(doc)}, 1 function, "
+        "0 artifacts, 0 bytes"
+    )
+    assert again.function_count == 1
 
 
 def test_sync_source_command_shows_progress_on_a_terminal(mirror_settings, https_upstream):

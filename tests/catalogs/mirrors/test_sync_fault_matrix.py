@@ -124,7 +124,8 @@ def schema_invalid(env: Env):
     )
     return source, (
         "The catalog document is invalid (2 problems). spec.krmFunctions[0].names.kind: "
-        "required field is missing; spec.krmFunctions[0].versions: required field is missing"
+        "required field is missing (line 7); spec.krmFunctions[0].versions: required field is "
+        "missing (line 7)"
     )
 
 

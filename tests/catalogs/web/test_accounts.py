@@ -72,10 +72,36 @@ def test_tokens_create_regenerate_and_revoke(client, owner):
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert api.post("/api/v1/publishers/", {"slug": "by-token"}, format="json").status_code == 201
-    client.post("/accounts/tokens/", {"action": "regenerate"})
+    client.post("/accounts/tokens/", {"action": "regenerate", "confirm": "yes"})
     assert Token.objects.get(user=owner).key != key
-    client.post("/accounts/tokens/", {"action": "revoke"})
+    client.post("/accounts/tokens/", {"action": "revoke", "confirm": "yes"})
     assert not Token.objects.filter(user=owner).exists()
+
+
+@pytest.mark.parametrize(
+    ("action", "question", "button"),
+    [
+        ("regenerate", "Regenerate your token?", "Yes, regenerate it"),
+        ("revoke", "Revoke your token?", "Yes, revoke it"),
+    ],
+)
+def test_regenerate_and_revoke_ask_first_and_change_nothing_until_confirmed(
+    client, owner, action, question, button
+):
+    client.force_login(owner)
+    key = Token.objects.create(user=owner).key
+    response = client.post("/accounts/tokens/", {"action": action})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert question in body and button in body
+    # The confirm button posts the same action with confirm=yes; Cancel goes back.
+    assert f'<input type="hidden" name="action" value="{action}">' in body
+    assert 'name="confirm" value="yes"' in body
+    assert '<a href="/accounts/tokens/">Cancel</a>' in body
+    assert Token.objects.get(user=owner).key == key
+    # Anything but confirm=yes is still only the question.
+    client.post("/accounts/tokens/", {"action": action, "confirm": "no"})
+    assert Token.objects.get(user=owner).key == key
 
 
 def test_an_unknown_token_action_is_refused_and_keeps_the_token(client, owner):

@@ -65,6 +65,35 @@ def test_an_invalid_contribution_shows_problems_and_saves_nothing(as_user, publi
     assert not Contribution.objects.exists()
 
 
+def test_malformed_yaml_is_reported_on_the_pasted_lines(as_user, published, contributor):
+    # An unclosed bracket: the YAML parser notices only past the end of the three lines.
+    bad = "group: example.org\nnames: [\nkind: x"
+    response = as_user(contributor).post("/contribute/", {"catalog": published.pk, "content": bad})
+    body = response.content.decode()
+    [problem] = response.context["problems"]
+    assert (problem.line, problem.column) == (3, None)
+    assert problem.message == (
+        "did not find expected ',' or ']' (while parsing a flow sequence at line 2, column 8)"
+    )
+    assert "line 3</td>" in body
+    assert not any(f"line {n}" in body for n in range(4, 10))
+    assert not Contribution.objects.exists()
+
+
+def test_contribution_problems_are_listed_in_line_order(as_user, published, contributor):
+    bad = (
+        "versions:\n- name: v1\n  idempotent: maybe\n  runtime:\n    container:\n"
+        "      image: r.example.org/x:v1\nnames:\n  kind: 5\ngroup: 3\n"
+    )
+    response = as_user(contributor).post("/contribute/", {"catalog": published.pk, "content": bad})
+    problems = response.context["problems"]
+    assert [(p.path, p.line) for p in problems] == [
+        ("versions[0].idempotent", 3),
+        ("names.kind", 8),
+        ("group", 9),
+    ]
+
+
 def test_a_non_utf8_upload_is_refused(as_user, published, contributor):
     upload = SimpleUploadedFile("fn.yaml", b"group: \xff\n")
     response = as_user(contributor).post("/contribute/", {"catalog": published.pk, "file": upload})
@@ -231,3 +260,35 @@ def test_the_form_fields_are_validated_like_yaml(as_user, published, contributor
     assert problem.path == "spec.versions[0].runtime.container.image"
     assert problem.message == "must not contain whitespace"
     assert not Contribution.objects.exists()
+
+
+def test_the_owner_of_the_target_reviews_from_the_queue(as_user, pending, owner, other_owner):
+    client = as_user(owner)
+    assert "Review queue" in client.get("/").content.decode()
+    assert [c.pk for c in client.get("/review/").context["page"]] == [pending.pk]
+    response = client.post(f"/review/{pending.pk}/approve/", {"comment": "Welcome aboard."})
+    assert response.status_code == 302
+    pending.refresh_from_db()
+    assert (pending.status, pending.reviewer, pending.reason) == (
+        "approved",
+        owner,
+        "Welcome aboard.",
+    )
+    page = client.get(f"/review/{pending.pk}/").content.decode()
+    assert "Reviewer's comment: <strong>Welcome aboard.</strong>" in page
+    # Another publisher's owner sees an empty queue and no log entries of example-co.
+    other = as_user(other_owner)
+    assert list(other.get("/review/").context["page"]) == []
+    assert list(other.get("/review/log/").context["page"]) == []
+
+
+def test_the_review_page_pairs_each_decision_with_its_field(as_user, pending, reviewer):
+    body = as_user(reviewer).get(f"/review/{pending.pk}/").content.decode()
+    approve_at = body.index(f'action="/review/{pending.pk}/approve/"')
+    reject_at = body.index(f'action="/review/{pending.pk}/reject/"')
+    approve_form = body[approve_at : body.index("</form>", approve_at)]
+    reject_form = body[reject_at : body.index("</form>", reject_at)]
+    assert 'name="comment"' in approve_form and "Approve and publish" in approve_form
+    assert 'name="reason"' not in approve_form
+    assert 'name="reason"' in reject_form and "Reason (required)" in reject_form
+    assert ">Reject</button>" in reject_form

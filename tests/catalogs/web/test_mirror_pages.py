@@ -60,8 +60,21 @@ def test_mirror_pages_are_for_operators(as_user, request, source, role, expected
         )
     )
     client = as_user(user)
-    for url in ("/mirrors/", f"/mirrors/{source.pk}/"):
+    for url in (
+        "/mirrors/",
+        f"/mirrors/{source.pk}/",
+        "/mirrors/new/",
+        f"/mirrors/{source.pk}/edit/",
+    ):
         assert client.get(url).status_code == expected, url
+    if expected != 200:
+        # Neither a new source nor a change gets through.
+        data = {"name": "sneaky", "url": "https://127.0.0.1:9/x.yaml", "interval_minutes": 5}
+        assert client.post("/mirrors/new/", data).status_code == expected
+        assert client.post(f"/mirrors/{source.pk}/edit/", data).status_code == expected
+        assert list(mirrors.mirror_source_list().values_list("name", "url")) == [
+            ("upstream", "https://127.0.0.1:9/catalog.yaml")
+        ]
     response = client.post(f"/mirrors/{source.pk}/sync/")
     if expected == 200:
         assert response.status_code == 302
@@ -130,3 +143,128 @@ def test_search_filters_mirrored_and_signed(client, source):
     assert list(client.get("/?key=0000000000000000").context["page"]) == []
     source.catalog.versions.update(signature="", signing_key=None)
     assert list(client.get("/?signed=on").context["page"]) == []
+
+
+def test_last_synced_counts_only_runs_that_served_upstream(as_user, staff_user, source):
+    failed_at = timezone.now()
+    SyncRun.objects.create(
+        source=source, status=SyncRun.Status.FAILED, reason="unreachable", finished_at=failed_at
+    )
+    # A failed run sets last_synced_at (for the schedule), but nothing was ever synced.
+    type(source).objects.filter(pk=source.pk).update(last_synced_at=failed_at)
+    client = as_user(staff_user)
+    [item] = client.get("/mirrors/").context["sources"]
+    assert item["last_success"] is None
+    row = client.get("/mirrors/").content.decode().split('class="grid mirrors"')[1]
+    assert "<td>never</td>" in row
+    assert (
+        "<dt>Last synced</dt><dd>never</dd>"
+        in client.get(f"/mirrors/{source.pk}/").content.decode()
+    )
+    ok = SyncRun.objects.create(
+        source=source, status=SyncRun.Status.UNCHANGED, finished_at=timezone.now()
+    )
+    assert client.get("/mirrors/").context["sources"][0]["last_success"] == ok
+    assert f"(run #{ok.pk})" in client.get(f"/mirrors/{source.pk}/").content.decode()
+
+
+def test_a_changed_url_replaces_the_old_one_everywhere(as_user, staff_user, source):
+    new = "https://127.0.0.1:9/v2/catalog.yaml"
+    mirrors.mirror_source_update(source=source, actor=None, url=new)
+    client = as_user(staff_user)
+    for page in ("/catalogs/mirrors/upstream/", f"/mirrors/{source.pk}/", "/mirrors/"):
+        body = client.get(page).content.decode()
+        assert new in body, page
+        assert "https://127.0.0.1:9/catalog.yaml" not in body, page
+    # A description an operator wrote is left as it is.
+    source.catalog.description = "Our copy of upstream."
+    source.catalog.save()
+    mirrors.mirror_source_update(source=source, actor=None, url="https://127.0.0.1:9/v3.yaml")
+    source.catalog.refresh_from_db()
+    assert source.catalog.description == "Our copy of upstream."
+
+
+NEW_SOURCE = {
+    "name": "team-fns",
+    "url": "https://127.0.0.1:9/team/catalog.yaml",
+    "digest": "",
+    "mirror_runtimes": "on",
+    "enabled": "on",
+    "interval_minutes": "30",
+}
+
+
+def test_an_operator_creates_a_source_in_the_web_ui(as_user, staff_user, db):
+    client = as_user(staff_user)
+    page = client.get("/mirrors/").content.decode()
+    assert 'href="/mirrors/new/"' in page
+    response = client.post("/mirrors/new/", NEW_SOURCE)
+    source = mirrors.mirror_source_get_by_name(name="team-fns")
+    assert response.status_code == 302 and response["Location"] == f"/mirrors/{source.pk}/"
+    assert (source.url, source.mirror_runtimes, source.enabled, source.interval_minutes) == (
+        "https://127.0.0.1:9/team/catalog.yaml",
+        True,
+        True,
+        30,
+    )
+    assert source.catalog.publisher.slug == "mirrors"
+    detail = client.get(response["Location"]).content.decode()
+    assert "Source team-fns created." in detail and f'href="/mirrors/{source.pk}/edit/"' in detail
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        ({"url": "ftp://example.org/c.yaml"}, None, "ftp://example.org/c.yaml"),
+        ({"digest": "sha256:nothex"}, None, "digest must be sha256: and 64 lower-case"),
+        (
+            {"cosign_public_key": "-----BEGIN PUBLIC KEY-----"},
+            None,
+            "A cosign public key verifies OCI sources",
+        ),
+        ({"sigstore_identity": "me@example.org"}, None, "needs both sigstore_identity and"),
+        ({"name": "not a slug"}, "name", "Enter a valid “slug”"),
+        ({"interval_minutes": "0"}, "interval_minutes", "greater than or equal to 1"),
+        ({"name": "upstream"}, "name", "Mirror source &#x27;upstream&#x27; already exists."),
+    ],
+)
+def test_a_bad_new_source_shows_the_error_and_creates_nothing(
+    as_user, staff_user, source, change, field, message
+):
+    before = list(mirrors.mirror_source_list().values_list("name", "url"))
+    response = as_user(staff_user).post("/mirrors/new/", {**NEW_SOURCE, **change})
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert message in body, body[-3000:]
+    form = response.context["form"]
+    errors = form.errors.get(field or "__all__")
+    assert errors, form.errors
+    assert list(mirrors.mirror_source_list().values_list("name", "url")) == before
+
+
+def test_an_operator_edits_a_source_and_a_bad_edit_keeps_it(as_user, staff_user, source):
+    client = as_user(staff_user)
+    page = client.get(f"/mirrors/{source.pk}/edit/")
+    form = page.context["form"]
+    assert "name" not in form.fields
+    assert form.initial["url"] == "https://127.0.0.1:9/catalog.yaml"
+    bad = {**NEW_SOURCE, "url": "https://127.0.0.1:9/v2.yaml", "digest": "sha256:short"}
+    response = client.post(f"/mirrors/{source.pk}/edit/", bad)
+    assert response.status_code == 400
+    assert "digest must be sha256:" in response.content.decode()
+    source.refresh_from_db()
+    assert (source.url, source.digest, source.interval_minutes) == (
+        "https://127.0.0.1:9/catalog.yaml",
+        "",
+        60,
+    )
+    good = {**NEW_SOURCE, "url": "https://127.0.0.1:9/v2.yaml"}
+    response = client.post(f"/mirrors/{source.pk}/edit/", good)
+    assert response.status_code == 302
+    source.refresh_from_db()
+    assert (source.url, source.interval_minutes, source.mirror_runtimes) == (
+        "https://127.0.0.1:9/v2.yaml",
+        30,
+        True,
+    )
+    assert source.name == "upstream"

@@ -155,6 +155,28 @@ def test_function_page_shows_runtimes_badges_and_schema_fields(client, catalog):
     assert 'href="https://example.co/tool/README.md"' in body
     assert 'href="https://example.co/tool/example.md"' in body
     assert "<dt>Maintainers</dt><dd>ana@example.co, bo</dd>" in body
+    # Once: the only version's maintainers are the function's.
+    assert body.count("Maintainers") == 1
+
+
+def test_function_page_lists_a_versions_own_maintainers_apart(client, catalog):
+    version = (
+        "    - name: {name}\n      maintainers: [{who}]\n      runtime:\n        container:\n"
+        "          image: registry.example.co/tool:{name}\n"
+    )
+    text = (
+        "apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\nmetadata:\n  name: m\n"
+        "spec:\n  krmFunctions:\n  - group: example.co\n    names:\n      kind: Tool\n"
+        "    versions:\n"
+        + version.format(name="v1", who="ana")
+        + version.format(name="v2", who="bo")
+    )
+    _publish(catalog, text)
+    body = client.get("/catalogs/example-co/functions/functions/example.co/Tool/").content.decode()
+    assert "<dt>Maintainers</dt><dd>–</dd>" in body
+    assert "<dt>Maintainers of v1</dt><dd>ana</dd>" in body
+    assert "<dt>Maintainers of v2</dt><dd>bo</dd>" in body
+    assert body.count("<dt>Maintainers") == 3
 
 
 def test_function_page_shows_container_image_digest_and_needs(client, catalog):
@@ -248,3 +270,67 @@ def test_the_trust_view_is_what_krm_view_catalog_shows(client, live_server, tmp_
     strip = [{k: v for k, v in f.items() if k != "group"} for f in shown["functions"]]
     assert strip == fetched["functions"]
     assert [f["needs"] for f in fetched["functions"]] == [["exec binary"], ["network"]]
+
+
+def _has_layout(body: str) -> None:
+    """The site's layout: stylesheet, favicon, navigation and a search box."""
+    assert 'href="/static/catalogs/site.css"' in body
+    assert 'rel="icon" href="/static/catalogs/favicon.svg" type="image/svg+xml"' in body
+    assert '<a class="brand" href="/">KRM Catalog Registry</a>' in body
+    assert '<form class="search" method="get" action="/" role="search">' in body
+
+
+def test_a_missing_page_is_the_styled_404(client, db):
+    response = client.get("/no/such/page/")
+    assert response.status_code == 404
+    body = response.content.decode()
+    _has_layout(body)
+    assert "Page not found" in body and "There is nothing at this address." in body
+
+
+def test_a_missing_catalog_404_says_which(client, db):
+    response = client.get("/catalogs/nobody/nothing/")
+    assert response.status_code == 404
+    body = response.content.decode()
+    _has_layout(body)
+    assert "Catalog &#x27;nobody/nothing&#x27; does not exist." in body
+
+
+def test_a_forbidden_page_is_styled_with_the_reason(as_user, other_user, published):
+    response = as_user(other_user).get("/catalogs/example-co/functions/publish/")
+    assert response.status_code == 403
+    body = response.content.decode()
+    _has_layout(body)
+    assert "Only owners of publisher &#x27;example-co&#x27; may publish here." in body
+    # The navigation knows who is signed in, as on every other page.
+    assert "Sign out (other)" in body
+
+
+def test_the_500_page_is_styled_and_needs_no_database(rf):
+    from django.views.defaults import server_error
+
+    body = server_error(rf.get("/")).content.decode()
+    _has_layout(body)
+    assert "Something went wrong on our side" in body
+
+
+def test_sign_in_and_sign_up_pages_are_styled(client, settings, db):
+    settings.SIGNUP_ENABLED = True
+    login = client.get("/accounts/login/").content.decode()
+    assert '<section class="auth-card">' in login and 'type="password"' in login
+    assert '<a href="/accounts/signup/">Create an account</a>' in login
+    signup = client.get("/accounts/signup/").content.decode()
+    assert '<section class="auth-card">' in signup and "Create account</button>" in signup
+    settings.SIGNUP_ENABLED = False
+    assert "An administrator creates them." in client.get("/accounts/login/").content.decode()
+
+
+def test_the_favicon_is_a_small_local_svg():
+    from pathlib import Path
+
+    import catalogs
+
+    svg = Path(catalogs.__file__).parent / "static" / "catalogs" / "favicon.svg"
+    text = svg.read_text()
+    assert text.startswith("<svg") and len(text) < 2000 and "http://www.w3.org/2000/svg" in text
+    assert "href=" not in text  # nothing fetched from elsewhere

@@ -56,13 +56,18 @@ PAGES = {
     "/catalogs/example-co/functions/": [200] * 6,
     "/catalogs/example-co/functions/functions/example.co/Fn/": [200] * 6,
     "/catalogs/example-co/functions/publish/": [LOGIN, 403, 200, 403, 403, 200],
-    "/catalogs/new/": [LOGIN, 403, 200, 200, 403, 200],
+    # Who owns no publisher is sent to create one first.
+    "/catalogs/new/": [LOGIN, 302, 200, 200, 302, 200],
+    "/publishers/new/": [LOGIN, 200, 200, 200, 200, 200],
+    "/publishers/example-co/": [200] * 6,
+    "/verification/": [LOGIN, 403, 403, 403, 403, 200],
     "/contribute/": [LOGIN, 200, 200, 200, 200, 200],
     "/contributions/": [LOGIN, 200, 200, 200, 200, 200],
     "/contributions/{pk}/edit/": [LOGIN, 403, 403, 403, 403, 403],
-    "/review/": [LOGIN, 403, 403, 403, 200, 200],
-    "/review/{pk}/": [LOGIN, 403, 403, 403, 200, 200],
-    "/review/log/": [LOGIN, 403, 403, 403, 200, 200],
+    # Owners review contributions to their own publishers' catalogs.
+    "/review/": [LOGIN, 403, 200, 200, 200, 200],
+    "/review/{pk}/": [LOGIN, 403, 200, 403, 200, 200],
+    "/review/log/": [LOGIN, 403, 200, 200, 200, 200],
     "/accounts/tokens/": [LOGIN, 200, 200, 200, 200, 200],
 }
 
@@ -119,8 +124,12 @@ def test_create_catalog_under_someone_elses_publisher_creates_nothing(
         # Their own publishers are the only choices: the form refuses the others.
         assert response.status_code == 200
         assert "Select a valid choice." in response.content.decode()
+    elif role == "anonymous":
+        _expect(response, LOGIN)
     else:
-        _expect(response, LOGIN if role == "anonymous" else 403)
+        # Who owns no publisher is sent to create their own.
+        assert response.status_code == 302
+        assert response["Location"] == "/publishers/new/?next=/catalogs/new/"
     assert _state() == before
 
 
@@ -130,7 +139,7 @@ def test_create_catalog_under_someone_elses_publisher_creates_nothing(
     [
         ("anonymous", LOGIN),
         ("user", 403),
-        ("owner", 403),
+        ("owner", 302),
         ("other_owner", 403),
         ("reviewer", 302),
         ("staff", 302),

@@ -141,3 +141,21 @@ def test_problem_messages_quoting_the_document_are_escaped(owner_client, publish
     body = response.content.decode()
     assert "<script>alert(1)</script>" not in body
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+
+
+def test_preview_of_an_identical_document_offers_nothing_to_publish(owner_client, published):
+    # The same functions as version 1, written differently (a comment): the same canonical form.
+    text = "# same again\n" + catalog_yaml(("example.co", "Fn", "v1"))
+    response = owner_client.post(URL, {"content": text, "action": "preview"})
+    body = response.content.decode()
+    assert response.context["identical_to"].number == 1
+    assert "This document is identical to" in body and ">version 1</a> (the latest)" in body
+    assert "Publish version" not in body and 'value="publish"' not in body
+    # An identical older version is named too, not only the latest.
+    owner_client.post(
+        URL, {"content": catalog_yaml(("example.co", "Other", "v1")), "action": "publish"}
+    )
+    body = owner_client.post(URL, {"content": text, "action": "preview"}).content.decode()
+    assert ">version 1</a>: publishing it would create no version" in body
+    assert "Publish version" not in body
+    assert CatalogVersion.objects.filter(catalog=published).count() == 2

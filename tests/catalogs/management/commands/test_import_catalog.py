@@ -68,8 +68,9 @@ def test_bad_document_lists_problems_and_creates_nothing(tmp_path):
         call_command("import_catalog", str(path), "--publisher", "acme", "--catalog", "tools")
     assert str(err.value) == (
         "The catalog document is invalid (2 problems).\n"
-        "  spec.krmFunctions[0].versions[0].idempotent: must be true or false, got 'maybe'\n"
-        "  spec.krmFunctions[0].versions[0].runtime.exec.platforms[0].sha256: "
+        "  spec.krmFunctions[0].versions[0].idempotent (line 12): must be true or false, "
+        "got 'maybe'\n"
+        "  spec.krmFunctions[0].versions[0].runtime.exec.platforms[0].sha256 (line 16): "
         "required field is missing"
     )
     assert not Publisher.objects.exists()
@@ -158,5 +159,5 @@ def test_real_command_line_against_a_sqlite_file(tmp_path, catalog_file):
     assert refused.returncode == 1
     assert refused.stderr == (
         "CommandError: The catalog document is invalid (1 problem).\n"
-        "  kind: must be Catalog or KRMFunctionCatalog, got 'ConfigMap'\n"
+        "  kind (line 2): must be Catalog or KRMFunctionCatalog, got 'ConfigMap'\n"
     )

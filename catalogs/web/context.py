@@ -1,0 +1,28 @@
+"""Template context every page's layout needs, also on pages rendered outside our views
+(sign-in, the 404 and 403 handlers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
+
+
+def layout(request: HttpRequest) -> dict[str, Any]:
+    """Who may see which navigation links; computed only when a template asks."""
+    from catalogs import contributions, mirrors
+
+    user = getattr(request, "user", None)
+
+    def is_operator() -> bool:
+        # user_is_mirror_operator(None) means "the system"; a page always has a user.
+        authenticated = getattr(user, "is_authenticated", False)
+        return bool(authenticated and mirrors.user_is_mirror_operator(user))
+
+    return {
+        "is_reviewer": SimpleLazyObject(lambda: contributions.user_can_review(user=user)),
+        "is_operator": SimpleLazyObject(is_operator),
+        "signup_enabled": settings.SIGNUP_ENABLED,
+    }

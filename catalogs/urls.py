@@ -16,6 +16,12 @@ urlpatterns = [
         views.catalog_version_by_number,
         name="version",
     ),
+    path(
+        "<slug:publisher>/<slug:catalog>/versions/<int:number>/functions/<str:group>/<str:kind>/"
+        "<str:version>/schema.json",
+        views.function_schema,
+        name="function_schema",
+    ),
     re_path(
         r"^(?P<publisher>[-\w]+)/(?P<catalog>[-\w]+)/sha256/(?P<hexdigest>[0-9a-fA-F]{64})/catalog\.yaml$",
         views.catalog_version_by_digest,

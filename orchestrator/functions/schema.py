@@ -18,6 +18,7 @@ import copy
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,26 +175,62 @@ def function_schema(version: Any) -> dict[str, Any] | None:
 # ----------------------------------------------------------------------------- validation
 
 
-def _validator(version: Any, options: FnOptions) -> Any:
-    """The compiled validator of a catalog version's schema (compiled once per build)."""
+@dataclass
+class _Compiled:
+    """A catalog version's schema, compiled once per build."""
+
+    schema: dict[str, Any]
+    # The fast yes/no (orchestrator.catalog.schema_predicate); None when the schema uses a
+    # keyword it lacks. jsonschema (~100 ms to import, more to check a schema against the
+    # metaschema) is loaded only to explain a no, or for those schemas.
+    fast: Callable[[Any], bool] | None
+    slow: Any = None  # the jsonschema validator, or the SchemaError of a broken schema
+
+
+def _compiled(version: Any, options: FnOptions) -> _Compiled | None:
+    """The compiled schema of a catalog version (None: it has no schema)."""
     cache: dict[int, tuple[Any, Any]] = options.__dict__.setdefault("_schema_validators", {})
     hit = cache.get(id(version))
     if hit is not None and hit[0] is version:
         return hit[1]
-    import jsonschema  # lazily: only builds that use a catalog schema pay for it
-
     schema = function_schema(version)
-    validator: Any = None
+    compiled = None
     if schema is not None:
+        from orchestrator.catalog import schema_predicate
+
+        try:
+            fast = schema_predicate(schema)
+        except Exception:  # an unsupported keyword, or a broken schema: jsonschema decides
+            fast = None
+        compiled = _Compiled(schema, fast)
+    cache[id(version)] = (version, compiled)
+    return compiled
+
+
+def _accepts(compiled: _Compiled, config: dict[str, Any]) -> bool:
+    """The fast verdict: True only when the config surely satisfies the schema."""
+    if compiled.fast is None:
+        return False
+    try:
+        return compiled.fast(config)
+    except Exception:  # e.g. a bound of the wrong type in the schema: let jsonschema say
+        return False
+
+
+def _validator(compiled: _Compiled) -> Any:
+    """The jsonschema validator (or the SchemaError of a broken catalog schema)."""
+    if compiled.slow is None:
+        import jsonschema  # lazily: only to explain a failure
+
+        schema = compiled.schema
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         try:
             cls.check_schema(schema)
         except jsonschema.SchemaError as exc:
-            validator = exc  # the catalog's schema itself is broken: reported per config
+            compiled.slow = exc
         else:
-            validator = cls(schema)
-    cache[id(version)] = (version, validator)
-    return validator
+            compiled.slow = cls(schema)
+    return compiled.slow
 
 
 def _fmt_path(segments: list[Any]) -> str:
@@ -262,9 +299,10 @@ def check_configs(
                 "the krm config file)"
             )
             continue
-        validator = _validator(match.version, options)
-        if validator is None:
+        compiled = _compiled(match.version, options)
+        if compiled is None or _accepts(compiled, config):
             continue
+        validator = _validator(compiled)
         if isinstance(validator, Exception):
             problems.append(
                 Problem(

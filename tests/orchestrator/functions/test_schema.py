@@ -330,3 +330,24 @@ def test_krm_fn_schema_prints_the_json_schema(tmp_path, catalog):
     assert proc.stderr.startswith("Error: no catalog to search: pass --catalog REF")
     proc = _krm("--help", home=home, cwd=tmp_path)
     assert "fn" in proc.stdout
+
+
+def test_composition_configs_are_checked_before_they_run(tmp_path, write, catalog):
+    # A Composition build has no tree walk: each config is checked just before it would run.
+    write(
+        "app/composition.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Composition\ncatalogs:\n"
+        "- ../schema_catalog.yaml\ntransformers:\n- apiVersion: example.com/v1\n"
+        "  kind: JavaApplication\n  metadata: {name: app}\n  spec: {application: team/app}\n",
+    )
+    with pytest.raises(FunctionConfigError) as exc:
+        build(str(tmp_path / "app"), _opts(tmp_path, [catalog]))
+    assert exc.value.problems[0].path == "spec"
+    assert exc.value.problems[0].message == "'version' is a required property"
+    write(
+        "app/composition.yaml",
+        (tmp_path / "app/composition.yaml")
+        .read_text()
+        .replace("{application: team/app}", "{application: team/app, version: v1}"),
+    )
+    assert len(build(str(tmp_path / "app"), _opts(tmp_path, [catalog])).results) == 1

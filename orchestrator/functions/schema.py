@@ -309,7 +309,7 @@ def check_configs(
                     located.file,
                     None,
                     "",
-                    f"the catalog's schema is invalid: {validator.message}",
+                    f"the catalog's schema is invalid: {getattr(validator, 'message', validator)}",
                     name,
                 )
             )

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from catalogs import mirror_views, views
+from catalogs import mirror_views, schema_views, views
 
 app_name = "catalogs"
 
@@ -19,7 +19,7 @@ urlpatterns = [
     path(
         "<slug:publisher>/<slug:catalog>/versions/<int:number>/functions/<str:group>/<str:kind>/"
         "<str:version>/schema.json",
-        views.function_schema,
+        schema_views.function_schema,
         name="function_schema",
     ),
     re_path(

@@ -191,7 +191,7 @@ def _schema_rows(schema: Any, prefix: str = "", required: set | None = None, dep
 
 def _schema_modeline(request: HttpRequest, cat: Catalog, fn: Any, v: Any) -> str:
     """The yaml-language-server line pointing editors at this version's JSON Schema."""
-    from catalogs.views import CORE_GROUP
+    from catalogs.schema_views import CORE_GROUP
 
     url = reverse(
         "catalogs:function_schema",

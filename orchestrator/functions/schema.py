@@ -480,13 +480,13 @@ def precheck(target: Any) -> None:
     ``kfile`` and ``build`` are used). Resolution errors are left for the build to report
     where it meets them; only schema problems are raised here.
     """
-    from orchestrator.errors import KrmError
-    from orchestrator.functions.resolve import resolve
-
     found: list[tuple[Located, Any]] = []
     _walk(target.k, target.loader, target.kfile, found)
     if not found:
-        return
+        return  # before any import of the function machinery: builds without functions stay light
+    from orchestrator.errors import KrmError
+    from orchestrator.functions.resolve import resolve
+
     state = target.build
     ctx = state.functions()
     options = ctx.options

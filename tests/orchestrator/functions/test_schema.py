@@ -351,3 +351,23 @@ def test_composition_configs_are_checked_before_they_run(tmp_path, write, catalo
         .replace("{application: team/app}", "{application: team/app, version: v1}"),
     )
     assert len(build(str(tmp_path / "app"), _opts(tmp_path, [catalog])).results) == 1
+
+
+def test_a_build_without_functions_loads_no_function_machinery(tmp_path, write):
+    # The build cache (and the import budget) count on this: the precheck stays a file walk.
+    write("app/kustomization.yaml", "resources:\n- cm.yaml\n")
+    write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+    code = (
+        "import sys; from orchestrator.build import build; build(sys.argv[1]); "
+        "print(sorted(m for m in sys.modules if m.startswith('orchestrator.functions.')))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "app")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ},
+    )
+    assert (
+        proc.stdout.strip() == "['orchestrator.functions.options', 'orchestrator.functions.schema']"
+    )

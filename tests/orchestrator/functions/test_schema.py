@@ -371,3 +371,19 @@ def test_a_build_without_functions_loads_no_function_machinery(tmp_path, write):
     assert (
         proc.stdout.strip() == "['orchestrator.functions.options', 'orchestrator.functions.schema']"
     )
+
+
+def test_krm_fn_schema_of_a_function_without_schema_says_so(tmp_path, write):
+    write("noop.star", "")
+    write(
+        "cat.yaml",
+        "apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\nmetadata:\n  name: c\n"
+        "spec:\n  krmFunctions:\n  - group: example.com\n    names:\n      kind: Plain\n"
+        "    versions:\n    - name: v1\n      runtime:\n        starlark:\n"
+        "          path: noop.star\n",
+    )
+    home = tmp_path / "home"
+    proc = _krm("fn", "schema", "Plain", "--catalog", "cat.yaml", home=home, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr == "Error: example.com/v1 Plain in catalog cat.yaml has no schema\n"
+    assert "--skip-schema" in _krm("build", "--help", home=home, cwd=tmp_path).stdout

@@ -11,7 +11,12 @@ orchestrators' own work is what is compared). Then, in the same run, median of -
 2. the same five functions as starlark scripts run in process by ``krm build`` (reported);
 3. catalog resolution with a warm cache: the five functions named only by apiVersion/kind,
    found in a catalog given with ``--trusted-catalog`` (exec runtimes as .tar.gz archives,
-   sha256-verified, cached) against the explicit-runtime build of step 1 (target <= 5%).
+   sha256-verified, cached) against the explicit-runtime build of step 1 (target <= 5%);
+4. functionConfig schema validation: each catalog entry carries a CRD-style
+   ``openAPIV3Schema`` (nested objects, patterns, enums, int-or-string, nullable, int32, an
+   embedded resource) and each config a ``spec`` that satisfies it; the catalog build against
+   the same build with ``--skip-schema``, and the check itself (walk, resolve, compile,
+   validate) measured directly in a fresh process, as a share of the build (target <= 5%).
 
     .venv/bin/python bench/fn_pipeline.py [--resources 1000] [--repeat 5] [--json]
 """
@@ -87,6 +92,55 @@ def _config(k: int, runtime: str | None) -> str:
     return text
 
 
+# A CRD-style functionConfig schema of a realistic size, for the catalog entries.
+SCHEMA = """      schema:
+        openAPIV3Schema:
+          type: object
+          required: [spec]
+          properties:
+            spec:
+              type: object
+              required: [stage, selector, rules]
+              properties:
+                stage: {type: string, enum: [s0, s1, s2, s3, s4, s5]}
+                replicas: {type: integer, format: int32, minimum: 0, nullable: true}
+                port: {x-kubernetes-int-or-string: true}
+                owner: {type: string, pattern: "^[a-z][a-z0-9-]*$", maxLength: 63}
+                selector:
+                  type: object
+                  properties:
+                    matchLabels: {type: object, additionalProperties: {type: string}}
+                    kinds: {type: array, items: {type: string}}
+                rules:
+                  type: array
+                  items:
+                    type: object
+                    required: [name, value]
+                    properties:
+                      name: {type: string, pattern: "^[a-z][a-z0-9.-]*$"}
+                      value: {type: string}
+                      optional: {type: boolean}
+                      weight: {type: number, minimum: 0, maximum: 1}
+                template:
+                  type: object
+                  x-kubernetes-embedded-resource: true
+                  x-kubernetes-preserve-unknown-fields: true
+"""
+
+
+def _spec(k: int) -> str:
+    rules = "".join(
+        f"  - name: rule-{i}.k{k}\n    value: v{i}\n    optional: false\n    weight: 0.5\n"
+        for i in range(20)
+    )
+    return (
+        f"spec:\n  stage: s{k}\n  replicas: null\n  port: http\n  owner: team-{k}\n"
+        "  selector:\n    matchLabels:\n      app: bench\n    kinds: [ConfigMap, Deployment]\n"
+        f"  rules:\n{rules}"
+        "  template:\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: t}\n"
+    )
+
+
 def setup(root: str, n: int) -> dict[str, str]:
     """Write every tree; returns the paths the runs need."""
     resources = _resources(n)
@@ -139,9 +193,9 @@ def setup(root: str, n: int) -> dict[str, str]:
             f"  - group: bench.example.com\n    names:\n      kind: Stage{k}\n    versions:\n"
             f"    - name: v1\n      runtime:\n        exec:\n          platforms:\n"
             f"          - bin: bin/fn\n            os: {os_name}\n            arch: {arch}\n"
-            f"            uri: file://{archive}\n            sha256: {sha}\n"
+            f"            uri: file://{archive}\n            sha256: {sha}\n" + SCHEMA
         )
-        _write(os.path.join(cat_app, f"fn{k}.yaml"), _config(k, None))
+        _write(os.path.join(cat_app, f"fn{k}.yaml"), _config(k, None) + _spec(k))
     catalog = os.path.join(root, "catalog.yaml")
     _write(
         catalog,
@@ -210,6 +264,36 @@ def _resolution_seconds(paths: dict[str, str], env: dict[str, str], repeat: int)
     return statistics.median(samples)
 
 
+SCHEMA_PROBE = """
+import sys, time
+start = time.perf_counter()
+from orchestrator.build import BuildOptions, Target, _Build
+from orchestrator.fs import Loader
+from orchestrator.functions import FnOptions
+from orchestrator.functions import schema
+path, catalog, cache = sys.argv[1:4]
+state = _Build(BuildOptions(functions=FnOptions(cache_dir=cache), trusted_catalogs=[catalog]))
+target = Target(state, Loader(path))
+state.functions().catalogs([], path, None).find("bench.example.com", "Stage0", "v1")
+ready = time.perf_counter()  # what the build does anyway: kustomization read, catalog loaded
+schema.precheck(target)
+done = time.perf_counter()
+assert len(state.functions().options.__dict__["_schema_validators"]) == 5
+print(done - ready)
+"""
+
+
+def _schema_seconds(paths: dict[str, str], env: dict[str, str], repeat: int) -> float:
+    """Median cost of the schema check of one build, in a fresh process each time (so the
+    lazy jsonschema import and the compile of the five schemas are counted)."""
+    samples = []
+    cache = os.path.join(env["XDG_CACHE_HOME"], "krm")
+    argv = [PYTHON, "-c", SCHEMA_PROBE, paths["catalog"], paths["catalog_file"], cache]
+    for _ in range(max(repeat, 5)):
+        samples.append(float(_run(argv, env)[1]))
+    return statistics.median(samples)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--resources", type=int, default=1000)
@@ -229,6 +313,8 @@ def main() -> None:
             "kpt fn render": [kpt, "fn", "render", paths["kpt"], "--allow-exec", "-o", "unwrap"],
             "krm starlark": krm + [paths["starlark"]],
             "krm catalog": krm + [paths["catalog"], f"--trusted-catalog={paths['catalog_file']}"],
+            "krm catalog --skip-schema": krm
+            + [paths["catalog"], f"--trusted-catalog={paths['catalog_file']}", "--skip-schema"],
         }
         outputs = {name: _run(argv, env)[1] for name, argv in runs.items()}  # warm caches
         expected = _docs(outputs["kpt fn render"])
@@ -241,6 +327,7 @@ def main() -> None:
             for name, argv in runs.items():  # interleaved: same machine state for each
                 times[name].append(_run(argv, env)[0])
         resolution = _resolution_seconds(paths, env, args.repeat)
+        schema_check = _schema_seconds(paths, env, args.repeat)
     med = {name: statistics.median(t) for name, t in times.items()}
     figures = {
         "resources": args.resources,
@@ -254,19 +341,31 @@ def main() -> None:
         # the cached archives (sha256) and locate their binaries, per build, warm cache.
         "catalog_resolution_ms": round(resolution * 1000, 2),
         "catalog_resolution_pct": round(100 * resolution / med["krm exec"], 3),
+        "schema_overhead_pct": round(
+            100 * (med["krm catalog"] / med["krm catalog --skip-schema"] - 1), 2
+        ),
+        # Measured directly: walk the tree, resolve, import jsonschema, compile and validate
+        # the five configs, once per build (fresh process).
+        "schema_check_ms": round(schema_check * 1000, 2),
+        "schema_check_pct": round(100 * schema_check / med["krm catalog"], 3),
     }
     if args.json:
         print(json.dumps(figures, indent=2))
         return
     print(f"{args.resources} resources, {FUNCTIONS} functions, median of {args.repeat}")
     for name, value in med.items():
-        print(f"  {name:<16} {value * 1000:8.1f} ms")
+        print(f"  {name:<26} {value * 1000:8.1f} ms")
     print(f"  krm exec / kpt fn render:     {figures['ratio_krm_exec_vs_kpt']:.3f} (target <= 0.8)")
     print(f"  krm starlark / kpt fn render: {figures['ratio_krm_starlark_vs_kpt']:.3f}")
     print(f"  catalog resolution overhead:  {figures['catalog_overhead_pct']:+.2f}% (target <= 5%)")
     print(
         f"  catalog resolution, direct:   {figures['catalog_resolution_ms']:.2f} ms per build "
         f"= {figures['catalog_resolution_pct']:.3f}% of krm exec"
+    )
+    print(f"  schema check overhead:        {figures['schema_overhead_pct']:+.2f}% (target <= 5%)")
+    print(
+        f"  schema check, direct:         {figures['schema_check_ms']:.2f} ms per build "
+        f"= {figures['schema_check_pct']:.3f}% of the catalog build"
     )
 
 

@@ -160,6 +160,27 @@ def catalog_serving_has_digest(*, publisher_slug: str, catalog_name: str, digest
     return _one_digest(_SQL_BY_DIGEST, (publisher_slug, catalog_name, digest)) is not None
 
 
+def function_version_schema(
+    *, publisher_slug: str, catalog_name: str, number: int, group: str, kind: str, version: str
+) -> dict | None:
+    """The ``schema`` of a function version in catalog version ``number`` (first definition
+    wins, as KEP-2906 resolves), or None when there is no such version or it has no schema."""
+    found = (
+        FunctionVersion.objects.filter(
+            catalog_version__catalog__publisher__slug=publisher_slug,
+            catalog_version__catalog__name=catalog_name,
+            catalog_version__number=number,
+            group=group,
+            kind=kind,
+            name=version,
+        )
+        .order_by("function__position", "position")
+        .values_list("schema", flat=True)
+        .first()
+    )
+    return found if isinstance(found, dict) else None
+
+
 class _ContentCache:
     """Bounded LRU of version bytes by digest; safe forever because a digest names its bytes."""
 

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from catalogs import mirror_views, views
+from catalogs import mirror_views, schema_views, views
 
 app_name = "catalogs"
 
@@ -30,6 +30,12 @@ urlpatterns = [
         "<slug:publisher>/<slug:catalog>/versions/<int:number>/catalog.yaml",
         views.catalog_version_by_number,
         name="version",
+    ),
+    path(
+        "<slug:publisher>/<slug:catalog>/versions/<int:number>/functions/<str:group>/<str:kind>/"
+        "<str:version>/schema.json",
+        schema_views.function_schema,
+        name="function_schema",
     ),
     re_path(
         r"^(?P<publisher>[-\w]+)/(?P<catalog>[-\w]+)/sha256/(?P<hexdigest>[0-9a-fA-F]{64})/catalog\.yaml$",

@@ -884,6 +884,9 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     build_metadata = target.k.get("buildMetadata") or []
     # Any buildMetadata makes kustomize track origins; it prints only those asked for.
     state.origins = bool(build_metadata)
+    from orchestrator.functions import schema as fn_schema
+
+    fn_schema.precheck(target)  # functionConfigs against catalog schemas, before anything runs
     acc = target.accumulate(_Accumulator())
     resmap = acc.resmap
     _add_hashes(resmap)

@@ -443,6 +443,30 @@ def _all(checks: list[Callable[[Any], bool]]) -> Callable[[Any], bool]:
     return check
 
 
+_BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
+    "minimum": lambda x, b: x >= b,
+    "maximum": lambda x, b: x <= b,
+    "exclusiveMinimum": lambda x, b: x > b,
+    "exclusiveMaximum": lambda x, b: x < b,
+}
+
+
+def _bound(compare: Callable[[Any, Any], bool], limit: Any) -> Callable[[Any], bool]:
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+        raise TypeError(f"a numeric bound must be a number, got {limit!r}")
+
+    def check(x: Any) -> bool:
+        return isinstance(x, bool) or not isinstance(x, (int, float)) or compare(x, limit)
+
+    return check
+
+
+def schema_predicate(schema: dict[str, Any]) -> Callable[[Any], bool]:
+    """A fast yes/no check for a JSON Schema using the keywords below (NotImplementedError for
+    others); the ``jsonschema`` library stays the one that explains a no."""
+    return _compile(schema, schema, {})
+
+
 def _compile(node: Any, root: dict[str, Any], refs: dict[str, Any]) -> Callable[[Any], bool]:
     """Compile the subset of JSON Schema that catalog.schema.json uses into a predicate."""
     if node is True:
@@ -454,6 +478,10 @@ def _compile(node: Any, root: dict[str, Any], refs: dict[str, Any]) -> Callable[
         "type", "properties", "required", "additionalProperties", "minProperties", "items",
         "minItems", "minLength", "pattern", "enum", "const", "$ref", "anyOf", "oneOf", "not",
         "if", "then", "else",
+        # used by functionConfig schemas (orchestrator.functions.schema); "format" is an
+        # annotation only, as in jsonschema without a format checker
+        "maxItems", "maxLength", "maxProperties", "minimum", "maximum", "exclusiveMinimum",
+        "exclusiveMaximum", "allOf", "format",
     }  # fmt: skip
     if unknown:
         raise NotImplementedError(f"catalog schema keyword(s) not supported: {sorted(unknown)}")
@@ -475,6 +503,20 @@ def _compile(node: Any, root: dict[str, Any], refs: dict[str, Any]) -> Callable[
     if "minItems" in node:
         n = node["minItems"]
         checks.append(lambda x: not isinstance(x, list) or len(x) >= n)
+    if "maxItems" in node:
+        n_max_items = node["maxItems"]
+        checks.append(lambda x: not isinstance(x, list) or len(x) <= n_max_items)
+    if "maxLength" in node:
+        n_max_len = node["maxLength"]
+        checks.append(lambda x: not isinstance(x, str) or len(x) <= n_max_len)
+    if "maxProperties" in node:
+        n_max_props = node["maxProperties"]
+        checks.append(lambda x: not isinstance(x, dict) or len(x) <= n_max_props)
+    for word, compare in _BOUNDS.items():
+        if word in node:
+            checks.append(_bound(compare, node[word]))
+    if "allOf" in node:
+        checks.extend(_compile(s, root, refs) for s in node["allOf"])
     if "items" in node:
         item = _compile(node["items"], root, refs)
 

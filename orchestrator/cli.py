@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     fcli = _functions_cli()
     fcli.add_build_flags(b)
     fcli.add_view_command(sub)
+    fcli.add_fn_command(sub)
     c = sub.add_parser(
         "consolidate", help="print a Composition's consolidated transformer list (no run)"
     )
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         command = _view
     elif args.command == "consolidate":
         command = _consolidate
+    elif args.command == "fn" and getattr(args, "fn_what", None) == "schema":
+        command = _fn_schema
     elif args.command == "build":
         command = _build
     else:
@@ -238,6 +241,12 @@ def _consolidate(args: argparse.Namespace, debug: bool) -> int:
 def _view(args: argparse.Namespace, debug: bool) -> int:
     """``krm view catalog REF``."""
     sys.stdout.write(_functions_cli().run_view(args))
+    return 0
+
+
+def _fn_schema(args: argparse.Namespace, debug: bool) -> int:
+    """``krm fn schema KIND``."""
+    sys.stdout.write(_functions_cli().run_fn_schema(args))
     return 0
 
 

@@ -190,6 +190,24 @@ def _schema_rows(schema: Any, prefix: str = "", required: set | None = None, dep
     return rows
 
 
+def _schema_modeline(request: HttpRequest, cat: Catalog, fn: Any, v: Any) -> str:
+    """The yaml-language-server line pointing editors at this version's JSON Schema."""
+    from catalogs.schema_views import CORE_GROUP
+
+    url = reverse(
+        "catalogs:function_schema",
+        args=[
+            cat.publisher.slug,
+            cat.name,
+            cat.latest_version.number,
+            fn.group or CORE_GROUP,
+            fn.kind,
+            v.name,
+        ],
+    )
+    return f"# yaml-language-server: $schema={request.build_absolute_uri(url)}"
+
+
 @domain_errors
 def function_detail(
     request: HttpRequest, publisher: str, catalog: str, group: str, kind: str
@@ -220,6 +238,7 @@ def function_detail(
                 "starlark": runtime.get("starlark"),
                 "schema_rows": _schema_rows(schema),
                 "has_schema": bool(schema),
+                "modeline": _schema_modeline(request, cat, fn, v) if schema else None,
             }
         )
     # Maintainers once: the function's, else the versions' when they all agree; a version

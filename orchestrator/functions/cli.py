@@ -9,6 +9,31 @@ import argparse
 from typing import Any
 
 
+def add_fn_command(sub: Any) -> None:
+    """``krm fn schema KIND [--catalog REF ...]``."""
+    f = sub.add_parser("fn", help="inspect KRM functions of the trusted catalogs")
+    fsub = f.add_subparsers(dest="fn_what", metavar="WHAT")
+    s = fsub.add_parser("schema", help="print the JSON Schema of a function's config")
+    s.add_argument("kind", help="Kind, or apiVersion/Kind (e.g. example.com/v1/JavaApplication)")
+    s.add_argument(
+        "--catalog",
+        "--trusted-catalog",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="catalog to search after the official one (trusted for this command); repeatable",
+    )
+    s.add_argument("--offline", action="store_true", help="use the cache only")
+
+
+def run_fn_schema(args: argparse.Namespace) -> str:
+    """The text ``krm fn schema`` prints."""
+    from orchestrator.functions.options import FnOptions
+    from orchestrator.functions.schema import schema_text
+
+    return schema_text(args.kind, args.catalog, options=FnOptions(offline=args.offline))
+
+
 def add_build_flags(p: argparse.ArgumentParser) -> None:
     """The function and catalog flags of ``krm build``."""
     p.add_argument(
@@ -53,6 +78,11 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         help="container engine for container functions (default: detect)",
     )
     p.add_argument("--offline", action="store_true", help="use cached catalogs and runtimes only")
+    p.add_argument(
+        "--skip-schema",
+        action="store_true",
+        help="do not check functionConfigs against their catalog schemas (emergencies only)",
+    )
 
 
 def fn_options(args: argparse.Namespace) -> Any:
@@ -60,6 +90,7 @@ def fn_options(args: argparse.Namespace) -> Any:
     from orchestrator.functions.options import FnOptions
 
     return FnOptions(
+        skip_schema=args.skip_schema,
         enable_exec=args.enable_exec,
         network=args.network,
         mounts=list(args.mount),

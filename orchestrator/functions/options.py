@@ -43,6 +43,8 @@ class FnOptions:
     catalog_keys: list[str] = field(default_factory=list)
     # CA bundle for https downloads; None: the system's (or SSL_CERT_FILE, as curl and git do).
     ca_file: str | None = None
+    # --skip-schema: do not check functionConfigs against their catalog schema (a warning says so)
+    skip_schema: bool = False
     # Filled by the engine: one kpt results entry per function run of this build, in order.
     results_log: list[dict[str, Any]] = field(default_factory=list, repr=False)
 

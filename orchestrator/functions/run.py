@@ -180,6 +180,10 @@ def run_function_config(
         if exc.file is None:  # the config is wrong or unmatched: point at where it is listed
             exc.file = source
         raise
+    if resolved.catalog is not None:
+        from orchestrator.functions import schema
+
+        schema.check_before_run(config, catalogs, options)
     name = f"{name} ({_label(resolved)}, from {resolved.origin})"
     # Before anything is fetched or run: the user's consent comes first.
     _check_needs(resolved, options, name)

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "catalogs.middleware.RequestBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -55,6 +56,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "catalogs.middleware.DatabaseBusyMiddleware",
 ]
 
 ROOT_URLCONF = "registry.urls"
@@ -136,6 +138,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    # Bounded memory and nesting for JSON bodies (catalogs.api.parsers), on every endpoint.
+    "DEFAULT_PARSER_CLASSES": [
+        "catalogs.api.parsers.CatalogJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "catalogs.api.pagination.StandardPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -160,6 +168,12 @@ SPECTACULAR_SETTINGS = {
 
 # The registry's own limits and URLs.
 CATALOG_MAX_BYTES = env_int("CATALOG_MAX_BYTES", 5 * 1024 * 1024)
+# One limit drives every request body: twice CATALOG_MAX_BYTES (a JSON-escaped catalog), enforced
+# by catalogs.middleware.RequestBodyLimitMiddleware (413 naming the limit, chunked bodies too);
+# Django's own check (a bare 400) then only bounds the non-file fields of multipart forms.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * CATALOG_MAX_BYTES
+# Seconds a client is told to wait (Retry-After) when the database is busy (SQLite write lock).
+DATABASE_BUSY_RETRY_AFTER = env_int("DATABASE_BUSY_RETRY_AFTER", 2)
 CATALOG_LATEST_MAX_AGE = env_int("CATALOG_LATEST_MAX_AGE", 60)
 # Used where no request is at hand (management commands) to print absolute serving URLs.
 REGISTRY_PUBLIC_URL = env("REGISTRY_PUBLIC_URL", default="http://127.0.0.1:8000")

@@ -54,3 +54,12 @@ def mirror_sources_sync_due_task() -> dict:
         except SyncInProgressError:
             continue
     return {"queued": queued}
+
+
+@shared_task
+def blobs_garbage_collect_task() -> dict:
+    """Delete stored blobs that nothing references, past the grace period (celery beat, hourly)."""
+    from catalogs import mirrors
+
+    collected = mirrors.blob_garbage_collect()
+    return {"deleted": collected.deleted, "kept_young": len(collected.kept_young)}

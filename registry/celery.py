@@ -18,4 +18,9 @@ app.conf.beat_schedule = {
         "task": "catalogs.tasks.mirror_sources_sync_due_task",
         "schedule": 60.0,
     },
+    # Blobs left unreferenced by a worker that died mid-commit (BLOB_GC_GRACE_MINUTES).
+    "blobs-garbage-collect": {
+        "task": "catalogs.tasks.blobs_garbage_collect_task",
+        "schedule": 3600.0,
+    },
 }

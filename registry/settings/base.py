@@ -213,6 +213,10 @@ MIRROR_DEFAULT_INTERVAL_MINUTES = env_int("MIRROR_DEFAULT_INTERVAL_MINUTES", 60)
 MIRROR_RUN_STALE_MINUTES = env_int("MIRROR_RUN_STALE_MINUTES", 120)
 # Mirrored runtime artifacts live in the default storage under this prefix.
 MIRROR_BLOB_PREFIX = "blobs/sha256"
+# Blobs that no row references (a worker died between storing and recording them) are deleted
+# by `manage.py gc_blobs` / the hourly beat task once older than this; keep it above the
+# longest sync.
+BLOB_GC_GRACE_MINUTES = env_int("BLOB_GC_GRACE_MINUTES", 24 * 60)
 
 # Web UI (issue 7): sign-in pages, self sign-up (off by default: an admin creates accounts).
 LOGIN_URL = "web:login"

@@ -141,6 +141,11 @@ def _read_definition_yaml(text: str) -> Any:
     """
     from django.conf import settings
 
+    size, limit = len(text.encode("utf-8", errors="surrogatepass")), settings.CATALOG_MAX_BYTES
+    if size > limit:
+        # Checked here, on the author's text: the wrapper's indentation would inflate the size.
+        message = f"the definition is {size} bytes, over the limit of {limit} bytes"
+        raise _definition_invalid([ProblemDetail(path="", message=message)])
     lines = text.split("\n")
     meaningful = [i for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")]
     if meaningful and lines[meaningful[0]].strip() == "---":

@@ -105,13 +105,25 @@ def json_loads_limited(body: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise ParseError(f"JSON parse error - not valid UTF-8 (byte {body[exc.start]:#04x}).")
     try:
-        value = json.loads(text, parse_constant=json_strict_constant)
+        value = json.loads(
+            text, parse_constant=json_strict_constant, object_pairs_hook=_unique_keys
+        )
     except RecursionError:
         raise ParseError(_TOO_DEEP)
     except ValueError as exc:
         raise ParseError(f"JSON parse error - {exc}")
     if json_depth(value) > JSON_MAX_DEPTH:
         raise ParseError(_TOO_DEEP)
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (which value would win is a guess)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"duplicate key {duplicate!r}")
     return value
 
 

@@ -25,9 +25,9 @@ _CHUNK = 64 * 1024
 
 def body_too_large_response(*, limit: int, size: int | None) -> JsonResponse:
     """413 with a problem that names the limit (and the size, when known)."""
-    what = f"The request body is {size} bytes" if size is not None else "The request body is"
+    what = f"The request body is {size} bytes," if size is not None else "The request body is"
     return JsonResponse(
-        {"detail": f"{what}, over the limit of {limit} bytes.", "limit": limit}, status=413
+        {"detail": f"{what} over the limit of {limit} bytes.", "limit": limit}, status=413
     )
 
 

@@ -355,7 +355,9 @@ def contribution_list(
     author: AbstractBaseUser | None = None,
 ) -> QuerySet[Contribution]:
     """Contributions, newest activity first, optionally by status, catalog and author."""
-    qs = Contribution.objects.select_related("catalog__publisher", "author", "reviewer")
+    qs = Contribution.objects.select_related(
+        "catalog__publisher", "author", "reviewer", "published_version__catalog__publisher"
+    ).defer("published_version__content")
     if status:
         qs = qs.filter(status=status)
     if catalog is not None:

@@ -7,6 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -63,3 +65,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         )
         return Response(body, status=code)
     return drf_exception_handler(exc, context)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler404``: under /api/ a JSON problem (the schema's), elsewhere Django's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)

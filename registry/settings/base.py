@@ -160,6 +160,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Two choice sets share the field name "status": name each (StatusEnum as it was before).
+    # The refusals every operation can answer (catalogs.api.schema), after the enum hook.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "catalogs.api.schema.add_problem_responses",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "StatusEnum": "catalogs.models.SyncRun.Status",
         "ContributionStatusEnum": "catalogs.models.ContributionStatus",

@@ -86,3 +86,21 @@ def test_source_runs_take_a_fixed_number_of_queries(many, django_assert_max_num_
         response = many.get(f"/api/v1/sources/{source.pk}/runs/?page_size=500")
     assert response.status_code == 200
     assert len(response.json()["results"]) == ROWS
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [
+        ("catalogs:latest", {"publisher": "slot-catalog", "catalog": "slot-publisher"}),
+        ("catalogs:version", {"publisher": "p", "catalog": "c", "number": 918273645}),
+        ("catalogs:digest", {"publisher": "p", "catalog": "c", "hexdigest": "ab" * 32}),
+        ("api:contribution-detail", {"pk": 7}),
+        ("api:source-detail", {"pk": 918273646}),
+    ],
+)
+def test_fast_reverse_is_reverse(name, kwargs):
+    from django.urls import reverse
+
+    from catalogs.api.serializers import fast_reverse
+
+    assert fast_reverse(name, **kwargs) == reverse(name, kwargs=kwargs)

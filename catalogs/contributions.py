@@ -144,6 +144,11 @@ def _read_definition_yaml(text: str) -> Any:
     """
     from django.conf import settings
 
+    size, limit = len(text.encode("utf-8", errors="surrogatepass")), settings.CATALOG_MAX_BYTES
+    if size > limit:
+        # Checked here, on the author's text: the wrapper's indentation would inflate the size.
+        message = f"the definition is {size} bytes, over the limit of {limit} bytes"
+        raise _definition_invalid([ProblemDetail(path="", message=message)])
     lines = text.split("\n")
     meaningful = [i for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")]
     if meaningful and lines[meaningful[0]].strip() == "---":
@@ -402,7 +407,9 @@ def contribution_list(
     author: AbstractBaseUser | None = None,
 ) -> QuerySet[Contribution]:
     """Contributions, newest activity first, optionally by status, catalog and author."""
-    qs = Contribution.objects.select_related("catalog__publisher", "author", "reviewer")
+    qs = Contribution.objects.select_related(
+        "catalog__publisher", "author", "reviewer", "published_version__catalog__publisher"
+    ).defer("published_version__content")
     if status:
         qs = qs.filter(status=status)
     if catalog is not None:

@@ -773,3 +773,50 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
         for name in created_files:
             default_storage.delete(name)
         raise
+
+
+# ----------------------------------------------------------------------------- blob GC
+
+
+@dataclass(frozen=True)
+class BlobCollection:
+    """What a blob garbage collection found: names deleted, and unreferenced ones kept (young)."""
+
+    deleted: list[str]
+    kept_young: list[str]
+
+
+def blob_garbage_collect(
+    *, grace: timedelta | None = None, dry_run: bool = False
+) -> BlobCollection:
+    """Delete stored blobs that no RuntimeArtifact row references and that are older than ``grace``.
+
+    A sync stores its blobs just before the transaction that records them; a worker that dies in
+    between leaves a blob nothing refers to. The grace period (BLOB_GC_GRACE_MINUTES) keeps the
+    blobs of syncs still running. Works through the Django storage API only, so any storage
+    backend (local files, S3) is collected the same way.
+    """
+    if grace is None:
+        grace = timedelta(minutes=settings.BLOB_GC_GRACE_MINUTES)
+    prefix = settings.MIRROR_BLOB_PREFIX
+    try:
+        _, names = default_storage.listdir(prefix)
+    except FileNotFoundError:
+        return BlobCollection(deleted=[], kept_young=[])
+    referenced = set(RuntimeArtifact.objects.values_list("storage_name", flat=True))
+    cutoff = timezone.now() - grace
+    deleted, young = [], []
+    for name in sorted(names):
+        path = f"{prefix}/{name}"
+        if path in referenced:
+            continue
+        if default_storage.get_modified_time(path) > cutoff:
+            young.append(path)
+            continue
+        # Checked again right before deleting: a sync may have recorded it meanwhile.
+        if RuntimeArtifact.objects.filter(storage_name=path).exists():
+            continue
+        if not dry_run:
+            default_storage.delete(path)
+        deleted.append(path)
+    return BlobCollection(deleted=deleted, kept_young=young)

@@ -255,38 +255,62 @@ def _search_text(*parts: Any) -> str:
     return " ".join(words).lower()
 
 
-def _functions_create(*, version: CatalogVersion, parsed: ParsedCatalog) -> None:
-    """Create the function definition and version rows of a newly published version."""
-    definitions = FunctionDefinition.objects.bulk_create(
-        [
-            FunctionDefinition(
-                catalog_version=version,
-                position=position,
-                group=fn.group or "",
-                kind=fn.kind or "",
-                description=fn.description or "",
-                publisher=fn.publisher or "",
-                home=fn.home or "",
-                maintainers=list(fn.maintainers or []),
-                tags=list(fn.tags or []),
-            )
-            for position, fn in enumerate(parsed.functions)
-        ]
+@dataclass(frozen=True)
+class PreparedDocument:
+    """A parsed, validated catalog document with its canonical bytes and unsaved function rows.
+
+    Built outside any transaction (parsing 4,000 functions takes a while), so that a publish
+    holds the database's write lock only to insert.
+    """
+
+    parsed: ParsedCatalog
+    canonical: bytes
+    digest: str
+    # One (definition, its versions) per function; foreign keys are set at insert time.
+    rows: list[tuple[FunctionDefinition, list[FunctionVersion]]]
+
+
+def catalog_document_prepare(
+    *, content: bytes | str | OversizedDocument, served: bytes | None = None
+) -> PreparedDocument:
+    """Parse and validate ``content`` and build its rows, or InvalidCatalogError (no DB access).
+
+    The bytes served are the canonical form, or ``served`` as given (an OCI push's layer).
+    """
+    parsed = catalog_document_parse(content=content)
+    canonical = parsed.canonical_bytes() if served is None else served
+    # Hash the bytes we serve, so X-Content-Digest always equals sha256(body).
+    digest = "sha256:" + hashlib.sha256(canonical).hexdigest()
+    return PreparedDocument(
+        parsed=parsed, canonical=canonical, digest=digest, rows=_function_rows(parsed)
     )
+
+
+def _function_rows(parsed: ParsedCatalog) -> list[tuple[FunctionDefinition, list[FunctionVersion]]]:
+    """Unsaved function definition and version rows of a parsed document."""
     rows = []
-    for definition, fn in zip(definitions, parsed.functions, strict=True):
+    for position, fn in enumerate(parsed.functions):
+        definition = FunctionDefinition(
+            position=position,
+            group=fn.group or "",
+            kind=fn.kind or "",
+            description=fn.description or "",
+            publisher=fn.publisher or "",
+            home=fn.home or "",
+            maintainers=list(fn.maintainers or []),
+            tags=list(fn.tags or []),
+        )
         tags = [str(t) for t in fn.tags or []]
         search_text = _search_text(fn.group, fn.kind, fn.description, fn.publisher, tags)
-        for position, fv in enumerate(fn.versions):
+        versions = []
+        for number, fv in enumerate(fn.versions):
             kinds = list(fv.runtime_kinds or [])
-            rows.append(
+            versions.append(
                 FunctionVersion(
-                    function=definition,
-                    catalog_version=version,
                     group=definition.group,
                     kind=definition.kind,
                     name=fv.name or "",
-                    position=position,
+                    position=number,
                     runtime=dict(fv.runtime or {}),
                     schema=fv.schema,
                     idempotent=fv.idempotent,
@@ -302,6 +326,24 @@ def _functions_create(*, version: CatalogVersion, parsed: ParsedCatalog) -> None
                     search_text=search_text,
                 )
             )
+        rows.append((definition, versions))
+    return rows
+
+
+def _functions_create(*, version: CatalogVersion, prepared: PreparedDocument) -> None:
+    """Insert the function definition and version rows of a newly published version."""
+    for definition, _ in prepared.rows:
+        # pk reset: the same prepared rows may be inserted again after a rolled-back attempt.
+        definition.pk = None
+        definition.catalog_version = version
+    FunctionDefinition.objects.bulk_create([definition for definition, _ in prepared.rows])
+    rows = []
+    for definition, versions in prepared.rows:
+        for fv in versions:
+            fv.pk = None
+            fv.function = definition
+            fv.catalog_version = version
+            rows.append(fv)
     FunctionVersion.objects.bulk_create(rows)
 
 
@@ -323,11 +365,10 @@ def _check_not_mirror(*, catalog: Catalog, sync_run: SyncRun | None) -> None:
     )
 
 
-@transaction.atomic
 def catalog_version_publish(
     *,
     catalog: Catalog,
-    content: bytes | str | OversizedDocument,
+    content: bytes | str | OversizedDocument | PreparedDocument,
     actor: Actor,
     sync_run: SyncRun | None = None,
     oci_manifest: bytes | None = None,
@@ -336,19 +377,46 @@ def catalog_version_publish(
 
     Returns ``(version, created)``. Nothing is written unless the document is valid. A mirror's
     catalog takes versions only from ``sync_run``, a running sync of its own source. With
-    ``oci_manifest`` (an OCI push), ``content`` is that manifest's layer: served as it is.
+    ``oci_manifest`` (an OCI push), ``content`` is that manifest's layer: served as it is. The
+    document is parsed and validated before the transaction starts: the write lock (on SQLite, the
+    whole database's) is held only for the inserts.
     """
     _check_can_write(publisher=catalog.publisher, actor=actor)
     _check_not_mirror(catalog=catalog, sync_run=sync_run)
-    parsed = catalog_document_parse(content=content)
-    # A pushed manifest names its layer's digest: those bytes are served, not re-serialised.
-    canonical = bytes(content) if oci_manifest is not None else parsed.canonical_bytes()
-    # Hash the bytes we serve, so X-Content-Digest always equals sha256(body).
-    digest = "sha256:" + hashlib.sha256(canonical).hexdigest()
+    if isinstance(content, PreparedDocument):
+        prepared = content
+    else:
+        # A pushed manifest names its layer's digest: those bytes are served, not re-serialised.
+        served = content if oci_manifest is not None and isinstance(content, bytes) else None
+        prepared = catalog_document_prepare(content=content, served=served)
+    with transaction.atomic():
+        return _catalog_version_insert(
+            catalog=catalog,
+            prepared=prepared,
+            actor=actor,
+            sync_run=sync_run,
+            oci_manifest=oci_manifest,
+        )
 
+
+def _catalog_version_insert(
+    *,
+    catalog: Catalog,
+    prepared: PreparedDocument,
+    actor: Actor,
+    sync_run: SyncRun | None,
+    oci_manifest: bytes | None = None,
+) -> tuple[CatalogVersion, bool]:
+    """The write half of a publish, inside the caller's transaction."""
     # Lock the catalog row: concurrent publishes get consecutive numbers, never a duplicate.
     locked = Catalog.objects.select_for_update().get(pk=catalog.pk)
-    existing = CatalogVersion.objects.filter(catalog=locked, digest=digest).defer("content").first()
+    # Again under the lock: a source may have been attached since the check above.
+    _check_not_mirror(catalog=locked, sync_run=sync_run)
+    existing = (
+        CatalogVersion.objects.filter(catalog=locked, digest=prepared.digest)
+        .defer("content")
+        .first()
+    )
     if existing is not None:
         return existing, False
 
@@ -356,20 +424,20 @@ def catalog_version_publish(
     version = CatalogVersion.objects.create(
         catalog=locked,
         number=number,
-        content=canonical,
-        digest=digest,
-        size=len(canonical),
-        document_name=str(parsed.name or ""),
+        content=prepared.canonical,
+        digest=prepared.digest,
+        size=len(prepared.canonical),
+        document_name=str(prepared.parsed.name or ""),
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
-    _functions_create(version=version, parsed=parsed)
+    _functions_create(version=version, prepared=prepared)
     locked.latest_version = version
     locked.save(update_fields=["latest_version", "updated_at"])
     catalog.latest_version = version
     oci_catalog_version_store(version=version, pushed_manifest=oci_manifest)
     # Signed in the same transaction, so nothing serves it unsigned; a mirror's run verified
     # its upstream signature before it published.
-    catalog_version_sign(version=version, content=canonical)
+    catalog_version_sign(version=version, content=prepared.canonical)
     return version, True
 
 
@@ -451,7 +519,6 @@ def catalog_versions_sign(*, resign: bool = False) -> int:
     return count
 
 
-@transaction.atomic
 def catalog_import(
     *,
     publisher_slug: str,
@@ -467,7 +534,27 @@ def catalog_import(
             f"Publisher '{publisher_slug}' is reserved: it is owned by the registry, so --owner "
             "cannot be given."
         )
-    # One transaction: a bad document rolls back the publisher and catalog created here too.
+    # Parsed before the transaction, like any publish; a bad document creates nothing.
+    prepared = catalog_document_prepare(content=content)
+    with transaction.atomic():
+        return _catalog_import_write(
+            publisher_slug=publisher_slug,
+            catalog_name=catalog_name,
+            prepared=prepared,
+            owner=owner,
+            description=description,
+        )
+
+
+def _catalog_import_write(
+    *,
+    publisher_slug: str,
+    catalog_name: str,
+    prepared: PreparedDocument,
+    owner: AbstractBaseUser | None,
+    description: str,
+) -> tuple[CatalogVersion, bool]:
+    """The write half of an import: one transaction, so a refused publish creates nothing."""
     publisher = Publisher.objects.filter(slug=publisher_slug).first()
     if publisher is None:
         publisher = publisher_create(slug=publisher_slug, display_name=publisher_slug, actor=None)
@@ -478,4 +565,4 @@ def catalog_import(
         catalog = catalog_create(
             publisher=publisher, name=catalog_name, description=description, actor=None
         )
-    return catalog_version_publish(catalog=catalog, content=content, actor=None)
+    return catalog_version_publish(catalog=catalog, content=prepared, actor=None)

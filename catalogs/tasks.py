@@ -63,3 +63,12 @@ def oci_uploads_gc_task() -> dict:
 
     sessions, blobs = oci_uploads_gc()
     return {"sessions": sessions, "blobs": blobs}
+
+
+@shared_task
+def blobs_garbage_collect_task() -> dict:
+    """Delete stored blobs that nothing references, past the grace period (celery beat, hourly)."""
+    from catalogs import mirrors
+
+    collected = mirrors.blob_garbage_collect()
+    return {"deleted": collected.deleted, "kept_young": len(collected.kept_young)}

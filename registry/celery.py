@@ -20,4 +20,9 @@ app.conf.beat_schedule = {
     },
     # OCI upload sessions and uploaded blobs no manifest references (OCI_UPLOAD_GC_MINUTES).
     "oci-uploads-gc": {"task": "catalogs.tasks.oci_uploads_gc_task", "schedule": 900.0},
+    # Blobs left unreferenced by a worker that died mid-commit (BLOB_GC_GRACE_MINUTES).
+    "blobs-garbage-collect": {
+        "task": "catalogs.tasks.blobs_garbage_collect_task",
+        "schedule": 3600.0,
+    },
 }

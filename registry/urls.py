@@ -16,3 +16,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("catalogs.web.urls", namespace="web")),
 ]
+
+# API paths that match no route answer a JSON problem, as the OpenAPI schema documents.
+handler404 = "catalogs.api.handlers.page_not_found"

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status, viewsets
 from rest_framework.permissions import IsAuthenticated
@@ -19,7 +18,7 @@ from rest_framework.response import Response
 
 from catalogs import contributions, selectors
 from catalogs.api.parsers import CatalogJSONParser
-from catalogs.api.serializers import catalog_version_url
+from catalogs.api.serializers import absolute_url, catalog_version_url, fast_reverse
 from catalogs.exceptions import InvalidInputError, NotFoundError
 from catalogs.models import Contribution, ContributionStatus, ReviewEvent
 from catalogs.services import OversizedDocument
@@ -30,8 +29,7 @@ from orchestrator.catalog import MAX_DEPTH, dump_canonical
 
 def contribution_url(request, contribution: Contribution) -> str:
     """Absolute URL of a contribution in the API."""
-    path = reverse("api:contribution-detail", kwargs={"pk": contribution.pk})
-    return request.build_absolute_uri(path) if request is not None else path
+    return absolute_url(request, fast_reverse("api:contribution-detail", pk=contribution.pk))
 
 
 def _depth(value: Any) -> int:

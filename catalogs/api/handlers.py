@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db import OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -28,8 +33,28 @@ _STATUS = {
 }
 
 
+def database_is_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked" (the write lock stayed taken too long)."""
+    return isinstance(exc, OperationalError) and "database is locked" in str(exc)
+
+
+def database_busy_body() -> dict[str, Any]:
+    """The problem of a request refused because the database is busy."""
+    return {
+        "detail": "The registry is busy (another write holds the database); nothing was "
+        "changed. Retry in a few seconds."
+    }
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Map RegistryError subclasses to their status; leave everything else to DRF."""
+    if database_is_busy(exc):
+        retry = str(settings.DATABASE_BUSY_RETRY_AFTER)
+        return Response(database_busy_body(), status=503, headers={"Retry-After": retry})
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        body = {"detail": f"The request body is over the limit of {limit} bytes.", "limit": limit}
+        return Response(body, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, RegistryError):
         body: dict[str, Any] = {"detail": exc.message}
         if isinstance(exc, InvalidCatalogError):
@@ -40,3 +65,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         )
         return Response(body, status=code)
     return drf_exception_handler(exc, context)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler404``: under /api/ a JSON problem (the schema's), elsewhere Django's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)

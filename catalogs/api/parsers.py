@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-import io
+import json
 from typing import IO, Any
 
 from django.conf import settings
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework import renderers
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser
 
 from catalogs.services import OversizedDocument
 
 _CHUNK = 64 * 1024
+# Deepest nesting of objects and arrays a JSON body may have: a body wraps a document that may
+# nest to orchestrator.catalog.MAX_DEPTH (100) itself, which the document's own check reports.
+JSON_MAX_DEPTH = 200
+_TOO_DEEP = f"JSON parse error - nested deeper than {JSON_MAX_DEPTH} levels."
+
+
+def request_max_bytes() -> int:
+    """Largest request body the registry reads: twice CATALOG_MAX_BYTES (JSON escaping)."""
+    return 2 * settings.CATALOG_MAX_BYTES
 
 
 def read_limited(stream: IO[bytes], limit: int) -> bytes | OversizedDocument:
@@ -58,12 +69,19 @@ class CatalogTextYAMLParser(CatalogYAMLParser):
     media_type = "text/yaml"
 
 
-class CatalogJSONParser(JSONParser):
-    """``{"content": "<yaml>"}`` with the same memory bound as YAML bodies.
+class CatalogJSONParser(BaseParser):
+    """JSON bodies of every write endpoint (``{"content": "<yaml>"}``…), bounded in size and depth.
 
-    JSON escaping can make a document longer, so the body may be up to twice the size limit;
-    the document inside is then checked against the limit itself.
+    Not a subclass of DRF's JSONParser on purpose: DRF reads the whole body of those through
+    ``request.body`` first (Django's DATA_UPLOAD_MAX_MEMORY_SIZE, a bare HTML 400). The body may
+    be up to twice CATALOG_MAX_BYTES (JSON escaping makes a document longer; the
+    ``RequestBodyLimitMiddleware`` refuses bigger ones first); a catalog inside is then checked
+    against the limit itself. Nesting deeper than ``JSON_MAX_DEPTH`` is a 400, never a
+    RecursionError.
     """
+
+    media_type = "application/json"
+    renderer_class = renderers.JSONRenderer
 
     def parse(
         self,
@@ -74,7 +92,53 @@ class CatalogJSONParser(JSONParser):
         """The decoded JSON, or the body's size when it is over twice the limit."""
         if stream is None:
             return {}
-        body = read_limited(stream, 2 * settings.CATALOG_MAX_BYTES)
+        body = read_limited(stream, request_max_bytes())
         if isinstance(body, OversizedDocument):
             return body
-        return super().parse(io.BytesIO(body), media_type, parser_context)
+        return json_loads_limited(body)
+
+
+def json_loads_limited(body: bytes) -> Any:
+    """``body`` as JSON, or ParseError: not UTF-8, not JSON, NaN/Infinity, or nested too deeply."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"JSON parse error - not valid UTF-8 (byte {body[exc.start]:#04x}).")
+    try:
+        value = json.loads(
+            text, parse_constant=json_strict_constant, object_pairs_hook=_unique_keys
+        )
+    except RecursionError:
+        raise ParseError(_TOO_DEEP)
+    except ValueError as exc:
+        raise ParseError(f"JSON parse error - {exc}")
+    if json_depth(value) > JSON_MAX_DEPTH:
+        raise ParseError(_TOO_DEEP)
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (which value would win is a guess)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"duplicate key {duplicate!r}")
+    return value
+
+
+def json_strict_constant(name: str) -> None:
+    """Refuse NaN and Infinity, which are not JSON (as DRF's strict JSONParser does)."""
+    raise ValueError(f"Out of range float values are not JSON compliant: {name!r}")
+
+
+def json_depth(value: Any) -> int:
+    """How deeply ``value`` nests objects and arrays (iterative: no recursion limit to hit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest

@@ -39,6 +39,8 @@ class DocumentForm(forms.Form):
 
     def clean(self) -> dict:
         cleaned = super().clean()
+        if self.errors:  # e.g. a NUL in the text: that error says it, not "paste the text"
+            return cleaned
         if not cleaned.get("file") and not (cleaned.get("content") or "").strip():
             raise forms.ValidationError("Upload a YAML file or paste the YAML text.")
         return cleaned

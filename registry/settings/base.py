@@ -49,6 +49,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "catalogs.middleware.RequestBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -56,6 +57,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "catalogs.middleware.DatabaseBusyMiddleware",
 ]
 
 ROOT_URLCONF = "registry.urls"
@@ -138,6 +140,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    # Bounded memory and nesting for JSON bodies (catalogs.api.parsers), on every endpoint.
+    "DEFAULT_PARSER_CLASSES": [
+        "catalogs.api.parsers.CatalogJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "catalogs.api.pagination.StandardPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -154,6 +162,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Two choice sets share the field name "status": name each (StatusEnum as it was before).
+    # The refusals every operation can answer (catalogs.api.schema), after the enum hook.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "catalogs.api.schema.add_problem_responses",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "StatusEnum": "catalogs.models.SyncRun.Status",
         "ContributionStatusEnum": "catalogs.models.ContributionStatus",
@@ -162,6 +175,12 @@ SPECTACULAR_SETTINGS = {
 
 # The registry's own limits and URLs.
 CATALOG_MAX_BYTES = env_int("CATALOG_MAX_BYTES", 5 * 1024 * 1024)
+# One limit drives every request body: twice CATALOG_MAX_BYTES (a JSON-escaped catalog), enforced
+# by catalogs.middleware.RequestBodyLimitMiddleware (413 naming the limit, chunked bodies too);
+# Django's own check (a bare 400) then only bounds the non-file fields of multipart forms.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * CATALOG_MAX_BYTES
+# Seconds a client is told to wait (Retry-After) when the database is busy (SQLite write lock).
+DATABASE_BUSY_RETRY_AFTER = env_int("DATABASE_BUSY_RETRY_AFTER", 2)
 CATALOG_LATEST_MAX_AGE = env_int("CATALOG_LATEST_MAX_AGE", 60)
 
 
@@ -222,6 +241,10 @@ MIRROR_DEFAULT_INTERVAL_MINUTES = env_int("MIRROR_DEFAULT_INTERVAL_MINUTES", 60)
 MIRROR_RUN_STALE_MINUTES = env_int("MIRROR_RUN_STALE_MINUTES", 120)
 # Mirrored runtime artifacts live in the default storage under this prefix.
 MIRROR_BLOB_PREFIX = "blobs/sha256"
+# Blobs that no row references (a worker died between storing and recording them) are deleted
+# by `manage.py gc_blobs` / the hourly beat task once older than this; keep it above the
+# longest sync.
+BLOB_GC_GRACE_MINUTES = env_int("BLOB_GC_GRACE_MINUTES", 24 * 60)
 
 # Publisher slugs no user may take (the mirror publisher's always is): names that look official
 # or shadow a path of this site. A system caller (import_catalog) may still create them.

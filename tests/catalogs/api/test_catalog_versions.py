@@ -3,6 +3,7 @@
 import hashlib
 
 import pytest
+from django.conf import settings
 
 from catalogs.models import CatalogVersion
 from tests.catalogs.factories import catalog_yaml
@@ -106,10 +107,18 @@ def test_unknown_version_is_404(api_client, catalog):
     assert response.json() == {"detail": "Catalog 'example-co/functions' has no version 7."}
 
 
-def test_a_document_larger_than_djangos_upload_limit_is_published(as_user, catalog, settings):
-    """The registry's own limit (CATALOG_MAX_BYTES) governs, not DATA_UPLOAD_MAX_MEMORY_SIZE."""
-    document = catalog_yaml(*[("example.co", f"Fn{i}", "v1") for i in range(5600)]).encode()
-    assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE < len(document) < settings.CATALOG_MAX_BYTES
-    response = as_user("owner").post(VERSIONS, document, content_type="application/yaml")
+@pytest.mark.parametrize("as_json", [False, True], ids=["yaml", "json"])
+def test_a_document_larger_than_djangos_default_upload_limit_is_published(
+    as_user, catalog, as_json
+):
+    """CATALOG_MAX_BYTES governs YAML and JSON bodies alike, not Django's 2.5 MB default."""
+    document = catalog_yaml(*[("example.co", f"Fn{i}", "v1") for i in range(5600)])
+    assert 2_621_440 < len(document) < settings.CATALOG_MAX_BYTES
+    if as_json:
+        response = as_user("owner").post(VERSIONS, {"content": document}, format="json")
+    else:
+        response = as_user("owner").post(
+            VERSIONS, document.encode(), content_type="application/yaml"
+        )
     assert response.status_code == 201, response.content[:500]
     assert CatalogVersion.objects.get().functions.count() == 5600

@@ -54,7 +54,7 @@ def test_bad_yaml_inside_json_is_400_with_the_same_problems(owner_client):
 def test_body_over_the_limit_is_400_with_its_size_and_not_kept(owner_client, settings):
     settings.CATALOG_MAX_BYTES = 1000
     before = _snapshot()
-    body = b"# padding\n" * 30000  # 300,000 bytes, read in chunks and counted, never stored
+    body = b"# padding\n" * 150  # 1,500 bytes: read in chunks and counted, never stored
     response = owner_client.post(VERSIONS, body, content_type="application/yaml")
     assert response.status_code == 400
     assert response.json() == {
@@ -62,11 +62,25 @@ def test_body_over_the_limit_is_400_with_its_size_and_not_kept(owner_client, set
         "problems": [
             {
                 "path": "",
-                "message": "catalog is 300000 bytes, over the limit of 1000 bytes",
+                "message": "catalog is 1500 bytes, over the limit of 1000 bytes",
                 "line": None,
                 "column": None,
             }
         ],
+    }
+    assert _snapshot() == before
+
+
+@pytest.mark.parametrize("content_type", ["application/yaml", "application/json"])
+def test_body_over_twice_the_limit_is_413_naming_the_limit(owner_client, settings, content_type):
+    settings.CATALOG_MAX_BYTES = 1000
+    before = _snapshot()
+    body = b"# padding\n" * 30000  # 300,000 bytes: refused before any view reads it
+    response = owner_client.post(VERSIONS, body, content_type=content_type)
+    assert response.status_code == 413
+    assert response.json() == {
+        "detail": "The request body is 300000 bytes, over the limit of 2000 bytes.",
+        "limit": 2000,
     }
     assert _snapshot() == before
 
@@ -85,20 +99,16 @@ def test_non_owner_sending_a_bad_document_gets_403_not_the_problems(as_user, own
     assert "problems" not in response.json()
 
 
-def test_json_body_over_twice_the_limit_is_400_and_not_kept(owner_client, settings):
+def test_json_body_over_twice_the_limit_is_413_and_not_kept(owner_client, settings):
     settings.CATALOG_MAX_BYTES = 1000
     before = _snapshot()
     body = '{"content": "' + "x" * 2500 + '"}'
     response = owner_client.post(VERSIONS, body, content_type="application/json")
-    assert response.status_code == 400
-    assert response.json()["problems"] == [
-        {
-            "path": "",
-            "message": f"catalog is {len(body)} bytes, over the limit of 1000 bytes",
-            "line": None,
-            "column": None,
-        }
-    ]
+    assert response.status_code == 413
+    assert response.json() == {
+        "detail": f"The request body is {len(body)} bytes, over the limit of 2000 bytes.",
+        "limit": 2000,
+    }
     assert _snapshot() == before
 
 

@@ -192,10 +192,11 @@ def test_an_oversized_body_is_refused_by_its_size(client_for, published, setting
     settings.CATALOG_MAX_BYTES = 1000
     data = {**BODY, "definition": DEFINITION + "#" * 3000}
     response = client_for("author").post(LIST, data, format="json")
-    assert response.status_code == 400
-    size = len(response.wsgi_request.body)
+    assert response.status_code == 413
+    size = int(response.wsgi_request.META["CONTENT_LENGTH"])
     assert response.json() == {
-        "detail": f"The request body is {size} bytes, over the limit of 2000 bytes."
+        "detail": f"The request body is {size} bytes, over the limit of 2000 bytes.",
+        "limit": 2000,
     }
     assert not Contribution.objects.exists()
 

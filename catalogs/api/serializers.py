@@ -96,7 +96,7 @@ def catalog_version_signature_url(request, version: CatalogVersion) -> str:
         "catalog": catalog.name,
         "number": version.number,
     }
-    return _absolute(request, reverse("catalogs:version-sig", kwargs=kwargs))
+    return absolute_url(request, fast_reverse("catalogs:version-sig", **kwargs))
 
 
 class SignatureSerializer(serializers.Serializer):

@@ -231,7 +231,7 @@ class Target:
         # Path of this kustomization relative to the top one (for origin annotations).
         self.origin = origin
         self.loader = loader
-        self.kfile = kfile or find_kustomization(loader.root)
+        self.kfile = kfile or find_kustomization(loader.root, loader.restrictor)
         self.source = display(self.kfile)
         self.k = kustomization.load(self.kfile, warnings=build.warnings)
         self.kind = self.k["kind"]
@@ -359,9 +359,7 @@ class Target:
             origin = None
             if self.build.origins:
                 origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
-            for res in resources_from_bytes(data, source=where):
-                if origin is not None:
-                    _annotate(res, ORIGIN_ANNOTATION, origin)
+            for res in resources_from_bytes(data, source=where, origin=origin):
                 try:
                     acc.resmap.append(res)
                 except ResourceConflictError as exc:
@@ -776,15 +774,18 @@ def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:
         raise ValidationError(f"invalid openapi/CRD document: {exc}", file=source) from None
 
 
-def resources_from_bytes(data: bytes, *, source: str) -> list[Resource]:
-    """Resources of a YAML stream; ``List`` kinds are flattened."""
+def resources_from_bytes(
+    data: bytes, *, source: str, origin: str | None = None
+) -> list[Resource]:
+    """Resources of a YAML stream; ``List`` kinds are flattened. ``origin``: the value of
+    the ``config.kubernetes.io/origin`` annotation to add (buildMetadata)."""
     out: list[Resource] = []
     for doc in yamlio.load_all(data, source=source):
-        _add_doc(doc, source, out)
+        _add_doc(doc, source, out, origin)
     return out
 
 
-def _add_doc(doc: Any, source: str, out: list[Resource]) -> None:
+def _add_doc(doc: Any, source: str, out: list[Resource], origin: str | None = None) -> None:
     if not isinstance(doc, dict):
         raise ValidationError(
             f"a resource must be a YAML map, got {type(doc).__name__}", file=source
@@ -792,7 +793,7 @@ def _add_doc(doc: Any, source: str, out: list[Resource]) -> None:
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
         for item in doc["items"]:
-            _add_doc(item, source, out)
+            _add_doc(item, source, out, origin)
         return
     if not kind:
         raise ValidationError(
@@ -801,7 +802,10 @@ def _add_doc(doc: Any, source: str, out: list[Resource]) -> None:
     md = doc.get("metadata")
     if not (isinstance(md, dict) and (md.get("name") or md.get("generateName"))):
         raise ValidationError(f"missing metadata.name in object {_short(doc)}", file=source)
-    out.append(Resource(obj=doc, source=source))
+    res = Resource(obj=doc, source=source)
+    if origin is not None:
+        _annotate(res, ORIGIN_ANNOTATION, origin)
+    out.append(res)
 
 
 def _short(doc: dict) -> str:
@@ -832,22 +836,39 @@ def _strip_annotation(res: Resource, key: str) -> None:
 def _annotate(res: Resource, key: str, value: str) -> None:
     md = res.metadata
     ann = md.get("annotations")
-    if not isinstance(ann, dict):
+    if ann is not None and not isinstance(ann, dict):
+        raise ValidationError(
+            f"cannot add annotation {key}: metadata/annotations is not a map",
+            file=res.source,
+            resource=res.describe(),
+        )
+    if ann is None:
         ann = md["annotations"] = {}
     ann[key] = value
 
 
 def _normalise_annotations(res: Resource) -> None:
     # kustomize rewrites every non-empty annotation map as map[string]string at the end
-    # (RemoveBuildAnnotations), so non-string values come out as strings.
+    # (RemoveBuildAnnotations), so non-string values come out as strings, and it drops an
+    # empty or null one (kyaml's ClearEmptyAnnotations), unlike empty labels.
     md = res.obj.get("metadata")
     if not isinstance(md, dict):
         return
-    ann = md.get("annotations")
-    if isinstance(ann, dict) and ann:
-        for k, v in ann.items():
-            if not isinstance(v, str):
-                ann[k] = fbase.scalar_text(v) if not isinstance(v, (dict, list)) else v
+    ann = md.get("annotations", res)
+    if ann is res:
+        return
+    if not ann or not isinstance(ann, dict):
+        del md["annotations"]
+        return
+    for k, v in ann.items():
+        if not isinstance(v, str):
+            ann[k] = fbase.scalar_text(v) if not isinstance(v, (dict, list)) else v
+
+
+def _is_local_config(res: Resource) -> bool:
+    md = res.obj.get("metadata")
+    ann = md.get("annotations") if isinstance(md, dict) else None
+    return isinstance(ann, dict) and str(ann.get(LOCAL_CONFIG)) == "true"
 
 
 def _add_hashes(resmap: ResMap) -> None:
@@ -896,11 +917,7 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         kvars.apply(
             resmap.resources(), acc.vars, field_specs=acc.var_field_specs or None, bound=True
         )
-    resources = [
-        r
-        for r in resmap
-        if str(((r.obj.get("metadata") or {}).get("annotations") or {}).get(LOCAL_CONFIG)) != "true"
-    ]
+    resources = [r for r in resmap if not _is_local_config(r)]
     sort_options = target.k.get("sortOptions")
     if sort_options is not None:
         from orchestrator import sort

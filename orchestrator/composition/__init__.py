@@ -101,12 +101,7 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         from orchestrator.filters import vars as kvars
 
         kvars.apply(resmap.resources(), acc.vars, field_specs=acc.var_field_specs or None)
-    resources = [
-        r
-        for r in resmap
-        if str(((r.obj.get("metadata") or {}).get("annotations") or {}).get(_build.LOCAL_CONFIG))
-        != "true"
-    ]
+    resources = [r for r in resmap if not _build._is_local_config(r)]
     if state.options.reorder == "legacy":
         from orchestrator import sort
 

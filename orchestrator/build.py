@@ -774,9 +774,7 @@ def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:
         raise ValidationError(f"invalid openapi/CRD document: {exc}", file=source) from None
 
 
-def resources_from_bytes(
-    data: bytes, *, source: str, origin: str | None = None
-) -> list[Resource]:
+def resources_from_bytes(data: bytes, *, source: str, origin: str | None = None) -> list[Resource]:
     """Resources of a YAML stream; ``List`` kinds are flattened. ``origin``: the value of
     the ``config.kubernetes.io/origin`` annotation to add (buildMetadata)."""
     out: list[Resource] = []

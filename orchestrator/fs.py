@@ -106,9 +106,7 @@ def find_kustomization(root: str, restrictor: str = ROOT_ONLY) -> str:
         n
         for n in KUSTOMIZATION_FILES
         if os.path.isfile(os.path.join(root, n))
-        and (
-            restrictor == NONE or _within(real_root, os.path.realpath(os.path.join(root, n)))
-        )
+        and (restrictor == NONE or _within(real_root, os.path.realpath(os.path.join(root, n))))
     ]
     if not found:
         # A Composition directory never gets here: callers route it to orchestrator.composition.

@@ -153,6 +153,25 @@ def _scalar(node: yaml.ScalarNode, bools: dict[str, bool] = _BOOLS) -> Any:
     return value
 
 
+class ImplicitNullMap(dict):
+    """A map with keys written with no value at all (``key:``), named in ``implicit_nulls``.
+
+    go-yaml keeps such a value as an empty null scalar, and kyaml's strategic merge drops it
+    where it walks, while an explicit ``null`` or ``~`` stays; PyYAML reads both as None.
+    The value is what kustomize decodes: None in a block mapping, ``""`` in a flow mapping
+    (``{key: }``). Only maps that hold such a key get this type (rare).
+    """
+
+    __slots__ = ("implicit_nulls",)
+
+    def __init__(self, items: Any = (), implicit_nulls: frozenset[str] = frozenset()) -> None:
+        dict.__init__(self, items)
+        self.implicit_nulls = implicit_nulls
+
+    def __reduce__(self) -> Any:
+        return (ImplicitNullMap, (dict(self), self.implicit_nulls))
+
+
 def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False) -> Any:
     """Plain Python data from a composed node (faster than PyYAML's constructor)."""
     cls = node.__class__
@@ -163,6 +182,7 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False)
     result: dict[str, Any] = {}
     merged: list[Any] = []
     seen: dict[str, Any] = {}
+    implicit: list[str] | None = None
     for key_node, value_node in node.value:
         if key_node.tag == _MERGE:
             merged.append(value_node)
@@ -180,7 +200,11 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False)
                 key_node.start_mark,
             )
         seen[key] = key_node.start_mark
-        result[key] = _construct(value_node, bools, dup_ok)
+        value = result[key] = _construct(value_node, bools, dup_ok)
+        if value is None and not value_node.value:
+            implicit = [key] if implicit is None else [*implicit, key]
+            if node.flow_style:
+                result[key] = ""
     if merged:
         base: dict[str, Any] = {}
         for m in merged:
@@ -194,6 +218,8 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False)
                     base[k] = v
         base.update(result)
         result = base
+    if implicit is not None:
+        return ImplicitNullMap(result, frozenset(implicit))
     return result
 
 

@@ -197,6 +197,16 @@ DEPLOYMENT_WITH_EMPTIES = """
       a:
       b: null
     ---
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: flow
+    data: {a: , b: null, c: ~, d: x}
+    other: {a: }
+    nested:
+      m: {q: }
+    list: [{a: }, {b: 1}]
+    ---
     apiVersion: example.com/v1
     kind: Foo
     metadata:
@@ -212,6 +222,11 @@ DEPLOYMENT_WITH_EMPTIES = """
 """
 
 HOST_NETWORK = """
+    - patch: |-
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: flow}
+        data: {d: , e: 1}
     - patch: |-
         apiVersion: apps/v1
         kind: Deployment

@@ -412,3 +412,42 @@ def test_a_kustomization_symlinked_outside_the_root_is_not_found(tmp_path: Path)
     assert (tmp_path / "app/kustomization.yaml").is_symlink()
     out = build(str(tmp_path / "app"), BuildOptions(load_restrictor=NONE)).resources
     assert [o["metadata"]["name"] for o in out] == ["out"]
+
+
+# ----------------------------------------------------------------------------- C. functions
+
+
+@pytest.mark.parametrize(
+    ("field", "runtime"),
+    [
+        ("annotation", "container:\n  image: example/set-label:v1\n"),
+        ("runtime", {"container": {"image": "example/set-label:v1"}}),
+    ],
+)
+def test_a_container_named_in_the_repository_needs_an_opt_in_like_kubectl(
+    tmp_path: Path, field: str, runtime: object
+) -> None:
+    from orchestrator import yamlio
+
+    fn: dict = {"apiVersion": "example.com/v1", "kind": "SetLabel", "metadata": {"name": "s"}}
+    if field == "annotation":
+        fn["metadata"]["annotations"] = {"config.kubernetes.io/function": runtime}
+    else:
+        fn["runtime"] = runtime
+    _write(
+        tmp_path,
+        {
+            "kustomization.yaml": "resources: [r.yaml]\ntransformers: [fn.yaml]\n",
+            "r.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+        },
+    )
+    (tmp_path / "fn.yaml").write_text(yamlio.dump(fn))
+    # kustomize: "external plugins disabled; unable to load external plugin 'SetLabel'"
+    assert _compare(tmp_path) is False
+    with pytest.raises(KrmError) as err:
+        build(str(tmp_path))
+    assert err.value.message.startswith(
+        "function example.com/v1/SetLabel 's': external plugins disabled; unable to run "
+        "container image example/set-label:v1"
+    )
+    assert "--enable-alpha-plugins" in err.value.message

@@ -23,8 +23,7 @@ from typing import Any
 
 from orchestrator.errors import PatchError
 from orchestrator.openapi import PatchSchema, SchemaNode
-from orchestrator.resource import Gvk
-from orchestrator.yamlio import ImplicitNullMap
+from orchestrator.resource import Gvk, ImplicitNullMap
 
 __all__ = ["merge"]
 

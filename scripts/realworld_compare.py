@@ -76,10 +76,10 @@ class Outcome:
         return "krm-only-builds" if r_ok else "both-fail"
 
 
-def _run(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[tuple, float]:
+def _run(cmd: list[str], env: dict[str, str], timeout: float, cwd: Path) -> tuple[tuple, float]:
     start = time.perf_counter()
     try:
-        p = subprocess.run(cmd, capture_output=True, env=env, timeout=timeout, check=False)
+        p = subprocess.run(cmd, capture_output=True, env=env, timeout=timeout, check=False, cwd=cwd)
         result = (p.returncode, p.stdout, p.stderr)
     except subprocess.TimeoutExpired:
         result = (124, b"", f"timed out after {timeout:.0f}s".encode())
@@ -100,9 +100,12 @@ def compare_dir(
     env = dict(os.environ)
     env["PYTHONPATH"] = str(engine)
     flags = ["--load-restrictor", restrictor]
-    out.kustomize, out.kustomize_s = _run([kubectl, "kustomize", str(path), *flags], env, timeout)
+    out.kustomize, out.kustomize_s = _run(
+        [kubectl, "kustomize", str(path), *flags], env, timeout, engine
+    )
+    # Run from the engine's checkout: ``python -m`` imports from the working directory first.
     out.krm, out.krm_s = _run(
-        [sys.executable, "-m", "orchestrator", "build", str(path), *flags], env, timeout
+        [sys.executable, "-m", "orchestrator", "build", str(path), *flags], env, timeout, engine
     )
     return out
 
@@ -115,6 +118,7 @@ def compare_trees(
     none_globs: tuple[str, ...] = DEFAULT_NONE_GLOBS,
     timeout: float = 300.0,
     engine: Path = REPO,
+    progress: bool = False,
 ) -> list[Outcome]:
     """Compare every kustomization directory of each (name, root) repository."""
     work = [
@@ -127,7 +131,12 @@ def compare_trees(
             pool.submit(compare_dir, d, name, r, kubectl=kubectl, timeout=timeout, engine=engine)
             for d, name, r in work
         ]
-        return [f.result() for f in futures]
+        done = []
+        for i, f in enumerate(futures, 1):
+            done.append(f.result())
+            if progress:
+                print(f"[{i}/{len(futures)}] {done[-1].status}: {done[-1].path}", file=sys.stderr)
+        return done
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
@@ -183,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         default=REPO,
         help="checkout whose orchestrator package krm runs (default: this one)",
     )
+    p.add_argument("--progress", action="store_true", help="one line per directory to stderr")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per tool and directory")
     p.add_argument("--diff-lines", type=int, default=20, help="diff lines shown per difference")
     p.add_argument("--json", type=Path, help="write every outcome to this file")
@@ -204,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         none_globs=globs,
         timeout=args.timeout,
         engine=args.engine.resolve(),
+        progress=args.progress,
     )
     for o in outcomes:
         if o.status in ("identical", "both-fail"):

@@ -451,3 +451,123 @@ def test_a_container_named_in_the_repository_needs_an_opt_in_like_kubectl(
         "container image example/set-label:v1"
     )
     assert "--enable-alpha-plugins" in err.value.message
+
+
+# ----------------------------------------------------------------------------- the same families
+
+FAMILY_CASES = {
+    # kyaml's fieldspec filter turns a null met at a ``[]`` step into an empty sequence.
+    "null-lists-under-field-specs": (
+        "resources: [r.yaml]\ncommonLabels: {app: a}\nnamePrefix: p-\nnamespace: prod\n"
+        "images:\n- name: nginx\n  newTag: '2'\n",
+        """
+        apiVersion: apps/v1
+        kind: StatefulSet
+        metadata: {name: s}
+        spec:
+          volumeClaimTemplates:
+          template:
+            spec:
+              containers: null
+              initContainers: {x: }
+        ---
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: d, namespace: }
+        spec:
+          template:
+            spec: {containers: , initContainers: }
+        ---
+        apiVersion: batch/v1
+        kind: CronJob
+        metadata: {name: cj}
+        spec:
+          jobTemplate:
+            spec:
+              template:
+                spec:
+                  initContainers:
+                  containers: [{name: c, image: nginx}]
+        """,
+    ),
+    # Labels onto null/empty label maps and selectors.
+    "labels-onto-nulls": (
+        "resources: [r.yaml]\ncommonLabels: {app: a}\n"
+        "labels:\n- pairs: {team: t}\n  includeTemplates: true\n",
+        """
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: d, labels: }
+        spec:
+          selector:
+            matchLabels:
+          template:
+            metadata:
+              labels: ~
+            spec:
+              containers: [{name: c, image: }]
+        ---
+        apiVersion: v1
+        kind: Service
+        metadata: {name: s, labels: {}}
+        spec: {selector: {}}
+        """,
+    ),
+    # JSON 6902 on null and empty values (the resource goes through JSON).
+    "json6902-on-nulls": (
+        "resources: [r.yaml]\npatches:\n- target: {kind: ConfigMap}\n  patch: |-\n"
+        "    - {op: replace, path: /data/a, value: x}\n"
+        "    - {op: add, path: /data/c, value: null}\n"
+        "    - {op: test, path: /data/b, value: null}\n",
+        """
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: c}
+        data:
+          a:
+          b: null
+          e:
+        """,
+    ),
+    # Replacements from an empty string into null, empty and missing fields.
+    "replacements-on-empties": (
+        "resources: [r.yaml]\nreplacements:\n"
+        "- source: {kind: ConfigMap, name: src, fieldPath: data.empty}\n"
+        "  targets:\n  - select: {kind: ConfigMap, name: dst}\n"
+        "    fieldPaths: [data.a, data.b, data.new]\n    options: {create: true}\n",
+        """
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: src}
+        data: {empty: ""}
+        ---
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: dst}
+        data:
+          a:
+          b: null
+        """,
+    ),
+    # A patch's own nulls, empty maps and empty values.
+    "patch-nulls-and-empty-maps": (
+        "resources: [r.yaml]\npatches:\n- patch: |-\n    apiVersion: v1\n    kind: ConfigMap\n"
+        "    metadata: {name: c, annotations: , labels: {}}\n"
+        "    data: {missing: null, gone: , emptymap: {}}\n    spec: {}\n",
+        """
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: c, annotations: {a: "1"}}
+        data:
+          gone: x
+          keep:
+        """,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY_CASES))
+def test_null_and_empty_families_match_kubectl(tmp_path: Path, name: str) -> None:
+    kustomization, resources = FAMILY_CASES[name]
+    _write(tmp_path, {"kustomization.yaml": kustomization, "r.yaml": resources})
+    assert _compare(tmp_path)

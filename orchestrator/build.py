@@ -33,7 +33,6 @@ from orchestrator.accumulator import (  # re-exported: the façade's public name
     strip_annotation,
 )
 from orchestrator.errors import LoadError, ValidationError
-from orchestrator.filters.hash import add_hashes
 from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader
 
 __all__ = [
@@ -90,6 +89,8 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     state.origins = bool(build_metadata)
     acc = target.accumulate(Accumulator())
     resmap = acc.resmap
+    from orchestrator.filters.hash import add_hashes
+
     add_hashes(resmap)
     from orchestrator.filters.namereference import NameReferenceTransformer
 

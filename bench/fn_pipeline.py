@@ -267,12 +267,12 @@ def _resolution_seconds(paths: dict[str, str], env: dict[str, str], repeat: int)
 SCHEMA_PROBE = """
 import sys, time
 start = time.perf_counter()
-from orchestrator.build import BuildOptions, Target, _Build
+from orchestrator.build import BuildOptions, BuildState, Target
 from orchestrator.fs import Loader
 from orchestrator.functions import FnOptions
 from orchestrator.functions import schema
 path, catalog, cache = sys.argv[1:4]
-state = _Build(BuildOptions(functions=FnOptions(cache_dir=cache), trusted_catalogs=[catalog]))
+state = BuildState(BuildOptions(functions=FnOptions(cache_dir=cache), trusted_catalogs=[catalog]))
 target = Target(state, Loader(path))
 state.functions().catalogs([], path, None).find("bench.example.com", "Stage0", "v1")
 ready = time.perf_counter()  # what the build does anyway: kustomization read, catalog loaded

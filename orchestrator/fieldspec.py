@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from orchestrator.errors import ValidationError
-from orchestrator.resource import Gvk
+from orchestrator.resource import Gvk, ImplicitNullMap
 
 # Returned by a setter to leave the field as it is.
 KEEP = object()
@@ -309,9 +309,18 @@ def _visit(
     value = node[name]
     if value is None and can_create:
         value = node[name] = "" if (last and create_kind == "scalar") else {}
+    elif is_seq and (value is None or (value == "" and name in _implicit(node))):
+        # kyaml's fieldspec filter turns a null it meets at a ``[]`` step into an empty
+        # sequence, created or not (printed ``[]``).
+        value = node[name] = []
     if last:
         new = setter(value)
         if new is not KEEP:
             node[name] = new
         return
     _visit(value, parts, i + 1, setter, create, create_kind)
+
+
+def _implicit(node: dict[str, Any]) -> frozenset[str]:
+    # A value left empty in a flow mapping reads as "", but is null to kyaml.
+    return node.implicit_nulls if node.__class__ is ImplicitNullMap else frozenset()

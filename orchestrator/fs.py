@@ -46,7 +46,7 @@ class Loader:
     def _check(self, path: str, real: str) -> None:
         if self.restrictor == NONE:
             return
-        if real != self.root and not real.startswith(self.root.rstrip(os.sep) + os.sep):
+        if not _within(self.root, real):
             raise LoadError(f"security; file '{real}' is not in or below '{self.root}'", file=path)
 
     def read(self, path: str) -> bytes:
@@ -91,9 +91,23 @@ class Loader:
         return Loader(full, restrictor=self.restrictor, parents=chain)
 
 
-def find_kustomization(root: str) -> str:
-    """Path of the one kustomization file in ``root`` (error if none or several)."""
-    found = [n for n in KUSTOMIZATION_FILES if os.path.isfile(os.path.join(root, n))]
+def _within(root: str, real: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def find_kustomization(root: str, restrictor: str = ROOT_ONLY) -> str:
+    """Path of the one kustomization file in ``root`` (error if none or several).
+
+    Like kustomize, a candidate the load restrictor forbids (a symlink to a file outside
+    ``root``) counts as absent.
+    """
+    real_root = os.path.realpath(root)
+    found = [
+        n
+        for n in KUSTOMIZATION_FILES
+        if os.path.isfile(os.path.join(root, n))
+        and (restrictor == NONE or _within(real_root, os.path.realpath(os.path.join(root, n))))
+    ]
     if not found:
         # A Composition directory never gets here: callers route it to orchestrator.composition.
         raise LoadError(

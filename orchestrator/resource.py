@@ -369,3 +369,22 @@ class ResMap:
         """Replace the whole list."""
         self._list = list(resources)
         self.invalidate()
+
+
+class ImplicitNullMap(dict):
+    """A map with keys written with no value at all (``key:``), named in ``implicit_nulls``.
+
+    go-yaml keeps such a value as an empty null scalar, and kyaml's strategic merge drops it
+    where it walks, while an explicit ``null`` or ``~`` stays; PyYAML reads both as None.
+    The value is what kustomize decodes: None in a block mapping, ``""`` in a flow mapping
+    (``{key: }``). Only maps that hold such a key get this type (rare).
+    """
+
+    __slots__ = ("implicit_nulls",)
+
+    def __init__(self, items: Any = (), implicit_nulls: frozenset[str] = frozenset()) -> None:
+        dict.__init__(self, items)
+        self.implicit_nulls = implicit_nulls
+
+    def __reduce__(self) -> Any:
+        return (ImplicitNullMap, (dict(self), self.implicit_nulls))

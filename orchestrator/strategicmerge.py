@@ -23,7 +23,7 @@ from typing import Any
 
 from orchestrator.errors import PatchError
 from orchestrator.openapi import PatchSchema, SchemaNode
-from orchestrator.resource import Gvk
+from orchestrator.resource import Gvk, ImplicitNullMap
 
 __all__ = ["merge"]
 
@@ -85,6 +85,8 @@ def _copy(o: Any) -> Any:
         return {k: _copy(v) for k, v in o.items()}
     if o.__class__ is list:
         return [_copy(v) for v in o]
+    if o.__class__ is ImplicitNullMap:
+        return ImplicitNullMap({k: _copy(v) for k, v in o.items()}, o.implicit_nulls)
     if isinstance(o, dict):
         return {k: _copy(v) for k, v in o.items()}
     if isinstance(o, list):
@@ -92,12 +94,18 @@ def _copy(o: Any) -> Any:
     return o
 
 
-def _has_typed_map(o: dict) -> bool:
-    """True if ``o`` or a map nested in it (through maps only: kyaml never walks into lists
-    without a schema) has apiVersion and kind, which kyaml would give a schema."""
-    if "apiVersion" in o and "kind" in o:
+def _must_walk(o: dict, typed: bool) -> bool:
+    """True if kyaml's walk would change the untouched map ``o``: a map nested in it (through
+    maps only: kyaml never walks into lists without a schema) holds a value left empty
+    (``key:``, dropped), or, with ``typed``, has apiVersion and kind, which kyaml would give
+    a schema."""
+    if typed and "apiVersion" in o and "kind" in o:
         return True
-    return any(_has_typed_map(v) for v in o.values() if v.__class__ is dict)
+    for v in o.values():
+        cls = v.__class__
+        if cls is ImplicitNullMap or (cls is dict and _must_walk(v, typed)):
+            return True
+    return False
 
 
 def _is_normal(lst: list[Any], keys: list[str]) -> bool:
@@ -205,11 +213,14 @@ class _Walker:
             dest = sources[0]
             if dest is None:
                 return KEEP_NULL
-            if (
-                dest.__class__ is not dict
-                or node == 0
-                or (node is None and not _has_typed_map(dest))
-            ) and (dest.__class__ is not list or node.__class__ is not list):
+            cls = dest.__class__
+            if cls is dict:
+                if (node == 0 or node is None) and not _must_walk(dest, node is None):
+                    return dest
+            elif cls is list:
+                if node.__class__ is not list:
+                    return dest
+            elif cls is not ImplicitNullMap:
                 return dest
         if node is None:
             node = self._schema_from_meta(sources)
@@ -279,8 +290,19 @@ class _Walker:
             if isinstance(s, dict):
                 names.update(s)
         field = self.schema.field
+        # Values left empty (``key:``; read as None, or "" in a flow mapping) are nulls to
+        # kyaml: dropped where the patch does not set them, while an explicit null stays
+        # (merge2: "preserve explicitly set null"); in the patch they delete.
+        implicit = dest.implicit_nulls if dest.__class__ is ImplicitNullMap else ()
+        origin = sources[1]
+        p_implicit = origin.implicit_nulls if origin.__class__ is ImplicitNullMap else ()
         for name in sorted(names, key=_sort_key):
             fv = [s.get(name, MISSING) if isinstance(s, dict) else MISSING for s in sources]
+            if name in implicit and fv[1] is MISSING and (fv[0] is None or fv[0] == ""):
+                del dest[name]
+                continue
+            if name in p_implicit and fv[1] == "":
+                fv[1] = None
             val = self.walk(fv, field(node, name))
             if val is MISSING or val is None:
                 dest.pop(name, None)
@@ -292,7 +314,7 @@ class _Walker:
                     if styled is not val:
                         val = styled
                         origin = sources[1]
-                        if origin.__class__ is dict and name in origin:
+                        if isinstance(origin, dict) and name in origin:
                             # kyaml restyles the patch's own node, which may be used again.
                             origin[name] = styled
                 dest[name] = val

@@ -22,6 +22,7 @@ import yaml
 from yaml.cyaml import CEmitter
 
 from orchestrator.errors import YamlError
+from orchestrator.resource import ImplicitNullMap
 from orchestrator.yamllimits import check_text, decode_error
 
 # ----------------------------------------------------------------------------- reading
@@ -164,6 +165,7 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False)
     result: dict[str, Any] = {}
     merged: list[Any] = []
     seen: dict[str, Any] = {}
+    implicit: list[str] | None = None
     for key_node, value_node in node.value:
         if key_node.tag == _MERGE:
             merged.append(value_node)
@@ -181,7 +183,11 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False)
                 key_node.start_mark,
             )
         seen[key] = key_node.start_mark
-        result[key] = _construct(value_node, bools, dup_ok)
+        value = result[key] = _construct(value_node, bools, dup_ok)
+        if value is None and not value_node.value:
+            implicit = [key] if implicit is None else [*implicit, key]
+            if node.flow_style:
+                result[key] = ""
     if merged:
         base: dict[str, Any] = {}
         for m in merged:
@@ -195,6 +201,8 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False)
                     base[k] = v
         base.update(result)
         result = base
+    if implicit is not None:
+        return ImplicitNullMap(result, frozenset(implicit))
     return result
 
 

@@ -1,7 +1,7 @@
 """The shared conformance corpus: krm build against kubectl kustomize's expected output.
 
 Runs the corpus runner as a subprocess (``--json``) and checks the pass count cannot
-regress. The corpus is found through $CONFORMANCE_DIR (default: <repo>/../shared/conformance).
+regress. The corpus is vendored in tests/conformance ($CONFORMANCE_DIR runs another copy).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
+CORPUS = Path(os.environ.get("CONFORMANCE_DIR", REPO / "tests" / "conformance"))
 # What the engine reaches (254 of 254, all byte-exact): any regression fails.
 MIN_PASSED = 254
 MIN_BYTE_EXACT = 254

@@ -40,7 +40,7 @@ from orchestrator.composition.consolidate import Consolidated, consolidate
 from orchestrator.composition.schema import API_VERSION, FILE_NAME, CompositionError, Transformer
 
 if TYPE_CHECKING:
-    from orchestrator.build import BuildOptions, BuildResult
+    from orchestrator.accumulator import BuildOptions, BuildResult
     from orchestrator.resource import Resource
 
 __all__ = [
@@ -84,36 +84,29 @@ def build_composition(
 
 def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     """Build the Composition in directory ``path`` as ``krm build`` prints it."""
-    import importlib
-
-    # ``orchestrator.build`` is also a function on the package; import the module itself.
-    _build = importlib.import_module("orchestrator.build")
+    from orchestrator import accumulator
     from orchestrator.composition.run import build_resources, new_state
+    from orchestrator.filters.hash import add_hashes
     from orchestrator.filters.namereference import NameReferenceTransformer
 
     _check_dir(path)
     state = new_state(options)
     acc = build_resources(path, state)
     resmap = acc.resmap
-    _build._add_hashes(resmap)
+    add_hashes(resmap)
     NameReferenceTransformer(acc.config().name_reference).transform(resmap)
     if acc.vars:
         from orchestrator.filters import vars as kvars
 
         kvars.apply(resmap.resources(), acc.vars, field_specs=acc.var_field_specs or None)
-    resources = [
-        r
-        for r in resmap
-        if str(((r.obj.get("metadata") or {}).get("annotations") or {}).get(_build.LOCAL_CONFIG))
-        != "true"
-    ]
+    resources = [r for r in resmap if not accumulator.is_local_config(r)]
     if state.options.reorder == "legacy":
         from orchestrator import sort
 
         resources = sort.legacy_sort(resources)
     for r in resources:
-        _build._normalise_annotations(r)
-    return _build.BuildResult(
+        accumulator.normalise_annotations(r)
+    return accumulator.BuildResult(
         resources=[r.obj for r in resources], results=state.results, warnings=state.warnings
     )
 

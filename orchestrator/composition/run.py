@@ -63,9 +63,17 @@ class _Run:
 
 def new_state(options: Any = None) -> Any:
     """The engine's per-build state (warnings, results, options)."""
-    from orchestrator.build import BuildOptions, _Build
+    from orchestrator.accumulator import BuildOptions, BuildState
 
-    return _Build(options or BuildOptions())
+    return BuildState(options or BuildOptions(), _composition_plugin)
+
+
+def _composition_plugin(full: str) -> Any:
+    """The Composition integration for kustomizations run from a Composition (KEP-2299)."""
+    from orchestrator.accumulator import may_be_composition
+    from orchestrator.composition import plugin
+
+    return plugin if may_be_composition(full) and plugin.is_composition_path(full) else None
 
 
 def run_consolidated(
@@ -135,7 +143,7 @@ def _run_builtin(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> An
 
 
 def _read_paths(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> None:
-    from orchestrator.build import Target, _Accumulator, resources_from_bytes
+    from orchestrator.accumulator import Accumulator, Target, resources_from_bytes
     from orchestrator.composition.plugin import is_composition_path
     from orchestrator.fs import Loader, display
 
@@ -158,7 +166,7 @@ def _read_paths(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> Non
             continue
         if os.path.isdir(full):
             child = loader.child(path)
-            sub = Target(run.state, child).accumulate(_Accumulator())
+            sub = Target(run.state, child).accumulate(Accumulator())
             _append(acc, sub.resmap, display(full))
             acc.merge(sub)
             continue
@@ -191,7 +199,7 @@ def _run_kustomization(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any)
     import tempfile
 
     from orchestrator import yamlio
-    from orchestrator.build import Target, _Accumulator
+    from orchestrator.accumulator import Accumulator, Target
     from orchestrator.fs import Loader, display
 
     body = {k: v for k, v in cfg.items() if k != "metadata"}
@@ -210,7 +218,7 @@ def _run_kustomization(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any)
             raise
     target.kfile = t.file
     target.source = display(t.file)
-    new = _Accumulator()
+    new = Accumulator()
     new.tconfig = acc.tconfig
     new.vars = acc.vars
     new.var_field_specs = acc.var_field_specs
@@ -286,7 +294,7 @@ def build_resources(
 
     ``resources`` (a list of Resource) is the input; none for a generator-style use.
     """
-    from orchestrator.build import _Accumulator
+    from orchestrator.accumulator import Accumulator
     from orchestrator.fs import display
 
     file = os.path.abspath(composition_file(path))
@@ -303,7 +311,7 @@ def build_resources(
         # KEP-2906: a referenced catalog that is not trusted is an error at once, as for a
         # Kustomization, even if no function needs it.
         _catalog_set(_Run(state, stack), cons)
-    acc = _Accumulator()
+    acc = Accumulator()
     for res in resources or []:
         acc.resmap.append_unchecked(res)
     active.append(file)

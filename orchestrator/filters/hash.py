@@ -164,3 +164,14 @@ def content_hash(obj: dict[str, Any]) -> str:
     import hashlib  # imported on first use: loading OpenSSL costs every build start-up
 
     return encode_hex(hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def add_hashes(resmap: Any) -> None:
+    """Append the content hash to the name of every generated resource still waiting for one."""
+    for res in resmap:
+        if res.needs_hash:
+            h = content_hash(res.obj)
+            res.store_previous()
+            res.metadata["name"] = f"{res.name}-{h}"
+            res.needs_hash = False
+    resmap.invalidate()

@@ -207,7 +207,8 @@ def apply_json6902(
     if internal and isinstance(md, dict):
         # kustomize's resources carry its bookkeeping as annotations while a JSON patch runs,
         # so e.g. ``add /metadata/annotations/x`` works there without an annotations map.
-        md = {**md, "annotations": {**(md.get("annotations") or {}), **internal}}
+        current = md["annotations"] if had_annotations else {}
+        md = {**md, "annotations": {**current, **internal}}
         obj = {**obj, "metadata": md}
     try:
         patched = json6902.apply(obj, ops, source=source)

@@ -86,9 +86,9 @@ class HashTransformer:
 
     def transform(self, resmap: ResMap) -> None:
         """Apply this transformer to the resources, in place."""
-        from orchestrator.build import _add_hashes
+        from orchestrator.filters.hash import add_hashes
 
-        _add_hashes(resmap)
+        add_hashes(resmap)
 
 
 class SortOrderTransformer:

@@ -53,6 +53,12 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--enable-exec", action="store_true", help="allow explicit exec.path functions")
     p.add_argument(
+        "--enable-alpha-plugins",
+        action="store_true",
+        help="allow container functions whose image the kustomization names itself (a runtime "
+        "field or the config.kubernetes.io/function annotation); catalog ones need no flag",
+    )
+    p.add_argument(
         "--network", action="store_true", help="allow network to functions that require it"
     )
     p.add_argument(
@@ -92,6 +98,7 @@ def fn_options(args: argparse.Namespace) -> Any:
     return FnOptions(
         skip_schema=args.skip_schema,
         enable_exec=args.enable_exec,
+        enable_alpha_plugins=args.enable_alpha_plugins,
         network=args.network,
         mounts=list(args.mount),
         env=list(args.env),

@@ -23,6 +23,9 @@ class FnOptions:
     """What the user allowed on the command line, for every function of one build."""
 
     enable_exec: bool = False
+    # --enable-alpha-plugins: run container functions whose image the repository names itself
+    # (a runtime: field or the config.kubernetes.io/function annotation), as kustomize asks.
+    enable_alpha_plugins: bool = False
     network: bool = False
     # --mount values, docker's syntax: type=bind,src=...,dst=...[,rw]
     mounts: list[str] = field(default_factory=list)

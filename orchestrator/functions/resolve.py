@@ -4,10 +4,13 @@
 2. the ``config.kubernetes.io/function`` annotation (or the older ``config.k8s.io/function``);
 3. the catalogs, in :class:`CatalogSet` order, first match on group, kind and version.
 
-An explicit ``exec.path`` needs ``--enable-exec``, as in kustomize. When a catalog version offers
-several runtimes, ``FnOptions.runtime_preference`` picks (starlark, then exec for this
-platform, then container): in-process and verified beats a container engine this machine may
-not have.
+An explicit ``exec.path`` needs ``--enable-exec`` and an explicit ``container.image`` needs
+``--enable-alpha-plugins``: like kustomize, code that the repository itself names does not run
+without an opt-in; a runtime from a trusted catalog needs none (that is what trust is for).
+Starlark runs in process with no access to the host, so it needs no flag. When a catalog
+version offers several runtimes, ``FnOptions.runtime_preference`` picks (starlark, then exec
+for this platform, then container): in-process and verified beats a container engine this
+machine may not have.
 """
 
 from __future__ import annotations
@@ -96,8 +99,15 @@ def _from_explicit(
                 raise FunctionError(
                     f"{describe(config)}: running exec.path {spec['path']} needs --enable-exec"
                 )
-        if kind == "container" and not spec.get("image"):
-            raise FunctionError(f"{describe(config)}: container needs an image")
+        if kind == "container":
+            if not spec.get("image"):
+                raise FunctionError(f"{describe(config)}: container needs an image")
+            if not options.enable_alpha_plugins:
+                raise FunctionError(
+                    f"{describe(config)}: external plugins disabled; unable to run container "
+                    f"image {spec['image']} named by its {origin} without "
+                    "--enable-alpha-plugins (or resolve it from a --trusted-catalog)"
+                )
         if kind == "starlark" and not (spec.get("path") or spec.get("url")):
             raise FunctionError(f"{describe(config)}: starlark needs a path or url")
         return Resolved(

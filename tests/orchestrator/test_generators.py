@@ -19,7 +19,7 @@ from orchestrator.filters.generatorutil import (
 )
 from orchestrator.resource import Resource
 
-CORPUS = Path("/work/shared/conformance/kustomize/cases")
+CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "kustomize" / "cases"
 
 
 def _reader(files: dict[str, bytes]):

@@ -1,6 +1,6 @@
 """Conformance corpus: patch cases built with merge()/json6902.apply vs kustomize's output.
 
-Each case under ../shared/conformance/kustomize/cases that only uses resources (files or
+Each case under tests/conformance/kustomize/cases that only uses resources (files or
 plain sub-kustomizations), patches, patchesStrategicMerge, patchesJson6902 and openapi is
 rebuilt here with a minimal driver (the loader proper belongs to the core engine) and
 compared with the case's expected.yaml, which kustomize v5.5.0 produced.
@@ -21,7 +21,7 @@ from orchestrator.openapi import PatchSchema
 from orchestrator.resource import Gvk
 from orchestrator.strategicmerge import merge
 
-CASES = Path("/work/shared/conformance/kustomize/cases")
+CASES = Path(__file__).resolve().parents[1] / "conformance" / "kustomize" / "cases"
 SUPPORTED = {
     "apiVersion",
     "kind",

@@ -12,7 +12,7 @@ from orchestrator.errors import YamlError
 
 CORPUS = os.environ.get(
     "CONFORMANCE_DIR",
-    os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "conformance"),
+    os.path.join(os.path.dirname(__file__), "..", "conformance"),
 )
 EXPECTED = sorted(glob.glob(os.path.join(CORPUS, "kustomize", "cases", "*", "expected.yaml")))
 

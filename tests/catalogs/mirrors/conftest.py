@@ -29,9 +29,7 @@ import trustme
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-SIGSTORE_DATA = Path(__file__).resolve().parents[4] / "shared" / "testdata" / "sigstore"
-if not SIGSTORE_DATA.is_dir():  # the checkout may sit elsewhere; the shared data does not move
-    SIGSTORE_DATA = Path("/work/shared/testdata/sigstore")
+SIGSTORE_DATA = Path(__file__).resolve().parents[2] / "data" / "sigstore"  # vendored
 CATALOG_MEDIA_TYPE = "application/vnd.cncf.kubernetes.krm-func-catalog.layer.v1+yaml"
 COSIGN_MEDIA_TYPE = "application/vnd.dev.cosign.simplesigning.v1+json"
 BEACON = (

@@ -1,6 +1,6 @@
 """The shared composition corpus (kustomize PR 4323 fixtures), run in-process.
 
-The conformance runner (``/work/shared/conformance/run composition``) drives the CLI; this
+The conformance runner (``tests/conformance/run composition``) drives the CLI; this
 keeps the same cases in the test suite: outputs compared as YAML documents, error cases
 checked against every regular expression of the prototype's ``errors.txt``.
 """
@@ -17,7 +17,7 @@ import yaml
 from orchestrator.composition import build
 from orchestrator.errors import KrmError
 
-CASES = Path("/work/shared/conformance/composition/cases")
+CASES = Path(__file__).resolve().parents[2] / "conformance" / "composition" / "cases"
 CASE_DIRS = (
     sorted(p for p in CASES.iterdir() if (p / "case.yaml").exists()) if CASES.is_dir() else []
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 
 import pytest
@@ -112,7 +113,8 @@ def test_no_match_names_apiversion_kind_and_every_catalog(tmp_path, write, optio
 
 def test_explicit_runtime_wins_over_catalog(tmp_path, write, options):
     write("a.yaml", _cat("a", ("example.com", "App", "v1", "img:catalog")))
-    opts = options()
+    # An image the repository names itself runs only with kustomize's opt-in.
+    opts = options(enable_alpha_plugins=True)
     cs = _set(tmp_path, [], ["a.yaml"], opts)
     cfg = _cfg()
     cfg["runtime"] = {"container": {"image": "img:explicit"}}
@@ -240,3 +242,31 @@ def test_bad_references(tmp_path, options):
     with pytest.raises(FunctionError) as exc:
         _set(tmp_path, "catalog.yaml", [], options())
     assert str(exc.value) == "catalogs must be a list of references, got 'catalog.yaml'"
+
+
+@pytest.mark.parametrize("how", ["runtime", "annotation"])
+def test_an_inline_container_needs_enable_alpha_plugins(tmp_path, write, options, how):
+    write("a.yaml", _cat("a", ("example.com", "App", "v1", "img:catalog")))
+    opts = options()
+    cs = _set(tmp_path, [], ["a.yaml"], opts)
+    cfg = _cfg()
+    if how == "runtime":
+        cfg["runtime"] = {"container": {"image": "img:explicit"}}
+    else:
+        cfg["metadata"]["annotations"] = {
+            "config.kubernetes.io/function": "container:\n  image: img:explicit\n"
+        }
+    before = copy.deepcopy(cfg)
+    with pytest.raises(FunctionError) as exc:
+        resolve(cfg, cs, opts)
+    origin = "runtime field" if how == "runtime" else "annotation"
+    assert str(exc.value) == (
+        "function example.com/v1/App 'x': external plugins disabled; unable to run container "
+        f"image img:explicit named by its {origin} without --enable-alpha-plugins (or resolve "
+        "it from a --trusted-catalog)"
+    )
+    assert cfg == before  # the config is left as it was
+    # The catalog's runtime for the same kind needs no flag: that is what trust is for.
+    cfg["metadata"].pop("annotations", None)
+    cfg.pop("runtime", None)
+    assert resolve(cfg, cs, opts).spec["image"] == "img:catalog"

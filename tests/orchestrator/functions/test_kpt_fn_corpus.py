@@ -1,4 +1,4 @@
-"""The exec cases of ../shared/conformance/kpt-fn that need no image, run through the engine.
+"""The exec cases of tests/conformance/kpt-fn that need no image, run through the engine.
 
 Each case's expected resources are its ``resources.yaml`` with the case's ``.expected/diff.patch``
 applied (by ``git apply``, the upstream runner's own check); the engine runs the same exec
@@ -19,9 +19,7 @@ from orchestrator import yamlio
 from orchestrator.functions import FunctionError, run_function_config
 from orchestrator.resource import Resource
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "conformance" / "kpt-fn" / "cases"
-if not CORPUS.is_dir():  # the work tree sits beside shared/ (../shared from the repo)
-    CORPUS = Path("/work/shared/conformance/kpt-fn/cases")
+CORPUS = Path(__file__).resolve().parents[2] / "conformance" / "kpt-fn" / "cases"
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="kpt-fn corpus not present")
 
 # case -> the exec command line its Kptfile / config.yaml / kpt invocation names

@@ -75,6 +75,7 @@ def test_cli_flags():
             "--trusted-catalog",
             "b",
             "--enable-exec",
+            "--enable-alpha-plugins",
             "--network",
             "--mount",
             "type=bind,src=/a,dst=/b",
@@ -91,6 +92,7 @@ def test_cli_flags():
     )
     assert args.trusted_catalog == ["a", "b"]
     o = fcli.fn_options(args)
+    assert o.enable_alpha_plugins is True
     assert (o.enable_exec, o.network, o.offline, o.container_runtime, o.results_dir) == (
         True,
         True,

@@ -1,0 +1,873 @@
+"""The kustomization accumulator: kustomize's KustTarget, below the build façade.
+
+:class:`Target` accumulates one Kustomization or Component directory into an
+:class:`Accumulator` (resources files and sub-kustomizations, each built on its own, then
+generators, components, the builtin transformers in kustomize's fixed order and the
+``transformers:`` plugins). :class:`BuildState` is what every kustomization of one build
+shares. The build façade (:mod:`orchestrator.build`) and Compositions
+(:mod:`orchestrator.composition`) both sit on top of this module; it imports neither: a
+Composition named in a kustomization is reached through ``BuildState.composition_plugin``,
+set by whoever starts the build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator import fieldspec, yamlio
+from orchestrator.errors import (
+    KrmError,
+    LoadError,
+    NotSupportedError,
+    ResourceConflictError,
+    ValidationError,
+)
+from orchestrator.fieldspec import TransformerConfig
+from orchestrator.filters import base as fbase
+from orchestrator.fs import ROOT_ONLY, Loader, display, find_kustomization
+from orchestrator.resource import ResMap, Resource, key_str
+
+# The fields of a transformer configuration file (``configurations:``).
+CONFIG_KEYS = frozenset(
+    {
+        "namePrefix",
+        "nameSuffix",
+        "namespace",
+        "commonLabels",
+        "labels",
+        "templateLabels",
+        "commonAnnotations",
+        "nameReference",
+        "varReference",
+        "images",
+        "replicas",
+    }
+)
+# The one Kubernetes OpenAPI version kustomize v5.5.0 has built in.
+BUILTIN_OPENAPI = "v1.21.2"
+# What kubectl's embedded kustomize (the oracle) reports as its version in labels.
+MANAGED_BY = "kustomize-(devel)"
+LOCAL_CONFIG = "config.kubernetes.io/local-config"
+ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
+TRANSFORMATIONS_ANNOTATION = "alpha.config.kubernetes.io/transformations"
+
+
+class BuildOptions:
+    """Options of a build (the CLI flags)."""
+
+    # Plain classes, not dataclasses: importing dataclasses costs CLI start-up time.
+    __slots__ = (
+        "load_restrictor",
+        "reorder",
+        "enable_helm",
+        "helm_command",
+        "debug",
+        "functions",
+        "trusted_catalogs",
+    )
+
+    def __init__(
+        self,
+        load_restrictor: str = ROOT_ONLY,
+        reorder: str | None = None,
+        enable_helm: bool = False,
+        helm_command: str = "helm",
+        debug: bool = False,
+        functions: Any = None,
+        trusted_catalogs: list[str] | None = None,
+    ) -> None:
+        # KRM functions: an orchestrator.functions.FnOptions (None: defaults) and the
+        # --trusted-catalog references.
+        self.functions = functions
+        self.trusted_catalogs: list[str] = list(trusted_catalogs or [])
+        self.load_restrictor = load_restrictor
+        # "legacy", "none" or None (unspecified: legacy unless sortOptions says otherwise)
+        self.reorder = reorder
+        self.enable_helm = enable_helm
+        self.helm_command = helm_command
+        self.debug = debug
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"BuildOptions({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BuildOptions):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+
+class BuildResult:
+    """What a build produced: resources (plain dicts), function results and warnings."""
+
+    __slots__ = ("resources", "results", "warnings")
+
+    def __init__(
+        self,
+        resources: list[dict[str, Any]],
+        results: list[dict[str, Any]] | None = None,
+        warnings: list[str] | None = None,
+    ) -> None:
+        self.resources = resources
+        self.results: list[dict[str, Any]] = results if results is not None else []
+        self.warnings: list[str] = warnings if warnings is not None else []
+
+    def __repr__(self) -> str:
+        return (
+            f"BuildResult(resources=<{len(self.resources)}>, results={self.results!r}, "
+            f"warnings={self.warnings!r})"
+        )
+
+    def to_yaml(self) -> str:
+        """The resources as ``kustomize build`` prints them."""
+        return yamlio.dump_all(self.resources)
+
+
+class Accumulator:
+    """Resources plus the transformer config and vars gathered so far."""
+
+    def __init__(self) -> None:
+        self.resmap = ResMap()
+        self.tconfig: TransformerConfig | None = None
+        self.vars: list[dict[str, Any]] = []
+        self.var_field_specs: list[dict[str, Any]] = []
+
+    def config(self) -> TransformerConfig:
+        """The transformer config gathered so far (kustomize defaults if none yet)."""
+        if self.tconfig is None:
+            self.tconfig = fieldspec.default_config()
+        return self.tconfig
+
+    def merge_config(self, tc: TransformerConfig) -> None:
+        """Merge ``tc`` into this accumulator's config (starting from an empty one, as
+        kustomize's accumulator does: the merge order is observable)."""
+        if self.tconfig is None:
+            self.tconfig = TransformerConfig({})
+        self.tconfig.merge_config(tc)
+
+    def merge(self, other: Accumulator) -> None:
+        """Merge a sub-kustomization's config, var field specs and vars into this one."""
+        if other.tconfig is not None:
+            self.merge_config(other.tconfig)
+        for spec in other.var_field_specs:
+            if spec not in self.var_field_specs:
+                self.var_field_specs.append(spec)
+        self.merge_vars(other.vars)
+
+    def merge_vars(self, new: list[dict[str, Any]]) -> None:
+        """Add vars, rejecting a name declared twice."""
+        names = {v.get("name") for v in self.vars if isinstance(v, dict)}
+        for v in new:
+            if isinstance(v, dict) and v.get("name") in names:
+                raise ResourceConflictError(f"var '{v.get('name')}' already encountered")
+            names.add(v.get("name") if isinstance(v, dict) else None)
+            self.vars.append(v)
+
+    def absorb(self, res: Resource) -> None:
+        """Add a generated resource, honouring behavior create/merge/replace."""
+        matches = self.resmap.by_any_key(res.key())
+        behavior = res.behavior or "create"
+        if not matches:
+            if behavior in ("merge", "replace"):
+                raise ResourceConflictError(
+                    f"id {key_str(res.key())} does not exist; cannot merge or replace",
+                    file=res.source,
+                    resource=res.describe(),
+                )
+            self.resmap.append(res)
+            return
+        if len(matches) > 1:
+            raise ResourceConflictError(
+                f"found multiple objects that could accept merge of {key_str(res.key())}",
+                file=res.source,
+                resource=res.describe(),
+            )
+        from orchestrator.filters import configmapgenerator
+
+        old = matches[0]
+        old_origin = ((old.obj.get("metadata") or {}).get("annotations") or {}).get(
+            ORIGIN_ANNOTATION
+        )
+        configmapgenerator.merge_into(old, res)
+        if behavior == "merge" and old_origin is not None:
+            old.metadata.setdefault("annotations", {})[ORIGIN_ANNOTATION] = old_origin
+        self.resmap.invalidate()
+
+
+def _no_composition(full: str) -> None:
+    return None
+
+
+def may_be_composition(full: str) -> bool:
+    """Whether ``full`` may name a Composition (a cheap file-system check, no import)."""
+    if os.path.isdir(full):
+        return os.path.isfile(os.path.join(full, "composition.yaml"))
+    return os.path.basename(full) == "composition.yaml"
+
+
+class BuildState:
+    """State shared by every kustomization of one build."""
+
+    def __init__(
+        self, options: BuildOptions, composition_plugin: Callable[[str], Any] | None = None
+    ):
+        self.options = options
+        # full path -> the Composition integration module when it names a Composition, else
+        # None (KEP-2299); given by the caller so that this module never imports that package.
+        self.composition_plugin: Callable[[str], Any] = composition_plugin or _no_composition
+        # buildMetadata of the top kustomization: add config.kubernetes.io/origin annotations.
+        self.origins = False
+        self._functions: Any = None
+        self.warnings: list[str] = []
+        self.schema: Any = None
+        self.schema_set = False
+        self.results: list[dict[str, Any]] = []
+
+    def functions(self) -> Any:
+        """The KRM functions context of this build (created on first use)."""
+        if self._functions is None:
+            from orchestrator.functions.plugin import FunctionsContext
+
+            self._functions = FunctionsContext(
+                self.options.functions,
+                list(self.options.trusted_catalogs or []),
+                results=self.results,
+            )
+        return self._functions
+
+
+class Target:
+    """One Kustomization or Component directory."""
+
+    def __init__(
+        self, build: BuildState, loader: Loader, kfile: str | None = None, origin: str = ""
+    ):
+        from orchestrator import kustomization
+
+        self.build = build
+        # Path of this kustomization relative to the top one (for origin annotations).
+        self.origin = origin
+        self.loader = loader
+        self.kfile = kfile or find_kustomization(loader.root, loader.restrictor)
+        self.source = display(self.kfile)
+        self.k = kustomization.load(self.kfile, warnings=build.warnings)
+        self.kind = self.k["kind"]
+        self._catalogs: Any = None
+        self.source = display(self.kfile)
+        if self.k.get("catalogs"):
+            # A referenced catalog that is not trusted is an error at once (KEP-2906).
+            self.catalog_set()
+
+    # ------------------------------------------------------------------ helpers
+
+    def catalog_set(self) -> Any:
+        """This kustomization's catalogs (its ``catalogs:`` plus the trusted ones)."""
+        if self._catalogs is None:
+            self._catalogs = self.build.functions().catalogs(
+                self.k.get("catalogs") or [], self.loader.root, self.source
+            )
+        return self._catalogs
+
+    def ctx(self, acc: Accumulator) -> fbase.PluginContext:
+        """The plugin context for this kustomization."""
+        return fbase.PluginContext(
+            tconfig=acc.config(),
+            read_file=self.loader.read,
+            root=self.loader.root,
+            source=self.source,
+            schema=self.build.schema,
+            warnings=self.build.warnings,
+            options=self.build.options,
+        )
+
+    def _set_schema(self) -> None:
+        openapi = self.k.get("openapi")
+        if self.build.schema_set or not openapi:
+            return
+        path = openapi.get("path") if isinstance(openapi, dict) else None
+        version = openapi.get("version") if isinstance(openapi, dict) else None
+        if path and version:
+            raise ValidationError(
+                "builtin version and custom schema provided, cannot use both", file=self.source
+            )
+        if version and version != BUILTIN_OPENAPI:
+            raise ValidationError(
+                f"the specified OpenAPI version is not built in: {version!r} "
+                f"(only {BUILTIN_OPENAPI} is)",
+                file=self.source,
+            )
+        if path:
+            docs = yamlio.load_all(self.loader.read(str(path)), source=str(path))
+            from orchestrator import openapi as _openapi
+
+            # A custom schema replaces the built-in one (kustomize's openapi: path:).
+            self.build.schema = _extend_schema(_openapi.PatchSchema.empty(), docs, source=str(path))
+        elif version:
+            self.build.schema = None
+        else:
+            raise ValidationError("openapi needs 'path' or 'version'", file=self.source)
+        self.build.schema_set = True
+
+    # ------------------------------------------------------------------ accumulation
+
+    def accumulate(self, acc: Accumulator) -> Accumulator:
+        """kustomize's accumulateTarget: resources, generators, components, transformers."""
+        self._set_schema()
+        k = self.k
+        self.accumulate_resources(acc, k.get("resources") or [])
+        tc = fieldspec.default_config()
+        if k.get("configurations"):
+            extra = TransformerConfig({})
+            for path in k["configurations"]:
+                data = yamlio.load(self.loader.read(path), source=path) or {}
+                if not isinstance(data, dict):
+                    raise ValidationError("a configurations file must be a map", file=path)
+                unknown = sorted(set(data) - CONFIG_KEYS)
+                if unknown:
+                    raise ValidationError(
+                        f"invalid transformer configuration: unknown field {unknown[0]!r}",
+                        file=display(self.loader.abspath(path)),
+                    )
+                if "varReference" in data:
+                    acc.var_field_specs.extend(data.get("varReference") or [])
+                extra.merge_config(TransformerConfig(data))
+            tc.merge_config(extra)
+        acc.merge_config(tc)
+        if k.get("crds"):
+            self.load_crds(acc, k["crds"])
+        self.run_generators(acc)
+        for path in k.get("components") or []:
+            self.accumulate_directory(acc, path, component=True)
+        self.run_transformers(acc)
+        self.run_validators(acc)
+        if k.get("vars"):
+            from orchestrator.filters import vars as kvars
+
+            # Bind each var to its resource now, among this kustomization's resources
+            # (kustomize's MergeVars), so that diamonds resolve like kustomize.
+            kvars.bind(acc.resmap.resources(), k["vars"])
+        acc.merge_vars(k.get("vars") or [])
+        return acc
+
+    def accumulate_resources(self, acc: Accumulator, paths: list[str]) -> None:
+        """Add the resources of files and kustomization directories, in order."""
+        for path in paths:
+            comp = self.build.composition_plugin(self.loader.abspath(path))
+            if comp is not None:
+                # KEP-2299: a Composition in resources: appends what it generates.
+                if self.loader.is_dir(path):
+                    self.loader.child(path)  # the same cycle check as for kustomizations
+                comp.accumulate(self.build, self.loader.abspath(path), acc, source=self.source)
+                continue
+            if self.loader.is_dir(path):
+                self.accumulate_directory(acc, path, component=False)
+                continue
+            try:
+                data = self.loader.read(path)
+            except LoadError as exc:
+                if not self.loader.exists(path):
+                    raise LoadError(
+                        f"resource '{path}' does not exist (neither a file nor a "
+                        "kustomization directory)",
+                        file=self.source,
+                    ) from None
+                raise exc
+            where = display(self.loader.abspath(path))
+            origin = None
+            if self.build.origins:
+                origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
+            for res in resources_from_bytes(data, source=where, origin=origin):
+                try:
+                    acc.resmap.append(res)
+                except ResourceConflictError as exc:
+                    exc.file = where
+                    raise
+
+    def accumulate_directory(self, acc: Accumulator, path: str, *, component: bool) -> None:
+        """Build a sub-kustomization (or apply a component) and add its resources."""
+        if component and not self.loader.is_dir(path):
+            raise LoadError(
+                f"component '{path}' must be a directory with a kustomization of kind Component",
+                file=self.source,
+            )
+        what = "component" if component else "resource"
+        try:
+            child = self.loader.child(path)
+        except LoadError as exc:
+            if exc.message.startswith("cycle detected"):
+                # Name the kustomization that closes the cycle, not just the reference.
+                raise LoadError(f"{what} '{path}': {exc.message}", file=self.source) from None
+            raise
+        if component and self.build.composition_plugin(child.root) is not None:
+            raise ValidationError(
+                f"expected kind 'Component' for path '{child.root}' but got 'Composition'",
+                file=self.source,
+            )
+        try:
+            sub = Target(
+                self.build, child, origin=os.path.normpath(os.path.join(self.origin, path))
+            )
+        except LoadError as exc:
+            if "unable to find" in exc.message:
+                raise LoadError(f"{what} '{path}': {exc.message}", file=self.source) from None
+            raise
+        if component and sub.kind != "Component":
+            raise ValidationError(
+                f"expected kind 'Component' for path '{child.root}' but got '{sub.kind}'",
+                file=self.source,
+            )
+        if not component and sub.kind == "Component":
+            raise ValidationError(
+                f"expected kind != 'Component' for path '{child.root}'", file=self.source
+            )
+        if component:
+            sub.accumulate(acc)
+            return
+        sub_acc = sub.accumulate(Accumulator())
+        for res in sub_acc.resmap:
+            try:
+                acc.resmap.append(res)
+            except ResourceConflictError as exc:
+                exc.file = self.kfile
+                raise
+        acc.merge(sub_acc)
+
+    def load_crds(self, acc: Accumulator, paths: list[str]) -> None:
+        """Check the OpenAPI definitions listed in ``crds:``.
+
+        kustomize v5.5.0 reads them only for name references declared with
+        ``x-kubernetes-object-ref-*``; they never change strategic merge (checked against
+        kubectl). A CRD manifest there is an error in kustomize, and so it is here; declared
+        references are not implemented yet, so they fail loudly instead of being ignored.
+        """
+        for path in paths:
+            for doc in yamlio.load_all(self.loader.read(path), source=path):
+                if not isinstance(doc, dict) or "kind" in doc or "apiVersion" in doc:
+                    what = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
+                    raise ValidationError(
+                        f"unable to parse open API definition from '{path}': expected a map "
+                        f"of OpenAPI definitions, got {what or 'a resource'}",
+                        file=self.kfile,
+                    )
+                if "x-kubernetes-object-ref-kind" in json.dumps(doc):
+                    raise NotSupportedError(
+                        f"'{path}': name references declared with x-kubernetes-object-ref-* "
+                        "in crds: are not supported yet",
+                        file=self.kfile,
+                    )
+
+    # ------------------------------------------------------------------ generators
+
+    def run_generators(self, acc: Accumulator) -> None:
+        """Run configMapGenerator, secretGenerator, helmCharts and ``generators:``."""
+        k = self.k
+        options = k.get("generatorOptions")
+        if k.get("configMapGenerator") or k.get("secretGenerator"):
+            from orchestrator.filters import configmapgenerator, secretgenerator
+        for args in k.get("configMapGenerator") or []:
+            self._check_generator_args(args, "configMapGenerator")
+            res = configmapgenerator.generate(args, options=options, read_file=self.loader.read)
+            self._absorb(acc, res)
+        for args in k.get("secretGenerator") or []:
+            self._check_generator_args(args, "secretGenerator")
+            res = secretgenerator.generate(args, options=options, read_file=self.loader.read)
+            self._absorb(acc, res)
+        if k.get("helmCharts") or k.get("helmChartInflationGenerator"):
+            for res in self.helm(acc):
+                self._absorb(acc, res)
+        for config in self.plugin_configs(k.get("generators") or [], "generators"):
+            md = config.get("metadata") or {}
+            origin = str((md.get("annotations") or {}).get(ORIGIN_ANNOTATION) or "")
+            by = (
+                str(config.get("apiVersion") or ""),
+                str(config.get("kind") or ""),
+                str(md.get("name") or ""),
+                # A plugin config read from a file is "configured in" that file.
+                origin[6:].strip() if origin.startswith("path: ") else "",
+            )
+            for res in self.make_plugin(config, acc, generator=True).generate():
+                self._absorb(acc, res, by)
+
+    def _absorb(
+        self, acc: Accumulator, res: Resource, by: tuple[str, str, str, str] | None = None
+    ) -> None:
+        if self.build.origins:
+            kind, name = by[1:3] if by else (res.kind + "Generator", "")
+            configured_in = (by[3] if by else "") or os.path.normpath(
+                os.path.join(self.origin, os.path.basename(self.kfile))
+            )
+            text = (
+                f"configuredIn: {configured_in}\nconfiguredBy:\n"
+                f"  apiVersion: {by[0] if by else 'builtin'}\n  kind: {kind}\n"
+            )
+            if name:
+                text += f"  name: {name}\n"
+            _annotate(res, ORIGIN_ANNOTATION, text)
+        try:
+            acc.absorb(res)
+        except KrmError as exc:
+            exc.file = self.kfile
+            raise
+
+    def _check_generator_args(self, args: Any, what: str) -> None:
+        if not isinstance(args, dict):
+            raise ValidationError(f"{what} entries must be maps, got {args!r}", file=self.source)
+
+    def helm(self, acc: Accumulator) -> list[Resource]:
+        """helmCharts: inflate each chart with ``helm template`` (needs --enable-helm)."""
+        import shutil
+        import subprocess
+        import tempfile
+
+        opts = self.build.options
+        if not opts.enable_helm:
+            raise NotSupportedError(
+                "must specify --enable-helm to use helmCharts", file=self.source
+            )
+        helm = shutil.which(opts.helm_command)
+        if helm is None:
+            raise NotSupportedError(
+                f"helmCharts need the '{opts.helm_command}' binary, which is not on PATH",
+                file=self.source,
+            )
+        out: list[Resource] = []
+        globals_ = self.k.get("helmGlobals") or {}
+        chart_home = os.path.join(self.loader.root, globals_.get("chartHome") or "charts")
+        for chart in self.k.get("helmCharts") or []:
+            name = chart.get("name")
+            if not name:
+                raise ValidationError("helmCharts entry needs a name", file=self.source)
+            chart_dir = os.path.join(chart_home, name)
+            cmd = [helm, "template", chart.get("releaseName") or "release-name"]
+            if os.path.isdir(chart_dir):
+                cmd.append(chart_dir)
+            elif chart.get("repo"):
+                cmd += [name, "--repo", chart["repo"]]
+                if chart.get("version"):
+                    cmd += ["--version", str(chart["version"])]
+            else:
+                raise LoadError(f"chart '{name}' not found under '{chart_home}'", file=self.source)
+            if chart.get("namespace"):
+                cmd += ["--namespace", chart["namespace"]]
+            if chart.get("includeCRDs"):
+                cmd.append("--include-crds")
+            with tempfile.TemporaryDirectory() as tmp:
+                if chart.get("valuesFile"):
+                    cmd += ["--values", self.loader.abspath(chart["valuesFile"])]
+                if chart.get("valuesInline"):
+                    vpath = os.path.join(tmp, "values.yaml")
+                    with open(vpath, "w") as f:
+                        f.write(yamlio.dump(chart["valuesInline"]))
+                    cmd += ["--values", vpath]
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise KrmError(
+                    f"helm template failed for chart '{name}': {proc.stderr.strip()}",
+                    file=self.source,
+                )
+            out.extend(resources_from_bytes(proc.stdout.encode(), source=f"helm chart {name}"))
+        return out
+
+    # ------------------------------------------------------------------ transformers
+
+    def builtin_transformer_configs(self, acc: Accumulator) -> list[tuple[str, dict]]:
+        """The kustomization's fields as builtin plugin configs, in kustomize's order."""
+        k, tc = self.k, acc.config()
+        out: list[tuple[str, dict]] = []
+        if k.get("patchesStrategicMerge"):
+            out.append(("PatchStrategicMergeTransformer", {"paths": k["patchesStrategicMerge"]}))
+        for p in k.get("patches") or []:
+            if not isinstance(p, dict):
+                raise ValidationError(f"invalid patches entry {p!r}", file=self.source)
+            out.append(("PatchTransformer", p))
+        if k.get("namespace"):
+            out.append(
+                (
+                    "NamespaceTransformer",
+                    {"metadata": {"namespace": k["namespace"]}, "fieldSpecs": tc.get("namespace")},
+                )
+            )
+        if k.get("namePrefix"):
+            out.append(
+                (
+                    "PrefixTransformer",
+                    {"prefix": k["namePrefix"], "fieldSpecs": tc.get("namePrefix")},
+                )
+            )
+        if k.get("nameSuffix"):
+            out.append(
+                (
+                    "SuffixTransformer",
+                    {"suffix": k["nameSuffix"], "fieldSpecs": tc.get("nameSuffix")},
+                )
+            )
+        labels = k.get("labels") or []
+        if labels or k.get("commonLabels"):
+            for label in labels:
+                if not isinstance(label, dict):
+                    raise ValidationError(f"invalid labels entry {label!r}", file=self.source)
+                specs = fieldspec.merge(
+                    fieldspec.parse(label.get("fields"), source=self.kfile), tc.get("labels")
+                )
+                if label.get("includeSelectors"):
+                    specs = fieldspec.merge(specs, tc.get("commonLabels"))
+                else:
+                    if label.get("includeTemplates"):
+                        specs = fieldspec.merge(specs, tc.get("templateLabels"))
+                    specs = fieldspec.merge(specs, [fieldspec.make("metadata/labels", create=True)])
+                out.append(
+                    ("LabelTransformer", {"labels": label.get("pairs") or {}, "fieldSpecs": specs})
+                )
+            out.append(
+                (
+                    "LabelTransformer",
+                    {"labels": k.get("commonLabels") or {}, "fieldSpecs": tc.get("commonLabels")},
+                )
+            )
+        if k.get("commonAnnotations"):
+            out.append(
+                (
+                    "AnnotationsTransformer",
+                    {
+                        "annotations": k["commonAnnotations"],
+                        "fieldSpecs": tc.get("commonAnnotations"),
+                    },
+                )
+            )
+        for p in k.get("patchesJson6902") or []:
+            if not isinstance(p, dict):
+                raise ValidationError(f"invalid patchesJson6902 entry {p!r}", file=self.source)
+            out.append(
+                (
+                    "PatchJson6902Transformer",
+                    {"target": p.get("target"), "path": p.get("path"), "jsonOp": p.get("patch")},
+                )
+            )
+        for r in k.get("replicas") or []:
+            out.append(
+                ("ReplicaCountTransformer", {"replica": r, "fieldSpecs": tc.get("replicas")})
+            )
+        for img in k.get("images") or []:
+            out.append(("ImageTagTransformer", {"imageTag": img, "fieldSpecs": tc.get("images")}))
+        if k.get("replacements"):
+            out.append(("ReplacementTransformer", {"replacements": k["replacements"]}))
+        return out
+
+    def run_transformers(self, acc: Accumulator) -> None:
+        """Run the builtin transformers in kustomize's order, then ``transformers:``."""
+        from orchestrator import filters
+
+        configured_in = os.path.normpath(os.path.join(self.origin, os.path.basename(self.kfile)))
+        for kind, config in self.builtin_transformer_configs(acc):
+            plugin = filters.lookup(kind)(config, self.ctx(acc))
+            plugin.transform(acc.resmap)
+            acc.resmap.invalidate()
+            if self.build.origins:
+                _record_transformation(
+                    acc.resmap,
+                    f"configuredIn: {configured_in}\nconfiguredBy:\n"
+                    f"  apiVersion: builtin\n  kind: {kind}\n",
+                )
+        for config in self.plugin_configs(self.k.get("transformers") or [], "transformers"):
+            self.make_plugin(config, acc, generator=False).transform(acc.resmap)
+            acc.resmap.invalidate()
+            md = config.get("metadata") or {}
+            origin = str((md.get("annotations") or {}).get(ORIGIN_ANNOTATION) or "")
+            if self.build.origins and origin.startswith("path: "):
+                entry = (
+                    f"configuredIn: {origin[6:].strip()}\nconfiguredBy:\n"
+                    f"  apiVersion: {config.get('apiVersion')}\n  kind: {config.get('kind')}\n"
+                )
+                if md.get("name"):
+                    entry += f"  name: {md['name']}\n"
+                if md.get("namespace"):
+                    entry += f"  namespace: {md['namespace']}\n"
+                _record_transformation(acc.resmap, entry)
+
+    def run_validators(self, acc: Accumulator) -> None:
+        """Run ``validators:`` on a copy of the resources."""
+        for config in self.plugin_configs(self.k.get("validators") or [], "validators"):
+            copies = ResMap([r.copy() for r in acc.resmap])
+            self.make_plugin(config, acc, generator=False, role="validator").transform(copies)
+            # kustomize fails on a changed map rather than dropping the change silently; a
+            # Composition's output is discarded instead (KEP-2299).
+            composition = "__krm_composition__" in config
+            if not composition and [r.obj for r in copies] != [r.obj for r in acc.resmap]:
+                md = config.get("metadata") or {}
+                raise ValidationError(
+                    f"validator {config.get('kind')} '{md.get('name') or ''}' shouldn't modify "
+                    "the resource map",
+                    file=self.source,
+                )
+
+    # ------------------------------------------------------------------ plugins
+
+    def plugin_configs(self, entries: list[Any], field_name: str) -> list[dict[str, Any]]:
+        """Plugin config documents from file paths, directories or inline YAML."""
+        configs: list[dict[str, Any]] = []
+        for entry in entries:
+            if isinstance(entry, dict):
+                configs.append(entry)
+                continue
+            if not isinstance(entry, str):
+                raise ValidationError(f"invalid {field_name} entry {entry!r}", file=self.source)
+            comp = self.build.composition_plugin(self.loader.abspath(entry))
+            if comp is not None:
+                configs.append(comp.marker_config(self.loader.abspath(entry)))
+                continue
+            if "\n" in entry or (":" in entry and not self.loader.exists(entry)):
+                docs = yamlio.load_all(entry, source=self.kfile)
+                configs.extend(d for d in docs if isinstance(d, dict))
+                continue
+            sub = Accumulator()
+            self.accumulate_resources(sub, [entry])
+            configs.extend(r.obj for r in sub.resmap)
+        return configs
+
+    def make_plugin(
+        self,
+        config: dict[str, Any],
+        acc: Accumulator,
+        *,
+        generator: bool,
+        role: str | None = None,
+    ) -> Any:
+        """The plugin for one generators/transformers/validators config."""
+        from orchestrator import filters
+
+        role = role or ("generator" if generator else "transformer")
+
+        # orchestrator.composition.plugin.MARKER, spelled out to avoid importing that package.
+        marker = config.get("__krm_composition__")
+        comp = self.build.composition_plugin(marker) if isinstance(marker, str) else None
+        if comp is not None and comp.is_marker(config):
+            return comp.CompositionPlugin(config, self.build)
+
+        kind = config.get("kind") or ""
+        api_version = config.get("apiVersion") or ""
+        if api_version != "builtin":
+            # Not a builtin: a KRM function (KEP-2906 runtimes and catalogs).
+            return self.build.functions().plugin(
+                config,
+                role=role,
+                kustomization_dir=self.loader.root,
+                catalogs=self.catalog_set(),
+                openapi=self.k.get("openapi"),
+                source=self.source,
+            )
+        cls = filters.lookup(kind)
+        if cls is None:
+            raise NotSupportedError(
+                f"unknown builtin plugin kind {kind!r} (apiVersion: builtin)", file=self.source
+            )
+        if generator != (kind in filters.GENERATORS) and generator:
+            raise ValidationError(f"{kind} is not a generator", file=self.source)
+        return cls(config, self.ctx(acc))
+
+
+def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:
+    """``schema`` extended with the OpenAPI definitions in ``docs`` (from ``openapi: path:``)."""
+    try:
+        return schema.extended(docs)
+    except KrmError:
+        raise
+    except Exception as exc:  # the schema module reports bad documents its own way
+        raise ValidationError(f"invalid openapi/CRD document: {exc}", file=source) from None
+
+
+def resources_from_bytes(data: bytes, *, source: str, origin: str | None = None) -> list[Resource]:
+    """Resources of a YAML stream; ``List`` kinds are flattened. ``origin``: the value of
+    the ``config.kubernetes.io/origin`` annotation to add (buildMetadata)."""
+    out: list[Resource] = []
+    for doc in yamlio.load_all(data, source=source):
+        _add_doc(doc, source, out, origin)
+    return out
+
+
+def _add_doc(doc: Any, source: str, out: list[Resource], origin: str | None = None) -> None:
+    if not isinstance(doc, dict):
+        raise ValidationError(
+            f"a resource must be a YAML map, got {type(doc).__name__}", file=source
+        )
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        for item in doc["items"]:
+            _add_doc(item, source, out, origin)
+        return
+    if not kind:
+        raise ValidationError(
+            f"missing Resource metadata: kind is empty in {_short(doc)}", file=source
+        )
+    md = doc.get("metadata")
+    if not (isinstance(md, dict) and (md.get("name") or md.get("generateName"))):
+        raise ValidationError(f"missing metadata.name in object {_short(doc)}", file=source)
+    res = Resource(obj=doc, source=source)
+    if origin is not None:
+        _annotate(res, ORIGIN_ANNOTATION, origin)
+    out.append(res)
+
+
+def _short(doc: dict) -> str:
+    text = yamlio.dump(doc).strip().replace("\n", " ")
+    return "{" + (text[:80] + "..." if len(text) > 80 else text) + "}"
+
+
+def _record_transformation(resmap: ResMap, entry: str) -> None:
+    """Append one transformer to every resource's transformations annotation."""
+    item = "- " + entry.replace("\n", "\n  ").rstrip(" ")
+    for res in resmap:
+        md = res.metadata
+        ann = md.get("annotations")
+        if not isinstance(ann, dict):
+            ann = md["annotations"] = {}
+        ann[TRANSFORMATIONS_ANNOTATION] = (ann.get(TRANSFORMATIONS_ANNOTATION) or "") + item
+
+
+def strip_annotation(res: Resource, key: str) -> None:
+    md = res.obj.get("metadata")
+    ann = md.get("annotations") if isinstance(md, dict) else None
+    if isinstance(ann, dict) and key in ann:
+        del ann[key]
+        if not ann:
+            del md["annotations"]
+
+
+def _annotate(res: Resource, key: str, value: str) -> None:
+    md = res.metadata
+    ann = md.get("annotations")
+    if ann is not None and not isinstance(ann, dict):
+        raise ValidationError(
+            f"cannot add annotation {key}: metadata/annotations is not a map",
+            file=res.source,
+            resource=res.describe(),
+        )
+    if ann is None:
+        ann = md["annotations"] = {}
+    ann[key] = value
+
+
+def normalise_annotations(res: Resource) -> None:
+    # kustomize rewrites every non-empty annotation map as map[string]string at the end
+    # (RemoveBuildAnnotations), so non-string values come out as strings, and it drops an
+    # empty or null one (kyaml's ClearEmptyAnnotations), unlike empty labels.
+    md = res.obj.get("metadata")
+    if not isinstance(md, dict):
+        return
+    ann = md.get("annotations", res)
+    if ann is res:
+        return
+    if not ann or not isinstance(ann, dict):
+        del md["annotations"]
+        return
+    for k, v in ann.items():
+        if not isinstance(v, str):
+            ann[k] = fbase.scalar_text(v) if not isinstance(v, (dict, list)) else v
+
+
+def is_local_config(res: Resource) -> bool:
+    md = res.obj.get("metadata")
+    ann = md.get("annotations") if isinstance(md, dict) else None
+    return isinstance(ann, dict) and str(ann.get(LOCAL_CONFIG)) == "true"

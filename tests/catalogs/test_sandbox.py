@@ -176,3 +176,14 @@ def test_container_runtimes_are_recorded_as_not_run():
     outcome = sandbox.run_container("ghcr.io/example/fn:v1")
     assert outcome.status == "not_run"
     assert "not run here" in outcome.detail
+
+
+def test_memory_beyond_the_limit_is_refused(tmp_path, unharmed):
+    fn = _program(
+        tmp_path,
+        "exec /usr/bin/python3 -c 'b = bytearray(512 * 1024 * 1024)' || exit 7\n",
+    )
+    limits = SandboxLimits(cpu_seconds=3, wall_seconds=6, memory_bytes=128 * 1024 * 1024)
+    outcome = sandbox.run_exec(fn, ITEMS, limits=limits)
+    assert outcome.status == "failed"
+    assert "MemoryError" in outcome.stderr

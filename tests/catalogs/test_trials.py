@@ -106,6 +106,31 @@ def test_a_misbehaving_function_is_flagged(
     assert any(f.startswith(flag) for f in run.flags), run.flags
 
 
+def test_an_exec_function_that_probes_the_jail_is_run_contained_and_flagged(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    program = (
+        "#!/bin/bash\n"
+        "exec 3<>/dev/tcp/127.0.0.1/9 || true\n"
+        'echo owned > "$HOME/.profile" || true\n'
+        "cat\n"
+    )
+    url, sha = served("probe", program)
+    runtime = (
+        "      exec:\n        platforms:\n"
+        f"        - {{bin: probe, os: linux, arch: {trials._arch()},\n"
+        f"           uri: '{url}', sha256: {sha}}}\n"
+    )
+    c = _submit(published, contributor, _definition(runtime), django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.runtime == "exec"
+    assert run.status == TrialRunStatus.OK, run.detail
+    assert run.tried_network and run.tried_write_outside
+    assert "tried to use the network" in run.flags
+    assert "tried to write outside its scratch dir" in run.flags
+    assert run.diff == {"added": [], "removed": [], "changed": []}
+
+
 def test_a_digest_mismatch_runs_nothing(
     served, published, contributor, django_capture_on_commit_callbacks
 ):

@@ -1,15 +1,19 @@
 """Trial runs of contributed functions (issue 13, section 2): services and selectors.
 
 Each run fetches the contributed runtime the way ``krm`` does (https, or http to loopback, sha256
-verified) and runs it in ``catalogs.sandbox`` on the built-in example resources. Definitions list
-examples only as strings (KEP-2906 ``examples``), so no example input or expected output is read
-from them yet. Runtimes given as local paths or ``file:`` URIs are never read by the worker: they
-are recorded as not run.
+verified) and runs it in ``catalogs.sandbox`` on each example of the version. KEP-2906 lists
+``examples`` as strings; one that is an https (or loopback http) URL of a ``.yaml``/``.yml`` file is
+read as one or two YAML documents: a ResourceList to run the function on, and optionally the
+ResourceList it must produce (a run whose output differs is flagged). Other examples are
+documentation links; with no runnable example the function runs on a built-in ConfigMap,
+Deployment and Service. Runtimes and examples given as local paths or ``file:`` URIs are never
+read by the worker: a runtime of that kind is recorded as not run.
 """
 
 from __future__ import annotations
 
 import platform as _platform
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,6 +24,7 @@ from catalogs import sandbox
 from catalogs.contributions import contribution_definition_parse
 from catalogs.exceptions import InvalidInputError
 from catalogs.models import Contribution, TrialRun, TrialRunStatus
+from orchestrator import yamlio
 from orchestrator.errors import KrmError
 from orchestrator.functions import fetch
 from orchestrator.functions.options import FnOptions
@@ -52,6 +57,8 @@ BUILTIN_ITEMS: list[dict[str, Any]] = [
         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
     },
 ]
+MAX_EXAMPLE_BYTES = 1024 * 1024
+_BAD_EXAMPLE = "an example must be one or two ResourceList documents"
 _FAILURES = {
     TrialRunStatus.FAILED: "crashed or reported errors",
     TrialRunStatus.TIMEOUT: "timed out",
@@ -79,7 +86,9 @@ def _arch() -> str:
     return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
 
 
-def _run_runtime(runtime: dict[str, Any], items: list[dict[str, Any]]) -> tuple[str, Any]:
+def _run_runtime(
+    runtime: dict[str, Any], items: list[dict[str, Any]], config: dict[str, Any] | None = None
+) -> tuple[str, Any]:
     """(runtime kind, sandbox outcome) for the first runtime the sandbox can run."""
     star = runtime.get("starlark")
     if star is not None:
@@ -94,7 +103,7 @@ def _run_runtime(runtime: dict[str, Any], items: list[dict[str, Any]]) -> tuple[
             script = fetch.read_limited(blob, 1024 * 1024).decode("utf-8")
         except (KrmError, UnicodeDecodeError) as exc:
             return "starlark", sandbox.TrialOutcome(status="not_run", detail=str(exc))
-        return "starlark", sandbox.run_starlark(script, items)
+        return "starlark", sandbox.run_starlark(script, items, function_config=config)
     exe = runtime.get("exec")
     if exe is not None:
         platforms = [
@@ -110,12 +119,64 @@ def _run_runtime(runtime: dict[str, Any], items: list[dict[str, Any]]) -> tuple[
             program = fetch.exec_binary(platforms[0], options=_options(), base_dir=None)
         except KrmError as exc:
             return "exec", sandbox.TrialOutcome(status="not_run", detail=str(exc))
-        return "exec", sandbox.run_exec(program, items)
+        return "exec", sandbox.run_exec(program, items, function_config=config)
     image = (runtime.get("container") or {}).get("image", "")
     return "container", sandbox.run_container(image)
 
 
-def _flags(outcome: sandbox.TrialOutcome) -> list[str]:
+@dataclass
+class Example:
+    name: str
+    items: list[dict[str, Any]]
+    function_config: dict[str, Any] | None = None
+    expected: list[dict[str, Any]] | None = None
+    error: str | None = None  # why the example could not be read
+
+
+def _resource_list(doc: Any) -> bool:
+    return (
+        isinstance(doc, dict)
+        and doc.get("kind") == "ResourceList"
+        and isinstance(doc.get("items") or [], list)
+        and all(isinstance(i, dict) for i in doc.get("items") or [])
+    )
+
+
+def _examples(strings: list[str]) -> list[Example]:
+    """The runnable examples among a version's ``examples`` (see the module's docstring)."""
+    found = []
+    for ref in strings:
+        if not _downloadable(ref) or not urlsplit(ref).path.endswith((".yaml", ".yml")):
+            continue
+        name = f"example {ref}"
+        try:
+            resp = fetch.http_get(ref, options=_options(), max_bytes=MAX_EXAMPLE_BYTES)
+            docs = yamlio.load_all(resp.body or b"", source=ref)
+        except KrmError as exc:
+            found.append(Example(name=name, items=[], error=exc.message))
+            continue
+        docs = [d for d in docs if d is not None]
+        if not docs or len(docs) > 2 or not all(_resource_list(d) for d in docs):
+            found.append(
+                Example(
+                    name=name,
+                    items=[],
+                    error=_BAD_EXAMPLE,
+                )
+            )
+            continue
+        found.append(
+            Example(
+                name=name,
+                items=docs[0].get("items") or [],
+                function_config=docs[0].get("functionConfig"),
+                expected=(docs[1].get("items") or []) if len(docs) == 2 else None,
+            )
+        )
+    return found or [Example(name=BUILTIN_EXAMPLE, items=BUILTIN_ITEMS)]
+
+
+def _flags(outcome: sandbox.TrialOutcome, expected: list[dict[str, Any]] | None) -> list[str]:
     flags = []
     if outcome.status in _FAILURES:
         flags.append(_FAILURES[outcome.status])
@@ -123,8 +184,13 @@ def _flags(outcome: sandbox.TrialOutcome) -> list[str]:
         flags.append("tried to use the network")
     if outcome.tried_write_outside:
         flags.append("tried to write outside its scratch dir")
-    if outcome.diff.get("removed"):
+    if outcome.diff.get("removed") and expected is None:
         flags.append("removed input resources: " + ", ".join(outcome.diff["removed"]))
+    if expected is not None and outcome.status == TrialRunStatus.OK:
+        off = sandbox.resource_diff(expected, outcome.items)
+        ids = off["added"] + off["removed"] + off["changed"]
+        if ids:
+            flags.append("output differs from the example's expected output: " + ", ".join(ids))
     return flags
 
 
@@ -133,33 +199,44 @@ def contribution_trials_run(*, contribution: Contribution) -> list[TrialRun]:
     """Run the contribution's function (its last version) on each example; record each run."""
     definition = contribution_definition_parse(content=contribution.content)
     version = definition.function.versions[-1]
-    try:
-        runtime, outcome = _run_runtime(version.runtime, BUILTIN_ITEMS)
-    except sandbox.SandboxUnavailable as exc:
-        runtime, outcome = (
-            ",".join(version.runtime_kinds),
-            sandbox.TrialOutcome(status="not_run", detail=exc.message),
+    runs = []
+    for example in _examples(version.examples):
+        error = example.error
+        if error:
+            runtime = ",".join(version.runtime_kinds)
+            outcome = sandbox.TrialOutcome(status="not_run", detail=f"example: {error}")
+        else:
+            try:
+                runtime, outcome = _run_runtime(
+                    version.runtime, example.items, example.function_config
+                )
+            except sandbox.SandboxUnavailable as exc:
+                runtime = ",".join(version.runtime_kinds)
+                outcome = sandbox.TrialOutcome(status="not_run", detail=exc.message)
+        flags = _flags(outcome, example.expected)
+        if error:
+            flags.append("its example could not be read")
+        runs.append(
+            TrialRun.objects.create(
+                contribution=contribution,
+                revision=contribution.revision,
+                example=example.name[:200],
+                runtime=runtime,
+                status=outcome.status,
+                flagged=bool(flags),
+                flags=flags,
+                exit_code=outcome.exit_code,
+                duration=outcome.duration,
+                stderr=outcome.stderr[:16384],
+                results=outcome.results,
+                diff=outcome.diff,
+                tried_network=outcome.tried_network,
+                tried_write_outside=outcome.tried_write_outside,
+                detail=outcome.detail,
+                jail=outcome.jail,
+            )
         )
-    flags = _flags(outcome)
-    run = TrialRun.objects.create(
-        contribution=contribution,
-        revision=contribution.revision,
-        example=BUILTIN_EXAMPLE,
-        runtime=runtime,
-        status=outcome.status,
-        flagged=bool(flags),
-        flags=flags,
-        exit_code=outcome.exit_code,
-        duration=outcome.duration,
-        stderr=outcome.stderr[:16384],
-        results=outcome.results,
-        diff=outcome.diff,
-        tried_network=outcome.tried_network,
-        tried_write_outside=outcome.tried_write_outside,
-        detail=outcome.detail,
-        jail=outcome.jail,
-    )
-    return [run]
+    return runs
 
 
 def contribution_trials_enqueue(*, contribution: Contribution) -> None:

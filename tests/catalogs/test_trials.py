@@ -131,6 +131,73 @@ def test_an_exec_function_that_probes_the_jail_is_run_contained_and_flagged(
     assert run.diff == {"added": [], "removed": [], "changed": []}
 
 
+EXAMPLE_IN = """\
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: one}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: two}}
+functionConfig: {owner: team-a}
+"""
+EXAMPLE_OUT = """\
+---
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: one, labels: {owner: team-a}}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: two, labels: {owner: team-a}}}
+"""
+SET_OWNER = (
+    'owner = ctx.resource_list["functionConfig"]["owner"]\n'
+    'for r in ctx.resource_list["items"]:\n'
+    '    r["metadata"]["labels"] = {"owner": owner}\n'
+)
+
+
+def _with_examples(content: str, *urls: str) -> str:
+    lines = "".join(f"    - {u}\n" for u in urls)
+    return content + "    examples:\n" + lines
+
+
+@pytest.mark.parametrize(
+    ("script", "flags"),
+    [
+        (SET_OWNER, []),
+        (
+            SET_OWNER + 'ctx.resource_list["items"].pop()\n',
+            ["output differs from the example's expected output"],
+        ),
+    ],
+    ids=["as-promised", "drops-a-resource"],
+)
+def test_examples_with_expected_output_are_checked(
+    served, published, contributor, django_capture_on_commit_callbacks, script, flags
+):
+    url, sha = served("set-owner.star", script)
+    example, _ = served("example.yaml", EXAMPLE_IN + EXAMPLE_OUT)
+    content = _with_examples(_starlark(url, sha), "https://example.org/docs", example)
+    c = _submit(published, contributor, content, django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)  # the documentation link is not an example
+    assert run.example == f"example {example}"
+    assert run.status == TrialRunStatus.OK, run.detail
+    assert [f.split(":")[0] for f in run.flags] == flags  # no "removed input resources" flag
+    if flags:
+        assert "ConfigMap/two" in run.flags[0]
+
+
+def test_an_unreadable_example_is_flagged_and_not_run(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    url, sha = served("set-owner.star", SET_OWNER)
+    example, _ = served("example.yaml", "kind: Deployment\n")
+    content = _with_examples(_starlark(url, sha), example)
+    c = _submit(published, contributor, content, django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.status == TrialRunStatus.NOT_RUN
+    assert run.flags == ["its example could not be read"]
+    assert "one or two ResourceList" in run.detail
+
+
 def test_a_digest_mismatch_runs_nothing(
     served, published, contributor, django_capture_on_commit_callbacks
 ):

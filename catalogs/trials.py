@@ -58,6 +58,7 @@ BUILTIN_ITEMS: list[dict[str, Any]] = [
     },
 ]
 MAX_EXAMPLE_BYTES = 1024 * 1024
+MAX_EXAMPLES = 10  # runnable examples per trial; each may take the sandbox's full wall clock
 _BAD_EXAMPLE = "an example must be one or two ResourceList documents"
 _FAILURES = {
     TrialRunStatus.FAILED: "crashed or reported errors",
@@ -144,8 +145,10 @@ def _resource_list(doc: Any) -> bool:
 
 def _examples(strings: list[str]) -> list[Example]:
     """The runnable examples among a version's ``examples`` (see the module's docstring)."""
-    found = []
+    found: list[Example] = []
     for ref in strings:
+        if len(found) >= MAX_EXAMPLES:
+            break
         if not _downloadable(ref) or not urlsplit(ref).path.endswith((".yaml", ".yml")):
             continue
         name = f"example {ref}"

@@ -9,6 +9,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# bubblewrap: the jail the worker runs contributed functions' trial runs in (catalogs/sandbox.py).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
+
 # Dependencies first so code edits do not invalidate the pip layer.
 COPY requirements.txt ./
 RUN pip install -r requirements.txt

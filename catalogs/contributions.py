@@ -480,6 +480,12 @@ def _log(
     )
 
 
+def _trials_enqueue(contribution: Contribution) -> None:
+    from catalogs.trials import contribution_trials_enqueue
+
+    contribution_trials_enqueue(contribution=contribution)
+
+
 @transaction.atomic
 def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contribution:
     """Propose a function definition for ``catalog``; any signed-in user may."""
@@ -499,6 +505,7 @@ def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contr
         kind=definition.function.kind,
     )
     _log(contribution, actor, ReviewEventAction.SUBMITTED)
+    _trials_enqueue(contribution)
     return contribution
 
 
@@ -521,6 +528,7 @@ def contribution_resubmit(*, contribution: Contribution, content: str, actor: Us
     locked.reviewed_at = None
     locked.save()
     _log(locked, actor, ReviewEventAction.RESUBMITTED)
+    _trials_enqueue(locked)
     return locked
 
 

@@ -278,6 +278,47 @@ class ReviewEvent(models.Model):
         return f"{self.action} #{self.contribution_id} by {self.actor_id}"
 
 
+class TrialRunStatus(models.TextChoices):
+    """How one sandboxed trial run of a contributed function ended (catalogs.sandbox)."""
+
+    OK = "ok", "OK"
+    FAILED = "failed", "Failed"
+    TIMEOUT = "timeout", "Timed out"
+    OUTPUT_LIMIT = "output_limit", "Output limit"
+    INVALID_OUTPUT = "invalid_output", "Invalid output"
+    NOT_RUN = "not_run", "Not run here"
+
+
+class TrialRun(models.Model):
+    """One run of a contribution's function on one example input, inside the trial sandbox."""
+
+    contribution = models.ForeignKey(
+        Contribution, on_delete=models.CASCADE, related_name="trial_runs"
+    )
+    revision = models.PositiveIntegerField()
+    example = models.CharField(max_length=200)
+    runtime = models.CharField(max_length=20)  # exec | starlark | container
+    status = models.CharField(max_length=20, choices=TrialRunStatus.choices)
+    flagged = models.BooleanField(default=False)
+    flags = models.JSONField(default=list, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    duration = models.FloatField(default=0.0)
+    stderr = models.TextField(blank=True)
+    results = models.JSONField(default=list, blank=True)
+    diff = models.JSONField(default=dict, blank=True)
+    tried_network = models.BooleanField(default=False)
+    tried_write_outside = models.BooleanField(default=False)
+    detail = models.TextField(blank=True)
+    jail = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"trial #{self.contribution_id} r{self.revision} {self.example}: {self.status}"
+
+
 # --- Mirroring (issue 6): sources mirrored from elsewhere, their sync runs and runtime blobs. ---
 
 

@@ -28,6 +28,17 @@ def catalog_version_verify_task(version_pk: int) -> dict:
     return {"version": version.number, "digest": version.digest, "ok": actual == version.digest}
 
 
+@shared_task
+def contribution_trials_run_task(contribution_pk: int) -> dict:
+    """Run a contribution's function in the trial sandbox and record the runs."""
+    from catalogs import trials
+    from catalogs.models import Contribution
+
+    contribution = Contribution.objects.get(pk=contribution_pk)
+    runs = trials.contribution_trials_run(contribution=contribution)
+    return {"runs": [r.pk for r in runs], "flagged": any(r.flagged for r in runs)}
+
+
 # --- Mirroring (issue 6). Late acknowledgement: a worker killed mid-run leaves the message in
 # the queue, the next worker restarts the run, and a finished run is never redone. ---
 

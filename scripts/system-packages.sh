@@ -4,10 +4,11 @@
 #   skopeo           a real OCI client for the registry's /v2/ endpoint tests
 #   chromium         the browser the web UI tests drive (with chromium-driver)
 #   git              git sources for the mirroring tests
+#   bwrap            bubblewrap, the jail of the trial sandbox (catalogs/sandbox.py)
 # kubectl (the kustomize oracle) is part of this project's machine image; its absence is reported.
 set -euo pipefail
 
-declare -A need=([docker-registry]=docker-registry [skopeo]=skopeo [chromium]="chromium chromium-driver" [git]=git)
+declare -A need=([docker-registry]=docker-registry [skopeo]=skopeo [chromium]="chromium chromium-driver" [git]=git [bwrap]=bubblewrap)
 missing=()
 for cmd in "${!need[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=(${need[$cmd]})

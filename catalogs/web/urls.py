@@ -55,6 +55,7 @@ urlpatterns = [
     path("review/<int:pk>/", views.review_detail, name="review-detail"),
     path("review/<int:pk>/approve/", views.review_approve, name="review-approve"),
     path("review/<int:pk>/reject/", views.review_reject, name="review-reject"),
+    path("review/<int:pk>/trials/", views.review_trials_run, name="review-trials"),
     path("mirrors/", mirror_pages.mirror_list, name="mirrors"),
     path("mirrors/new/", mirror_pages.mirror_create, name="mirror-create"),
     path("mirrors/<int:pk>/", mirror_pages.mirror_detail, name="mirror"),

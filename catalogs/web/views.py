@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
-from catalogs import contributions, mirrors, selectors, services
+from catalogs import contributions, mirrors, selectors, services, trials
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
@@ -527,6 +527,7 @@ def _review_page(
 ) -> HttpResponse:
     context = _review_context(request, contribution)
     context["events"] = contributions.review_event_list(contribution=contribution)
+    context["trial_runs"] = trials.trial_run_list(contribution=contribution)
     context["own"] = contribution.author_id == request.user.pk
     context["reject_form"] = reject_form
     context["approve_form"] = approve_form or forms.ApproveForm()
@@ -555,6 +556,21 @@ def review_approve(request: HttpRequest, pk: int) -> HttpResponse:
         f"Approved; published {contribution.catalog} version "
         f"{contribution.published_version.number}.",
     )
+    return redirect("web:review-detail", pk=pk)
+
+
+@login_required
+@domain_errors
+@require_POST
+def review_trials_run(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue the contribution's trial runs again (a reviewer's re-run)."""
+    contribution = _reviewable(request, pk)
+    try:
+        trials.contribution_trials_rerun(contribution=contribution)
+    except InvalidInputError as err:
+        messages.error(request, err.message)
+        return redirect("web:review-detail", pk=pk)
+    messages.success(request, f"Trial runs of contribution #{pk} queued.")
     return redirect("web:review-detail", pk=pk)
 
 

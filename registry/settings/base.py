@@ -106,6 +106,10 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 MEDIA_URL = "media/"
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(BASE_DIR / "media"))
+# Where trial runs of contributions keep downloaded runtimes (verified by sha256).
+# Run contributed functions in the trial sandbox when a contribution arrives (catalogs/trials.py).
+TRIAL_RUNS_ENABLED = env.bool("TRIAL_RUNS_ENABLED", default=True)
+TRIAL_CACHE_DIR = env.path("TRIAL_CACHE_DIR", default=str(Path(MEDIA_ROOT) / "trial-cache"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -53,7 +53,7 @@ def _post(base: str, token: str, chunks: list[bytes] | bytes, *, content_type: s
         try:
             sock.sendall("\r\n".join(head).encode() + b"\r\n\r\n" + payload)
             sock.shutdown(socket.SHUT_WR)
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # broken pipe, reset, or ENOTCONN from shutdown once it has closed
             pass
         response = http.client.HTTPResponse(sock)
         response.begin()

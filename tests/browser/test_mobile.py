@@ -116,6 +116,7 @@ def test_every_main_page_fits_a_phone(open_page, site, screenshots):
         for page, size in ((desktop, "desktop"), (phone, "phone")):
             response = page.goto(path)
             assert response.status == (404 if name == "not-found" else 200), (name, path)
+            assert len(response.body()) <= 100 * 1024, f"{name} ({path}) is over 100 KB"
             page.screenshot(path=str(screenshots / f"m-{name}-{size}.png"), full_page=True)
         width = phone.evaluate(WIDTH_JS)
         if width > PHONE["width"]:
@@ -128,7 +129,7 @@ def test_every_main_page_fits_a_phone(open_page, site, screenshots):
     assert too_wide == []
 
 
-def test_the_nav_collapses_behind_a_menu_button_on_a_phone(open_page, site):
+def test_the_nav_collapses_behind_a_menu_button_on_a_phone(open_page, site, screenshots):
     page = open_page(PHONE)
     page.goto("/")  # signed out: the nav holds Search and Sign in
     nav_link = page.locator("header.top nav >> text=Sign in")
@@ -136,6 +137,7 @@ def test_the_nav_collapses_behind_a_menu_button_on_a_phone(open_page, site):
     page.click("label.nav-toggle-label")
     assert nav_link.is_visible()
     assert page.evaluate(WIDTH_JS) <= PHONE["width"]
+    page.screenshot(path=str(screenshots / "m-nav-open-phone.png"))
     page.click("label.nav-toggle-label")
     assert not nav_link.is_visible()
 

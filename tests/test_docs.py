@@ -116,6 +116,17 @@ def test_documented_command_parses(where, argv):
     check_command(argv)
 
 
+def test_documented_scripts_exist():
+    scripts = set()
+    for path in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        for line in _shell_lines(path):
+            words = shlex.split(line, comments=True)
+            scripts.update(w for w in words[:1] if w.startswith(("scripts/", ".ci/")))
+    assert "scripts/serve.sh" in scripts
+    missing = sorted(s for s in scripts if not (ROOT / s).is_file())
+    assert missing == []
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db import connection
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Prefetch, QuerySet
 
 from catalogs.exceptions import NotFoundError
 from catalogs.models import Catalog, CatalogVersion, FunctionVersion, Publisher, SigningKey
@@ -242,3 +242,23 @@ def catalog_version_signature(*, digest: str) -> tuple[int, str, str] | None:
     if row is None:
         return None
     return int(row[0]), row[1] or "", row[2] or ""
+
+
+def catalog_list_featured(*, limit: int = 6) -> QuerySet[Catalog]:
+    """Published catalogs for the landing page, with ``function_count`` of their latest version.
+
+    The registry counts no downloads, so "most used" is approximated by what it knows: verified
+    publishers first, then the most functions, the most versions, the latest publish.
+    """
+    return (
+        catalog_list()
+        .published()
+        .annotate(function_count=Count("latest_version__functions"))
+        .order_by(
+            "-publisher__verified",
+            "-function_count",
+            "-latest_version__number",
+            "-latest_version__created_at",
+            "pk",
+        )[:limit]
+    )

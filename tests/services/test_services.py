@@ -145,7 +145,7 @@ def test_failing_task_reports_the_error_and_writes_nothing(celery_app, workers, 
         {
             "path": "kind",
             "message": "must be Catalog or KRMFunctionCatalog, got 'NotACatalog'",
-            "line": None,
+            "line": 2,
             "column": None,
         }
     ]

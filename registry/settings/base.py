@@ -48,6 +48,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered before host checks and redirects (probes use the pod IP).
+    "registry.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "catalogs.middleware.RequestBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -5,6 +5,7 @@ CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLI
 SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS.
 """
 
+import ipaddress
 import warnings
 from pathlib import Path
 
@@ -48,6 +49,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /metrics, and the request counters (first, so that every answer is counted).
+    "registry.metrics.MetricsMiddleware",
     # /healthz and /readyz, answered before host checks and redirects (probes use the pod IP).
     "registry.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -203,6 +206,19 @@ def public_url_from_addr(addr: str) -> str:
 REGISTRY_PUBLIC_URL = env(
     "REGISTRY_PUBLIC_URL", default=public_url_from_addr(env("KRM_ADDR", default="127.0.0.1:8000"))
 ).rstrip("/")
+
+# /metrics (Prometheus) answers these addresses (IPs or CIDRs), or a request with
+# "Authorization: Bearer <METRICS_TOKEN>" when that is set. PROMETHEUS_MULTIPROC_DIR (read by
+# prometheus-client) makes N gunicorn processes report their request counters together.
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=["127.0.0.1/32", "::1/128"])
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
+for _network in METRICS_ALLOWED_IPS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"METRICS_ALLOWED_IPS: {_network!r} is not an IP address or network."
+        ) from None
 
 LOGGING = {
     "version": 1,

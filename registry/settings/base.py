@@ -115,6 +115,31 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# STORAGE_BACKEND=s3 keeps every stored file (mirrored runtime artifacts, OCI blobs) in an
+# S3-compatible object store through django-storages; the default "local" uses MEDIA_ROOT.
+STORAGE_BACKEND = env("STORAGE_BACKEND", default="local")
+if STORAGE_BACKEND == "s3":
+    _bucket = env("AWS_STORAGE_BUCKET_NAME", default="")
+    if not _bucket:
+        raise ImproperlyConfigured("STORAGE_BACKEND=s3 needs AWS_STORAGE_BUCKET_NAME.")
+    STORAGES["default"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": _bucket,
+            # Empty values fall back to boto3's own lookup (instance role, AWS_* variables).
+            "endpoint_url": env("AWS_S3_ENDPOINT_URL", default="") or None,
+            "region_name": env("AWS_S3_REGION_NAME", default="") or None,
+            "access_key": env("AWS_S3_ACCESS_KEY_ID", default="") or None,
+            "secret_key": env("AWS_S3_SECRET_ACCESS_KEY", default="") or None,
+            "location": env("AWS_S3_PREFIX", default=""),
+            "addressing_style": env("AWS_S3_ADDRESSING_STYLE", default="") or None,
+            "default_acl": None,
+            # Blob names are content addresses: the same name always holds the same bytes.
+            "file_overwrite": True,
+        },
+    }
+elif STORAGE_BACKEND != "local":
+    raise ImproperlyConfigured(f"STORAGE_BACKEND must be 'local' or 's3', got {STORAGE_BACKEND!r}.")
 # Serve static files (admin, offline Swagger UI) straight from the apps, so the quick start needs
 # no collectstatic; production turns this off and serves the collected, hashed files.
 WHITENOISE_USE_FINDERS = env.bool("WHITENOISE_USE_FINDERS", default=True)

@@ -100,6 +100,7 @@ def gunicorn_with_refused_database(tmp_path) -> Iterator[str]:
         "DJANGO_SETTINGS_MODULE": "registry.settings.base",
         "DATABASE_URL": f"postgres://registry:pw@127.0.0.1:{db_port}/registry",
         "MEDIA_ROOT": str(tmp_path / "media"),
+        "SIGNING_KEY_FILE": str(tmp_path / "signing-key.pem"),
         "ALLOWED_HOSTS": "registry.example.co",
     }
     proc = subprocess.Popen(

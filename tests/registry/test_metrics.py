@@ -112,6 +112,7 @@ def test_gunicorn_processes_are_counted_together(tmp_path):
         # A database with no tables: the request counters are still served, and say so.
         "DATABASE_URL": f"sqlite:///{tmp_path / 'empty.sqlite3'}",
         "MEDIA_ROOT": str(tmp_path / "media"),
+        "SIGNING_KEY_FILE": str(tmp_path / "signing-key.pem"),
         "PROMETHEUS_MULTIPROC_DIR": str(multiproc),
     }
     proc = subprocess.Popen(

@@ -15,9 +15,29 @@ from django.conf import settings
 django.setup()
 print(json.dumps(settings.STORAGES["default"]))
 """
+
+
+def _signing_key_pem() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return (
+        ec.generate_private_key(ec.SECP256R1())
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
+
+
 PRODUCTION = {
     "SECRET_KEY": "s3cret",
+    # Production refuses to start without a signing key (any P-256 key does here).
+    "SIGNING_KEY_PEM": _signing_key_pem(),
     "ALLOWED_HOSTS": "registry.example.co",
+    "REGISTRY_PUBLIC_URL": "https://registry.example.co",
     "DATABASE_URL": "postgres://registry:pw@db:5432/registry",
     "CELERY_BROKER_URL": "redis://redis:6379/0",
 }

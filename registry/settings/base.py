@@ -115,7 +115,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
-# STORAGE_BACKEND=s3 keeps every stored file (mirrored runtime artifacts, OCI blobs) in an
+# STORAGE_BACKEND=s3 keeps every stored file (mirrored runtime artifacts) in an
 # S3-compatible object store through django-storages; the default "local" uses MEDIA_ROOT.
 STORAGE_BACKEND = env("STORAGE_BACKEND", default="local")
 if STORAGE_BACKEND == "s3":

@@ -5,6 +5,7 @@ CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLI
 SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS.
 """
 
+import ipaddress
 import warnings
 from pathlib import Path
 
@@ -48,6 +49,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /metrics, and the request counters (first, so that every answer is counted).
+    "registry.metrics.MetricsMiddleware",
+    # /healthz and /readyz, answered before host checks and redirects (probes use the pod IP).
+    "registry.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "catalogs.middleware.RequestBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -114,6 +119,31 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# STORAGE_BACKEND=s3 keeps every stored file (mirrored runtime artifacts) in an
+# S3-compatible object store through django-storages; the default "local" uses MEDIA_ROOT.
+STORAGE_BACKEND = env("STORAGE_BACKEND", default="local")
+if STORAGE_BACKEND == "s3":
+    _bucket = env("AWS_STORAGE_BUCKET_NAME", default="")
+    if not _bucket:
+        raise ImproperlyConfigured("STORAGE_BACKEND=s3 needs AWS_STORAGE_BUCKET_NAME.")
+    STORAGES["default"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": _bucket,
+            # Empty values fall back to boto3's own lookup (instance role, AWS_* variables).
+            "endpoint_url": env("AWS_S3_ENDPOINT_URL", default="") or None,
+            "region_name": env("AWS_S3_REGION_NAME", default="") or None,
+            "access_key": env("AWS_S3_ACCESS_KEY_ID", default="") or None,
+            "secret_key": env("AWS_S3_SECRET_ACCESS_KEY", default="") or None,
+            "location": env("AWS_S3_PREFIX", default=""),
+            "addressing_style": env("AWS_S3_ADDRESSING_STYLE", default="") or None,
+            "default_acl": None,
+            # Blob names are content addresses: the same name always holds the same bytes.
+            "file_overwrite": True,
+        },
+    }
+elif STORAGE_BACKEND != "local":
+    raise ImproperlyConfigured(f"STORAGE_BACKEND must be 'local' or 's3', got {STORAGE_BACKEND!r}.")
 # Serve static files (admin, offline Swagger UI) straight from the apps, so the quick start needs
 # no collectstatic; production turns this off and serves the collected, hashed files.
 WHITENOISE_USE_FINDERS = env.bool("WHITENOISE_USE_FINDERS", default=True)
@@ -205,6 +235,19 @@ def public_url_from_addr(addr: str) -> str:
 REGISTRY_PUBLIC_URL = env(
     "REGISTRY_PUBLIC_URL", default=public_url_from_addr(env("KRM_ADDR", default="127.0.0.1:8000"))
 ).rstrip("/")
+
+# /metrics (Prometheus) answers these addresses (IPs or CIDRs), or a request with
+# "Authorization: Bearer <METRICS_TOKEN>" when that is set. PROMETHEUS_MULTIPROC_DIR (read by
+# prometheus-client) makes N gunicorn processes report their request counters together.
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=["127.0.0.1/32", "::1/128"])
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
+for _network in METRICS_ALLOWED_IPS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"METRICS_ALLOWED_IPS: {_network!r} is not an IP address or network."
+        ) from None
 
 LOGGING = {
     "version": 1,

@@ -72,7 +72,8 @@ CACHES = {
 }
 
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Local files or object storage, as STORAGE_BACKEND chose in base.py.
+    "default": STORAGES["default"],  # noqa: F405
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = env.bool("WHITENOISE_USE_FINDERS", default=False)

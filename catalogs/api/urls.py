@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from catalogs.api import contributions, mirrors, views
+from catalogs.api import contributions, mirrors, revocations, views
 
 app_name = "api"
 
@@ -39,6 +39,11 @@ urlpatterns = [
         _catalog + "versions/<int:number>/",
         views.CatalogVersionViewSet.as_view({"get": "retrieve"}),
         name="catalog-version-detail",
+    ),
+    path(
+        _catalog + "revocations/",
+        revocations.RevocationViewSet.as_view({"get": "list", "post": "create"}),
+        name="revocation-list",
     ),
     path(
         "functions/",

@@ -224,6 +224,7 @@ class LoadedCatalog:
     etag: str | None = None
     from_cache: bool = False
     signature: SignatureStatus | None = None
+    revocations: Any = None  # orchestrator.functions.revocations.RevocationList | None
 
     @property
     def base_dir(self) -> str | None:
@@ -276,6 +277,16 @@ class CatalogStore:
                     fetched.etag,
                     fetched.from_cache,
                     status,
+                )
+                from orchestrator.functions import revocations
+
+                loaded.revocations = revocations.load(
+                    ref.kind,
+                    ref.location,
+                    catalog=ref.raw,
+                    options=self.options,
+                    keys=keys or [],
+                    report_only=report_only,
                 )
             except CatalogError as exc:
                 raise FunctionError(f"catalog {ref} is invalid:\n{exc}") from None

@@ -210,3 +210,34 @@ def test_append_only_sequences(live_server, published):
     assert httpx.get(base + "revocations/1/revocations.yaml.sig").status_code == 200
     listed = httpx.get(f"{live_server.url}/api/v1/catalogs/example-co/functions/revocations/")
     assert [r["sequence"] for r in listed.json()["results"]] == [1, 2]
+
+
+def test_rollback_and_vanished_list(live_server, published, tmp_path):
+    from catalogs.models import Revocation, RevocationList
+
+    url, _key, ca_file, token, digest = published
+    home = tmp_path / "h"
+    app = _app(tmp_path)
+    first = {"group": "fn.example.com", "kind": "SetTier", "version": "v1", "reason": "broken"}
+    assert _revoke(live_server, token, **first).status_code == 201
+    assert _revoke(live_server, token, runtime_digest=digest, reason="broken").status_code == 201
+    proc = _krm(app, f"--trusted-catalog={url}", ca_file=ca_file, home=home)
+    assert "is revoked: broken" in proc.stderr
+    # A server (or a proxy) that answers with an older sequence: refused, not honoured.
+    Revocation.objects.filter(sequence=2).delete()
+    RevocationList.objects.filter(sequence=2).delete()
+    lists = url.removesuffix("catalog.yaml") + "revocations.yaml"
+    proc = _krm(app, f"--trusted-catalog={url}", ca_file=ca_file, home=home)
+    assert proc.returncode == 1
+    assert (
+        f"revocation list {lists} of catalog {url} went back from sequence 2 to 1; "
+        "revocation lists are append-only" in proc.stderr
+    )
+    # A list that disappears keeps applying from the cache, with a warning.
+    Revocation.objects.all().delete()
+    RevocationList.objects.all().delete()
+    proc = _krm(app, f"--trusted-catalog={url}", ca_file=ca_file, home=home)
+    assert proc.returncode == 1
+    assert "is gone from the registry; honouring the cached one (sequence 2" in proc.stderr
+    assert "is revoked: broken" in proc.stderr
+    assert not (app / "ran-exec-function").exists()

@@ -83,3 +83,21 @@ class RevocationViewSet(viewsets.GenericViewSet):
             reverse("catalogs:revocations", kwargs={"publisher": publisher, "catalog": catalog})
         )
         return Response(body, status=status.HTTP_201_CREATED)
+
+
+class FunctionCollisionsView(viewsets.ViewSet):
+    """``/api/v1/functions/<id>/collisions/``: other catalogs defining the same GVK."""
+
+    @extend_schema(responses={200: serializers.ListSerializer(child=serializers.DictField())})
+    def list(self, request: Request, pk: int) -> Response:
+        from django.shortcuts import get_object_or_404
+
+        from catalogs.collisions import function_collisions
+
+        version = get_object_or_404(selectors.function_version_list(), pk=pk)
+        found = function_collisions(version=version)
+        for item in found:
+            item["function_url"] = request.build_absolute_uri(
+                reverse("api:function-detail", kwargs={"pk": item["function_id"]})
+            )
+        return Response(found)

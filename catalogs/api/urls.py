@@ -51,6 +51,11 @@ urlpatterns = [
         name="function-list",
     ),
     path(
+        "functions/<int:pk>/collisions/",
+        revocations.FunctionCollisionsView.as_view({"get": "list"}),
+        name="function-collisions",
+    ),
+    path(
         "functions/<int:pk>/",
         views.FunctionVersionViewSet.as_view({"get": "retrieve"}),
         name="function-detail",

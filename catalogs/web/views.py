@@ -23,6 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
 from catalogs import contributions, mirrors, selectors, services
+from catalogs.collisions import function_collisions
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
@@ -219,6 +220,7 @@ def function_detail(
                 "starlark": runtime.get("starlark"),
                 "schema_rows": _schema_rows(schema),
                 "has_schema": bool(schema),
+                "collisions": function_collisions(version=v),
             }
         )
     context = {"catalog": cat, "function": fn, "versions": versions}

@@ -651,10 +651,14 @@ class CatalogSet:
 
     def find(self, group: str, kind: str, version: str) -> Match | None:
         """First match in search order; a catalog that cannot be fetched fails the search."""
-        for ref in self.refs:
+        for i, ref in enumerate(self.refs):
             keys = self.trust.keys_for(ref) if self.trust is not None else []
             loaded = self.store.get(ref, keys)
             found = loaded.catalog.find(group, kind, version)
             if found is not None:
-                return Match(loaded, found[0], found[1])
+                match = Match(loaded, found[0], found[1])
+                from orchestrator.functions.collisions import check_later
+
+                check_later(match, self.refs[i + 1 :], self, group, kind, version)
+                return match
         return None

@@ -53,6 +53,11 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         help="container engine for container functions (default: detect)",
     )
     p.add_argument("--offline", action="store_true", help="use cached catalogs and runtimes only")
+    p.add_argument(
+        "--strict-catalogs",
+        action="store_true",
+        help="fail when a function is also defined, differently, in a later trusted catalog",
+    )
 
 
 def fn_options(args: argparse.Namespace) -> Any:
@@ -68,6 +73,7 @@ def fn_options(args: argparse.Namespace) -> Any:
         container_runtime=args.container_runtime,
         results_dir=args.results_dir,
         catalog_keys=list(args.catalog_key),
+        strict_catalogs=getattr(args, "strict_catalogs", False),
     )
 
 

@@ -263,3 +263,70 @@ class PublisherEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["publisher", "action", "actor", "detail", "created_at"]
     list_filter = ["action"]
     search_fields = ["publisher__slug", "detail"]
+
+
+from catalogs.models import Revocation, RevocationList  # noqa: E402
+
+
+class RevocationAdminForm(forms.ModelForm):
+    """Revoke through ``revocation_create`` (same checks, same signed list) as the admin user."""
+
+    class Meta:
+        model = Revocation
+        fields = [
+            "catalog",
+            "group",
+            "kind",
+            "version",
+            "runtime_digest",
+            "reason",
+            "detail",
+            "replacement",
+        ]
+
+    user = None  # set by RevocationAdmin.get_form
+
+    def clean(self) -> dict:
+        from catalogs import revocations
+
+        data = super().clean()
+        if self.errors:
+            return data
+        fields = {k: data.get(k) or "" for k in self.Meta.fields if k != "catalog"}
+        try:
+            self.created = revocations.revocation_create(
+                catalog=data["catalog"], actor=self.user, **fields
+            )
+        except RegistryError as err:
+            raise forms.ValidationError(err.message) from None
+        return data
+
+
+@admin.register(Revocation)
+class RevocationAdmin(admin.ModelAdmin):
+    """Revocations are added (never changed or deleted): each one is a signed list sequence."""
+
+    form = RevocationAdminForm
+    list_display = ["catalog", "sequence", "__str__", "reason", "created_by", "created_at"]
+    list_filter = ["reason"]
+    search_fields = ["catalog__name", "kind", "runtime_digest"]
+
+    def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj, form, change: bool) -> None:
+        obj.pk = form.created.pk  # the service created it in clean()
+        obj.sequence = form.created.sequence
+
+
+@admin.register(RevocationList)
+class RevocationListAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["catalog", "sequence", "digest", "signing_key", "created_at"]

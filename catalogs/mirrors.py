@@ -411,12 +411,27 @@ def sync_run_execute(
     with tempfile.TemporaryDirectory(prefix="krm-sync-") as scratch:
         try:
             outcome = _sync_fetch_and_verify(source=source, scratch=scratch, progress=progress)
-            return _sync_commit(run_pk=run.pk, outcome=outcome)
+            run = _sync_commit(run_pk=run.pk, outcome=outcome)
+            return _revocations_carry(source=source, run=run)
         except SyncError as exc:
             return _sync_fail(run_pk=run.pk, reason=exc.message)
         except Exception as exc:  # noqa: BLE001  (a run must end with a reason, whatever broke)
             logger.exception("sync run %s failed unexpectedly", run.pk)
             return _sync_fail(run_pk=run.pk, reason=f"Internal error: {type(exc).__name__}: {exc}")
+
+
+def _revocations_carry(*, source: MirrorSource, run: SyncRun) -> SyncRun:
+    """After a good sync, carry the upstream's revocation list (see revocation_list_mirror)."""
+    from catalogs.revocations import revocation_list_mirror
+
+    try:
+        outcome = revocation_list_mirror(source=MirrorSource.objects.get(pk=source.pk))
+    except Exception as exc:  # noqa: BLE001  (the catalog sync succeeded; say why, keep it)
+        logger.exception("carrying the revocations of source %s failed", source.pk)
+        outcome = {"status": f"failed: {type(exc).__name__}: {exc}"}
+    run.provenance = {**(run.provenance or {}), "revocations": outcome}
+    run.save(update_fields=["provenance"])
+    return run
 
 
 def _sync_fail(*, run_pk: int, reason: str) -> SyncRun:

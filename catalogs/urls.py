@@ -2,11 +2,31 @@
 
 from django.urls import path, re_path
 
-from catalogs import mirror_views, schema_views, views
+from catalogs import mirror_views, revocation_views, schema_views, views
 
 app_name = "catalogs"
 
 urlpatterns = [
+    path(
+        "<slug:publisher>/<slug:catalog>/revocations.yaml",
+        revocation_views.revocation_list_view,
+        name="revocations",
+    ),
+    path(
+        "<slug:publisher>/<slug:catalog>/revocations.yaml.sig",
+        revocation_views.revocation_list_signature,
+        name="revocations-sig",
+    ),
+    path(
+        "<slug:publisher>/<slug:catalog>/revocations/<int:sequence>/revocations.yaml",
+        revocation_views.revocation_list_view,
+        name="revocations-sequence",
+    ),
+    path(
+        "<slug:publisher>/<slug:catalog>/revocations/<int:sequence>/revocations.yaml.sig",
+        revocation_views.revocation_list_signature,
+        name="revocations-sequence-sig",
+    ),
     re_path(
         r"^blobs/sha256/(?P<hexdigest>[0-9a-f]{64})$", mirror_views.blob_by_digest, name="blob"
     ),

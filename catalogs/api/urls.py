@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from catalogs.api import contributions, mirrors, views
+from catalogs.api import contributions, mirrors, revocations, views
 
 app_name = "api"
 
@@ -41,9 +41,19 @@ urlpatterns = [
         name="catalog-version-detail",
     ),
     path(
+        _catalog + "revocations/",
+        revocations.RevocationViewSet.as_view({"get": "list", "post": "create"}),
+        name="revocation-list",
+    ),
+    path(
         "functions/",
         views.FunctionVersionViewSet.as_view({"get": "list"}),
         name="function-list",
+    ),
+    path(
+        "functions/<int:pk>/collisions/",
+        revocations.FunctionCollisionsView.as_view({"get": "list"}),
+        name="function-collisions",
     ),
     path(
         "functions/<int:pk>/",

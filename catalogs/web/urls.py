@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from catalogs.web import mirror_pages, publisher_pages, views
+from catalogs.web import mirror_pages, publisher_pages, revocation_pages, views
 
 app_name = "web"
 
@@ -37,6 +37,11 @@ urlpatterns = [
         name="verification-decide",
     ),
     path("catalogs/<slug:publisher>/<slug:catalog>/", views.catalog_detail, name="catalog"),
+    path(
+        "catalogs/<slug:publisher>/<slug:catalog>/revocations/",
+        revocation_pages.catalog_revocations,
+        name="catalog-revocations",
+    ),
     path(
         "catalogs/<slug:publisher>/<slug:catalog>/publish/",
         views.catalog_publish,

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
 from catalogs import contributions, mirrors, selectors, services, trials
+from catalogs.collisions import function_collisions
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
@@ -239,6 +240,7 @@ def function_detail(
                 "schema_rows": _schema_rows(schema),
                 "has_schema": bool(schema),
                 "modeline": _schema_modeline(request, cat, fn, v) if schema else None,
+                "collisions": function_collisions(version=v),
             }
         )
     # Maintainers once: the function's, else the versions' when they all agree; a version

@@ -225,6 +225,7 @@ class LoadedCatalog:
     etag: str | None = None
     from_cache: bool = False
     signature: SignatureStatus | None = None
+    revocations: Any = None  # orchestrator.functions.revocations.RevocationList | None
 
     @property
     def base_dir(self) -> str | None:
@@ -284,6 +285,16 @@ class CatalogStore:
                     fetched.etag,
                     fetched.from_cache,
                     status,
+                )
+                from orchestrator.functions import revocations
+
+                loaded.revocations = revocations.load(
+                    ref.kind,
+                    ref.location,
+                    catalog=ref.raw,
+                    options=self.options,
+                    keys=keys or [],
+                    report_only=report_only,
                 )
             except CatalogError as exc:
                 raise FunctionError(f"catalog {ref} is invalid:\n{exc}") from None
@@ -679,10 +690,14 @@ class CatalogSet:
 
     def find(self, group: str, kind: str, version: str) -> Match | None:
         """First match in search order; a catalog that cannot be fetched fails the search."""
-        for ref in self.refs:
+        for i, ref in enumerate(self.refs):
             keys = self.trust.keys_for(ref) if self.trust is not None else []
             loaded = self.store.get(ref, keys)
             found = loaded.catalog.find(group, kind, version)
             if found is not None:
-                return Match(loaded, found[0], found[1])
+                match = Match(loaded, found[0], found[1])
+                from orchestrator.functions.collisions import check_later
+
+                check_later(match, self.refs[i + 1 :], self, group, kind, version)
+                return match
         return None

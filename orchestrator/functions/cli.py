@@ -89,6 +89,11 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not check functionConfigs against their catalog schemas (emergencies only)",
     )
+    p.add_argument(
+        "--strict-catalogs",
+        action="store_true",
+        help="fail when a function is also defined, differently, in a later trusted catalog",
+    )
 
 
 def fn_options(args: argparse.Namespace) -> Any:
@@ -106,6 +111,7 @@ def fn_options(args: argparse.Namespace) -> Any:
         container_runtime=args.container_runtime,
         results_dir=args.results_dir,
         catalog_keys=list(args.catalog_key),
+        strict_catalogs=getattr(args, "strict_catalogs", False),
     )
 
 

@@ -44,6 +44,8 @@ class FnOptions:
     # --catalog-key files: public keys that must have signed every catalog without a key of its
     # own in the config file's trust section.
     catalog_keys: list[str] = field(default_factory=list)
+    # --strict-catalogs: a function defined differently in a later trusted catalog is an error.
+    strict_catalogs: bool = False
     # CA bundle for https downloads; None: the system's (or SSL_CERT_FILE, as curl and git do).
     ca_file: str | None = None
     # --skip-schema: do not check functionConfigs against their catalog schema (a warning says so)

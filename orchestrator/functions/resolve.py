@@ -22,6 +22,7 @@ from typing import Any
 
 from orchestrator.functions.catalogs import CatalogSet, LoadedCatalog
 from orchestrator.functions.options import FnOptions, FunctionError
+from orchestrator.functions.revocations import refuse_revoked
 
 FUNCTION_ANNOTATIONS = ("config.kubernetes.io/function", "config.k8s.io/function")
 KINDS = ("container", "exec", "starlark")
@@ -152,6 +153,14 @@ def resolve(config: dict[str, Any], catalogs: CatalogSet | None, options: FnOpti
             if not platforms:
                 continue
             spec = platforms[0]
+        refuse_revoked(
+            match.catalog.revocations,
+            catalog=str(match.catalog.ref),
+            group=group,
+            kind=kind,
+            version=version,
+            spec=spec,
+        )
         return Resolved(
             rkind,
             spec,

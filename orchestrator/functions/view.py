@@ -86,7 +86,33 @@ def summary(loaded: LoadedCatalog) -> dict[str, Any]:
         if status.detail:
             out["signature"]["detail"] = status.detail
     out["functions"] = functions
+    listed = loaded.revocations
+    if listed is not None:
+        out["revocations"] = _revocations(listed)
     return out
+
+
+def _revocations(listed: Any) -> dict[str, Any]:
+    """The catalog's revocation list: where, sequence, signature and every entry."""
+    data: dict[str, Any] = {"where": listed.where, "sequence": listed.sequence}
+    if listed.signature is not None:
+        data["signature"] = listed.signature.status
+    data["entries"] = [
+        {
+            k: v
+            for k, v in (
+                ("sequence", e.sequence),
+                ("revoked", e.target),
+                ("reason", e.reason),
+                ("detail", e.detail),
+                ("replacement", e.replacement),
+                ("revokedAt", e.revoked_at),
+            )
+            if v
+        }
+        for e in listed.entries
+    ]
+    return data
 
 
 def render(loaded: LoadedCatalog, output: str | None = None) -> str:
@@ -127,6 +153,16 @@ def render(loaded: LoadedCatalog, output: str | None = None) -> str:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     if not data["functions"]:
         lines.append("(no functions)")
+    listed = loaded.revocations
+    if listed is not None:
+        lines += ["", f"Revocations: sequence {listed.sequence} [{listed.where}]"]
+        if listed.signature is not None:
+            lines.append(f"  signature: {listed.signature.describe()}")
+        for e in listed.entries:
+            when = f", {e.revoked_at}" if e.revoked_at else ""
+            lines.append(f"  #{e.sequence} {e.target}: {e.because()}{when}")
+        if not listed.entries:
+            lines.append("  (none)")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,149 @@
+"""Mirrors carry revocations: registry B mirrors registry A's catalog over ``oci://`` and, after
+the sync, A's signed revocation list (verified with A's key) is republished by B, signed by B.
+
+Registry A runs as a subprocess (its own database and key under the test's tmp dir), as in
+``test_federation.py``; B is this process's ``live_server``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+import yaml
+
+from tests.catalogs.factories import catalog_yaml
+from tests.catalogs.test_signing import independently_verified
+from tests.e2e.test_federation import ROOT, _free_port, _sync
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REVOKE = """
+from catalogs import revocations, selectors
+cat = selectors.catalog_get(publisher_slug="upstream", name="tools")
+revocations.revocation_create(catalog=cat, actor=None, group="tools.example.co", kind="Lint",
+    version="v1", reason="compromised", replacement="tools.example.co/v2 Lint")
+"""
+
+
+@pytest.fixture
+def upstream_revoked(tmp_path):
+    """Registry A with ``upstream/tools`` published and its Lint v1 revoked."""
+    port = _free_port()
+    data = tmp_path / "registry-a"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "DJANGO_SETTINGS_MODULE": "registry.settings.base",
+        "DATABASE_URL": f"sqlite:///{data / 'db.sqlite3'}",
+        "MEDIA_ROOT": str(data / "media"),
+        "SIGNING_KEY_FILE": str(data / "signing-key.pem"),
+        "REGISTRY_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        "SECRET_KEY": "registry-a-test-only",
+    }
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    manage = [sys.executable, str(ROOT / "manage.py")]
+
+    def run(*args: str, stdin: str | None = None) -> None:
+        proc = subprocess.run(
+            [*manage, *args], env=env, cwd=ROOT, input=stdin, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
+    data.mkdir()
+    run("migrate", "--noinput")
+    document = catalog_yaml(("tools.example.co", "Lint", "v1"), ("tools.example.co", "Fmt", "v1"))
+    run("import_catalog", "-", "--publisher", "upstream", "--catalog", "tools", stdin=document)
+    run("shell", "-c", REVOKE)
+    server = subprocess.Popen(
+        [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/v2/").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None, "registry A exited"
+            assert time.monotonic() < deadline, "registry A did not start"
+            time.sleep(0.2)
+        yield base, port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_mirror_carries_upstream_revocations(upstream_revoked, settings, live_server):
+    from catalogs.models import Revocation, SyncRun
+
+    base, port = upstream_revoked
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    settings.MIRROR_OCI_PLAIN_HTTP_HOSTS = [f"127.0.0.1:{port}"]
+    a_pub = httpx.get(f"{base}/signing-key.pub").text
+    url = f"oci://127.0.0.1:{port}/upstream/tools:latest"
+    source, run = _sync("upstream-tools", url, a_pub)
+    assert run.status == SyncRun.Status.SUCCEEDED, run.reason
+    assert run.provenance["revocations"] == {
+        "url": f"{base}/c/upstream/tools/revocations.yaml",
+        "status": "carried",
+        "added": 1,
+        "upstream_sequence": 1,
+    }
+    served = httpx.get(f"{live_server.url}/c/mirrors/upstream-tools/revocations.yaml")
+    assert served.status_code == 200
+    doc = yaml.safe_load(served.content)
+    [entry] = doc["revocations"]
+    assert (entry["kind"], entry["reason"], entry["replacement"]) == (
+        "Lint",
+        "compromised",
+        "tools.example.co/v2 Lint",
+    )
+    sig = httpx.get(f"{live_server.url}/c/mirrors/upstream-tools/revocations.yaml.sig").content
+    b_pub = httpx.get(f"{live_server.url}/signing-key.pub").content
+    assert independently_verified(b_pub, sig, served.content)
+
+    # A second sync adds nothing: the list keeps its one sequence.
+    from catalogs import mirrors
+
+    again = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
+    again = mirrors.sync_run_execute(run_pk=again.pk)
+    assert again.provenance["revocations"]["added"] == 0
+    assert Revocation.objects.filter(catalog=source.catalog).count() == 1
+
+
+def test_list_that_does_not_verify_is_not_carried(upstream_revoked, settings, live_server):
+    """The source's key signs the catalog but a forged list: nothing is carried (the catalog
+    sync itself stays good)."""
+    from catalogs.models import Revocation, SyncRun
+
+    _base, port = upstream_revoked
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    settings.MIRROR_OCI_PLAIN_HTTP_HOSTS = [f"127.0.0.1:{port}"]
+    from catalogs import revocations
+
+    # Carry with another key than the one that signed the upstream list.
+    a_pub = httpx.get(f"http://127.0.0.1:{port}/signing-key.pub").text
+    source, run = _sync("upstream-tools", f"oci://127.0.0.1:{port}/upstream/tools:latest", a_pub)
+    assert run.status == SyncRun.Status.SUCCEEDED, run.reason
+    Revocation.objects.all().delete()
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    other = ec.generate_private_key(ec.SECP256R1()).public_key()
+    source.cosign_public_key = other.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    ).decode()
+    outcome = revocations.revocation_list_mirror(source=source)
+    assert outcome["status"] == "refused: bad signature"
+    assert not Revocation.objects.exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.admin import helpers
 from django.http import HttpRequest
 
 from catalogs import services
@@ -43,7 +44,8 @@ class PublisherAdminForm(forms.ModelForm):
         return slug
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         slug = cleaned.get("slug") or self.instance.slug
         if slug and publisher_slug_is_reserved(slug) and cleaned.get("owners"):
             self.add_error(
@@ -99,7 +101,7 @@ class CatalogVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["catalog", "number", "digest", "size", "created_by", "created_at"]
     list_select_related = ["catalog__publisher", "created_by"]
     search_fields = ["digest", "catalog__name", "catalog__publisher__slug"]
-    fields = [
+    fields = (
         "catalog",
         "number",
         "digest",
@@ -108,7 +110,7 @@ class CatalogVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "created_by",
         "created_at",
         "content_text",
-    ]
+    )
     readonly_fields = fields
     inlines = [FunctionDefinitionInline]
 
@@ -148,7 +150,7 @@ class _RejectReasonForm(_forms.Form):
 
 class ReviewEventInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = ReviewEvent
-    fields = ["created_at", "actor", "action", "revision", "reason", "catalog_version"]
+    fields = ("created_at", "actor", "action", "revision", "reason", "catalog_version")
     readonly_fields = fields
     extra = 0
 
@@ -159,7 +161,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["status", "catalog"]
     list_select_related = ["catalog__publisher", "author"]
     search_fields = ["group", "kind", "author__username"]
-    fields = ["catalog", "author", "group", "kind", "status", "revision", "reason", "content"]
+    fields = ("catalog", "author", "group", "kind", "status", "revision", "reason", "content")
     readonly_fields = fields
     inlines = [ReviewEventInline]
     actions = ["approve_selected", "reject_selected"]
@@ -199,7 +201,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 "title": "Reject contributions",
                 "queryset": queryset,
                 "form": form,
-                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                 "opts": self.model._meta,
             }
             return TemplateResponse(request, "admin/catalogs/contribution/reject.html", context)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as AuthUser
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -37,11 +37,15 @@ from catalogs.models import (
     ReviewEvent,
     ReviewEventAction,
 )
+from catalogs.selectors import signed_in
 from orchestrator.catalog import API_VERSION, CatalogError, parse_catalog
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import FunctionDefinition as ParsedFunction
 
-User = AbstractBaseUser | AnonymousUser | None
+if TYPE_CHECKING:
+    from catalogs.services import OversizedDocument
+
+User = AuthUser | AnonymousUser | None
 
 REVIEWERS_GROUP = "reviewers"
 REVIEW_PERMISSION = "catalogs.review_contribution"
@@ -106,7 +110,7 @@ def problems_located(text: str, problems: list[ProblemDetail]) -> list[ProblemDe
     return sorted(out, key=_line_order)
 
 
-def catalog_document_check(*, content: bytes | str) -> ParsedCatalog:
+def catalog_document_check(*, content: bytes | str | OversizedDocument) -> ParsedCatalog:
     """Parse a catalog for the web UI: catalog_document_parse, which locates every problem."""
     from catalogs.services import catalog_document_parse
 
@@ -359,7 +363,7 @@ def catalog_changes(*, old: ParsedCatalog | None, new: ParsedCatalog) -> Catalog
 
 def user_reviews_everything(*, user: User) -> bool:
     """Reviewers of every catalog: staff, the review permission or the ``reviewers`` group."""
-    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+    if user is None or not signed_in(user) or not user.is_active:
         return False
     if user.is_staff or user.has_perm(REVIEW_PERMISSION):
         return True
@@ -371,10 +375,7 @@ def user_can_review(*, user: User) -> bool:
     if user_reviews_everything(user=user):
         return True
     return bool(
-        user is not None
-        and getattr(user, "is_authenticated", False)
-        and user.is_active
-        and user.owned_publishers.exists()
+        user is not None and signed_in(user) and user.is_active and user.owned_publishers.exists()
     )
 
 
@@ -383,7 +384,7 @@ def user_can_review_catalog(*, user: User, catalog: Catalog) -> bool:
     to it."""
     if user_reviews_everything(user=user):
         return True
-    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+    if user is None or not signed_in(user) or not user.is_active:
         return False
     return catalog.publisher.owners.filter(pk=user.pk).exists()
 
@@ -395,7 +396,7 @@ def contribution_list_reviewable(
     qs = contribution_list(status=status, catalog=catalog)
     if user_reviews_everything(user=user):
         return qs
-    if user is None or not getattr(user, "is_authenticated", False):
+    if user is None or not signed_in(user):
         return qs.none()
     return qs.filter(catalog__publisher__owners=user)
 
@@ -404,7 +405,7 @@ def contribution_list(
     *,
     status: str | None = None,
     catalog: Catalog | None = None,
-    author: AbstractBaseUser | None = None,
+    author: AuthUser | None = None,
 ) -> QuerySet[Contribution]:
     """Contributions, newest activity first, optionally by status, catalog and author."""
     qs = Contribution.objects.select_related(
@@ -432,7 +433,7 @@ def contribution_get(*, pk: int) -> Contribution:
         raise NotFoundError(f"Contribution {pk} does not exist.")
 
 
-def contribution_get_visible(*, pk: int, user: AbstractBaseUser | AnonymousUser) -> Contribution:
+def contribution_get_visible(*, pk: int, user: AuthUser | AnonymousUser) -> Contribution:
     """Contribution ``pk`` if its author or a reviewer asks; NotAllowedError for anyone else."""
     contribution = contribution_get(pk=pk)
     if contribution.author_id != user.pk and not user_can_review_catalog(
@@ -450,6 +451,7 @@ def review_event_list(
     if contribution is not None:
         qs = qs.filter(contribution=contribution)
     if reviewer is not None and not user_reviews_everything(user=reviewer):
+        assert signed_in(reviewer)  # user_reviews_everything refuses nobody else
         qs = qs.filter(contribution__catalog__publisher__owners=reviewer)
     return qs
 
@@ -458,7 +460,7 @@ def review_event_list(
 
 
 def _require_user(actor: User, what: str) -> None:
-    if actor is None or not getattr(actor, "is_authenticated", False):
+    if actor is None or not signed_in(actor):
         raise NotAllowedError(f"Sign in to {what}.")
 
 
@@ -472,7 +474,7 @@ def _log(
 ) -> ReviewEvent:
     return ReviewEvent.objects.create(
         contribution=contribution,
-        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        actor=actor if signed_in(actor) else None,
         action=action,
         reason=reason,
         revision=contribution.revision,
@@ -490,6 +492,7 @@ def _trials_enqueue(contribution: Contribution) -> None:
 def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contribution:
     """Propose a function definition for ``catalog``; any signed-in user may."""
     _require_user(actor, "contribute a function")
+    assert signed_in(actor)  # _require_user let it through
     mirror = catalog_mirror_url(catalog=catalog)
     if mirror is not None:
         # A mirror serves exactly what upstream publishes; an approved contribution would not be.
@@ -535,6 +538,7 @@ def contribution_resubmit(*, contribution: Contribution, content: str, actor: Us
 def contribution_check_may_edit(*, contribution: Contribution, actor: User) -> None:
     """NotAllowedError unless ``actor`` is the author (checked before the body is read)."""
     _require_user(actor, "edit a contribution")
+    assert signed_in(actor)  # _require_user let it through
     if contribution.author_id != actor.pk:
         raise NotAllowedError("Only the author of a contribution may edit it.")
 
@@ -547,6 +551,7 @@ def contribution_check_may_review(*, contribution: Contribution, actor: User) ->
             f"Only reviewers and owners of publisher '{contribution.catalog.publisher.slug}' may "
             "approve or reject contributions to it."
         )
+    assert signed_in(actor)  # a reviewer
     if contribution.author_id == actor.pk:
         raise NotAllowedError("Nobody reviews their own contribution.")
 
@@ -571,6 +576,7 @@ def contribution_approve(
         Contribution.objects.select_for_update().select_related("catalog").get(pk=contribution.pk)
     )
     _check_can_review(locked, actor)
+    assert signed_in(actor)  # a reviewer
     definition = contribution_definition_parse(content=locked.content)
     merged = catalog_with_function(catalog=locked.catalog, function=definition.function)
     # The reviewer may not own the publisher: the review permission is what authorises this.
@@ -594,6 +600,7 @@ def contribution_reject(*, contribution: Contribution, actor: User, reason: str)
     """Reject with a reason the author sees; the author may edit and resubmit."""
     locked = Contribution.objects.select_for_update().get(pk=contribution.pk)
     _check_can_review(locked, actor)
+    assert signed_in(actor)  # a reviewer
     reason = (reason or "").strip()
     if not reason:
         raise InvalidInputError("A reason is required to reject a contribution.")

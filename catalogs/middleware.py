@@ -43,13 +43,15 @@ class RequestBodyLimitMiddleware:
             refused = self._read_chunked(request, limit)
             if refused is not None:
                 return refused
-        elif not request.content_type.startswith("multipart/"):
+        elif not (request.content_type or "").startswith("multipart/"):
             # Multipart uploads stream their files to disk, checked by the forms against
             # CATALOG_MAX_BYTES; their other fields stay under DATA_UPLOAD_MAX_MEMORY_SIZE.
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
-                return JsonResponse({"detail": "The Content-Length header is not a number."}, 400)
+                return JsonResponse(
+                    {"detail": "The Content-Length header is not a number."}, status=400
+                )
             if length > limit:
                 return body_too_large_response(limit=limit, size=length)
         return self.get_response(request)
@@ -75,7 +77,8 @@ class RequestBodyLimitMiddleware:
                 size += len(chunk)
             return body_too_large_response(limit=limit, size=size if size <= 4 * limit else None)
         request.META["CONTENT_LENGTH"] = str(len(body))
-        request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[attr-defined]
+        # The stream WSGIRequest itself reads through; the stubs type _stream as a BinaryIO.
+        request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[assignment]
         return None
 
 
@@ -94,7 +97,7 @@ class DatabaseBusyMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not database_is_busy(exception):
             return None
-        response = JsonResponse(database_busy_body(), status=503)
+        response: HttpResponse = JsonResponse(database_busy_body(), status=503)
         if "text/html" in request.headers.get("Accept", ""):
             response = HttpResponse(
                 database_busy_body()["detail"], status=503, content_type="text/plain"

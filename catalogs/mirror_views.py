@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotModified
+from django.http import FileResponse, Http404, HttpRequest, HttpResponseNotModified
+from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_safe
 
 from catalogs.models import RuntimeArtifact
@@ -11,7 +12,7 @@ from catalogs.views import IMMUTABLE_CACHE_CONTROL
 
 
 @require_safe
-def blob_by_digest(request: HttpRequest, hexdigest: str) -> HttpResponse:
+def blob_by_digest(request: HttpRequest, hexdigest: str) -> HttpResponseBase:
     """A mirrored exec binary or starlark script; its URL names its bytes, so cache forever."""
     digest = f"sha256:{hexdigest}"
     artifact = RuntimeArtifact.objects.filter(digest=digest).first()
@@ -19,7 +20,7 @@ def blob_by_digest(request: HttpRequest, hexdigest: str) -> HttpResponse:
         raise Http404("No such blob.")
     etag = f'"{digest}"'
     if request.META.get("HTTP_IF_NONE_MATCH") == etag:
-        response: HttpResponse = HttpResponseNotModified()
+        response: HttpResponseBase = HttpResponseNotModified()
     else:
         response = FileResponse(
             default_storage.open(artifact.storage_name, "rb"),

@@ -71,7 +71,7 @@ SHA256_RE = re.compile(r"sha256:[0-9a-f]{64}\Z")
 ACTIVE = (SyncRun.Status.QUEUED, SyncRun.Status.RUNNING)
 FINISHED = (SyncRun.Status.SUCCEEDED, SyncRun.Status.UNCHANGED, SyncRun.Status.FAILED)
 # Guarded transitions of a run; RUNNING -> RUNNING is a redelivered job restarting after a crash.
-TRANSITIONS = {
+TRANSITIONS: dict[str, set[str]] = {
     SyncRun.Status.QUEUED: {SyncRun.Status.RUNNING, SyncRun.Status.FAILED},
     SyncRun.Status.RUNNING: set(SyncRun.Status),
 }

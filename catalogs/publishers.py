@@ -25,12 +25,10 @@ from catalogs.models import (
     VerificationRequest,
     VerificationStatus,
 )
-from catalogs.selectors import user_is_owner_or_staff
+from catalogs.selectors import signed_in, user_is_owner_or_staff
 from catalogs.services import Actor
 
-
-def _signed_in(actor: Actor) -> bool:
-    return actor is not None and bool(getattr(actor, "is_authenticated", False))
+_signed_in = signed_in
 
 
 def _check_owner(*, publisher: Publisher, actor: Actor) -> None:

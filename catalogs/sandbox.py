@@ -24,6 +24,7 @@ errors is therefore contained but not recorded; the jail, not the detection, is 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -213,7 +214,7 @@ def _run_jailed(
             os.killpg(proc.pid, signal.SIGKILL)
 
     def read_stdout() -> None:
-        assert proc.stdout is not None
+        assert isinstance(proc.stdout, io.BufferedReader)  # stdout=PIPE, buffered
         while chunk := proc.stdout.read1(65536):
             if len(out) + len(chunk) > limits.max_output:
                 state["output_limit"] = True
@@ -222,7 +223,7 @@ def _run_jailed(
             out.extend(chunk)
 
     def read_stderr() -> None:
-        assert proc.stderr is not None
+        assert isinstance(proc.stderr, io.BufferedReader)  # stderr=PIPE, buffered
         while chunk := proc.stderr.read1(65536):
             room = limits.max_stderr - len(err)
             if room > 0:
@@ -270,7 +271,9 @@ def _run_jailed(
 
 
 def _resource_id(obj: dict[str, Any]) -> str:
-    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    md = obj.get("metadata")
+    if not isinstance(md, dict):
+        md = {}
     api = str(obj.get("apiVersion", ""))
     group = api.rsplit("/", 1)[0] if "/" in api else ""
     kind = f"{obj.get('kind', '')}.{group}" if group else str(obj.get("kind", ""))

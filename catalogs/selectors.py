@@ -4,34 +4,47 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as AuthUser
 from django.db import connection
 from django.db.models import Count, Prefetch, QuerySet
 
 from catalogs.exceptions import NotFoundError
-from catalogs.models import Catalog, CatalogVersion, FunctionVersion, Publisher, SigningKey
+from catalogs.models import (
+    Catalog,
+    CatalogQuerySet,
+    CatalogVersion,
+    FunctionVersion,
+    Publisher,
+    SigningKey,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 
-def user_is_owner_or_staff(
-    *, publisher: Publisher, user: AbstractBaseUser | AnonymousUser | None
-) -> bool:
+def signed_in(user: AuthUser | AnonymousUser | None) -> TypeIs[AuthUser]:
+    """Whether ``user`` is a signed-in user (``None`` is the system, AnonymousUser nobody)."""
+    return user is not None and bool(getattr(user, "is_authenticated", False))
+
+
+def user_is_owner_or_staff(*, publisher: Publisher, user: AuthUser | AnonymousUser | None) -> bool:
     """Whether ``user`` may write to ``publisher`` (an owner, or staff)."""
-    if user is None or not getattr(user, "is_authenticated", False):
+    if user is None or not signed_in(user):
         return False
     if user.is_staff:
         return True
     return publisher.owners.filter(pk=user.pk).exists()
 
 
-def user_is_mirror_operator(user: AbstractBaseUser | AnonymousUser | None) -> bool:
+def user_is_mirror_operator(user: AuthUser | AnonymousUser | None) -> bool:
     """Staff, or users holding ``catalogs.operate_mirrors``; ``None`` (the system) is one too."""
     if user is None:
         return True
-    if not getattr(user, "is_authenticated", False):
+    if not signed_in(user):
         return False
     return bool(user.is_staff or user.has_perm("catalogs.operate_mirrors"))
 
@@ -60,7 +73,7 @@ def publisher_get(*, slug: str) -> Publisher:
         raise NotFoundError(f"Publisher '{slug}' does not exist.")
 
 
-def catalog_list(*, publisher_slug: str | None = None) -> QuerySet[Catalog]:
+def catalog_list(*, publisher_slug: str | None = None) -> CatalogQuerySet:
     """Catalogs, optionally of one publisher, with their latest version and mirror joined in."""
     qs = Catalog.objects.select_related(
         "publisher", "latest_version__signing_key", "mirror_source"
@@ -244,7 +257,7 @@ def catalog_version_signature(*, digest: str) -> tuple[int, str, str] | None:
     return int(row[0]), row[1] or "", row[2] or ""
 
 
-def catalog_list_featured(*, limit: int = 6) -> QuerySet[Catalog]:
+def catalog_list_featured(*, limit: int = 6) -> CatalogQuerySet:
     """Published catalogs for the landing page, with ``function_count`` of their latest version.
 
     The registry counts no downloads, so "most used" is approximated by what it knows: verified

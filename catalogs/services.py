@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as AuthUser
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
@@ -43,6 +43,7 @@ from catalogs.oci.models import OciManifest, OciTag
 from catalogs.oci.services import oci_artifact_store, oci_catalog_version_store
 from catalogs.selectors import (
     publisher_slug_is_reserved,
+    signed_in,
     user_is_mirror_operator,
     user_is_owner_or_staff,
 )
@@ -50,7 +51,7 @@ from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import CatalogError, parse_catalog
 
 # Who acts: a user (possibly anonymous) from a request, or None for a trusted system caller.
-Actor = AbstractBaseUser | AnonymousUser | None
+Actor = AuthUser | AnonymousUser | None
 
 
 def _slug_checked(value: str, *, what: str) -> str:
@@ -94,7 +95,7 @@ def publisher_check_can_write(*, publisher: Publisher, actor: Actor) -> None:
     _check_can_write(publisher=publisher, actor=actor)
 
 
-def _users_by_name(usernames: list[str]) -> list[AbstractBaseUser]:
+def _users_by_name(usernames: list[str]) -> list[AuthUser]:
     """Users named in ``usernames``, or InvalidInputError listing the unknown names."""
     user_model = get_user_model()
     users = list(user_model.objects.filter(username__in=usernames))
@@ -133,7 +134,7 @@ def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publ
     caller (``import_catalog``) creates it with no owner. The mirror publisher's slug is taken
     only by the first mirror source.
     """
-    if actor is not None and not getattr(actor, "is_authenticated", False):
+    if actor is not None and not signed_in(actor):
         raise NotAllowedError("Log in to create a publisher.")
     publisher_slug_check(slug=slug, system=actor is None)
     try:
@@ -142,7 +143,7 @@ def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publ
             publisher = Publisher.objects.create(slug=slug, display_name=display_name or slug)
     except IntegrityError:
         raise AlreadyExistsError(f"Publisher '{slug}' already exists.")
-    if actor is not None:
+    if signed_in(actor):
         publisher.owners.add(actor)
     return publisher
 
@@ -428,7 +429,7 @@ def _catalog_version_insert(
         digest=prepared.digest,
         size=len(prepared.canonical),
         document_name=str(prepared.parsed.name or ""),
-        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+        created_by=actor if signed_in(actor) else None,
     )
     _functions_create(version=version, prepared=prepared)
     locked.latest_version = version
@@ -551,7 +552,7 @@ def _catalog_import_write(
     publisher_slug: str,
     catalog_name: str,
     prepared: PreparedDocument,
-    owner: AbstractBaseUser | None,
+    owner: AuthUser | None,
     description: str,
 ) -> tuple[CatalogVersion, bool]:
     """The write half of an import: one transaction, so a refused publish creates nothing."""

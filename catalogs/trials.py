@@ -60,7 +60,7 @@ BUILTIN_ITEMS: list[dict[str, Any]] = [
 MAX_EXAMPLE_BYTES = 1024 * 1024
 MAX_EXAMPLES = 10  # runnable examples per trial; each may take the sandbox's full wall clock
 _BAD_EXAMPLE = "an example must be one or two ResourceList documents"
-_FAILURES = {
+_FAILURES: dict[str, str] = {
     TrialRunStatus.FAILED: "crashed or reported errors",
     TrialRunStatus.TIMEOUT: "timed out",
     TrialRunStatus.OUTPUT_LIMIT: "printed more than the output limit",
@@ -100,6 +100,7 @@ def _run_runtime(
                 status="not_run", detail="starlark runtime is not an https (or loopback) URI"
             )
         try:
+            assert uri is not None  # _downloadable refuses None
             blob = fetch.fetch_blob(uri, spec.get("sha256"), options=_options())
             script = fetch.read_limited(blob, 1024 * 1024).decode("utf-8")
         except (KrmError, UnicodeDecodeError) as exc:

@@ -92,6 +92,7 @@ def _serve_signature(request: HttpRequest, digest: str | None, cache_control: st
     pk, signature, key_id = found
     if not signature:
         version = services.catalog_version_sign(version=CatalogVersion.objects.get(pk=pk))
+        assert version.signing_key is not None  # catalog_version_sign set it
         signature, key_id = version.signature, version.signing_key.key_id
     response = HttpResponse(signature, content_type="text/plain; charset=us-ascii")
     response["X-Content-Digest"] = digest

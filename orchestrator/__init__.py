@@ -20,7 +20,8 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     import importlib
 
     # Importing the submodule rebinds ``orchestrator.build`` to it (it is callable too).
-    return importlib.import_module("orchestrator.build").build(path, options)
+    result: BuildResult = importlib.import_module("orchestrator.build").build(path, options)
+    return result
 
 
 def __getattr__(name: str) -> Any:

@@ -573,10 +573,10 @@ class Target:
 
     # ------------------------------------------------------------------ transformers
 
-    def builtin_transformer_configs(self, acc: Accumulator) -> list[tuple[str, dict]]:
+    def builtin_transformer_configs(self, acc: Accumulator) -> list[tuple[str, dict[str, Any]]]:
         """The kustomization's fields as builtin plugin configs, in kustomize's order."""
         k, tc = self.k, acc.config()
-        out: list[tuple[str, dict]] = []
+        out: list[tuple[str, dict[str, Any]]] = []
         if k.get("patchesStrategicMerge"):
             out.append(("PatchStrategicMergeTransformer", {"paths": k["patchesStrategicMerge"]}))
         for p in k.get("patches") or []:
@@ -810,7 +810,7 @@ def _add_doc(doc: Any, source: str, out: list[Resource], origin: str | None = No
     out.append(res)
 
 
-def _short(doc: dict) -> str:
+def _short(doc: dict[str, Any]) -> str:
     text = yamlio.dump(doc).strip().replace("\n", " ")
     return "{" + (text[:80] + "..." if len(text) > 80 else text) + "}"
 
@@ -831,7 +831,7 @@ def strip_annotation(res: Resource, key: str) -> None:
     ann = md.get("annotations") if isinstance(md, dict) else None
     if isinstance(ann, dict) and key in ann:
         del ann[key]
-        if not ann:
+        if not ann and isinstance(md, dict):
             del md["annotations"]
 
 

@@ -90,7 +90,9 @@ def make_key(path: str, options: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _file_digest(path: str, opener: Callable[..., Any] = builtins.open) -> str | None:
+def _file_digest(
+    path: str | bytes | os.PathLike[Any], opener: Callable[..., Any] = builtins.open
+) -> str | None:
     """sha256 of a file's bytes, or None when it cannot be read as a file."""
     h = hashlib.sha256()
     try:
@@ -210,15 +212,15 @@ class _Entries:
 
 def _still_holds(op: str, path: str, expected: Any) -> bool:
     if op == "read":
-        return _file_digest(path) == expected
+        return bool(_file_digest(path) == expected)
     if op in _PROBES:
-        return getattr(os.path, op)(path) == expected
+        return bool(getattr(os.path, op)(path) == expected)
     if op == "listdir":
-        return _listing(path, os.listdir) == expected
+        return bool(_listing(path, os.listdir) == expected)
     if op == "scandir":
         try:
             with os.scandir(path) as it:
-                return sorted(e.name for e in it) == expected
+                return bool(sorted(e.name for e in it) == expected)
         except OSError:
             return False
     return False

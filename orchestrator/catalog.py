@@ -245,7 +245,8 @@ def _read_events(loader: _CatalogLoader) -> Any:
     """Build plain Python data from libyaml's events (no composer: it recurses in C)."""
     get = loader.get_event
     get()  # StreamStartEvent
-    event = get()
+    # Dispatched on ``kind = type(event)`` below (one type() per node), which mypy cannot narrow.
+    event: Any = get()
     if type(event) is StreamEndEvent:
         return None
     no_key = _NOT_STRING
@@ -377,8 +378,10 @@ def _load_yaml(data: bytes) -> Any:
             cm = exc.context_mark
             where = f" at line {cm.line + 1}, column {cm.column + 1}" if cm is not None else ""
             message = f"{message} ({exc.context}{where})"
-        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
-        raise CatalogError([Problem("", message, line, column)]) from None
+        at: tuple[int | None, int | None] = (None, None)
+        if mark is not None:
+            at = (mark.line + 1, mark.column + 1)
+        raise CatalogError([Problem("", message, *at)]) from None
     except yaml.reader.ReaderError as exc:
         line, column = _line_column(data, exc.position)
         message = f"character #x{exc.character:04x} is not allowed: {exc.reason}"
@@ -427,7 +430,7 @@ def _type_check(names: list[str]) -> Callable[[Any], bool]:
 def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
-    return a == b
+    return bool(a == b)
 
 
 def _all(checks: list[Callable[[Any], bool]]) -> Callable[[Any], bool]:
@@ -592,7 +595,8 @@ def _read_json(path: str) -> Any:
 def _schema() -> dict[str, Any]:
     if "schema" not in _schema_cache:
         _schema_cache["schema"] = _read_json(SCHEMA_PATH)
-    return _schema_cache["schema"]
+    schema: dict[str, Any] = _schema_cache["schema"]
+    return schema
 
 
 def _schema_accepts(doc: Any) -> bool:
@@ -827,7 +831,8 @@ class Catalog:
     @property
     def name(self) -> str:
         """metadata.name."""
-        return self.metadata["name"]
+        name: str = self.metadata["name"]
+        return name
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical form as plain data (a fresh copy)."""

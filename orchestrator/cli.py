@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from types import ModuleType
 from typing import Any
 
 USAGE_ERROR = 2
@@ -21,7 +22,8 @@ def _columns() -> int:
         columns = 0
     if columns <= 0:
         try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+            out = sys.__stdout__
+            columns = os.get_terminal_size(out.fileno()).columns if out is not None else 0
         except (AttributeError, ValueError, OSError):
             columns = 0
     return (columns or 80) - 2
@@ -85,14 +87,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _functions_cli():  # noqa: ANN202 - a module
+def _functions_cli() -> ModuleType:
     """The KRM functions CLI pieces (argparse only; cheap)."""
     from orchestrator.functions import cli as fcli
 
     return fcli
 
 
-def _file_name(obj: dict) -> str:
+def _file_name(obj: dict[str, Any]) -> str:
     """kustomize's per-resource file name: ``group_version_kind_name.yaml``, lower-cased."""
     api = str(obj.get("apiVersion") or "")
     group, _, version = api.rpartition("/")
@@ -101,7 +103,7 @@ def _file_name(obj: dict) -> str:
     return f"{'_'.join(parts).lower()}_{name.lower()}.yaml"
 
 
-def _write_dir(directory: str, resources: list[dict]) -> None:
+def _write_dir(directory: str, resources: list[dict[str, Any]]) -> None:
     """One file per resource, namespace-prefixed when resources span several namespaces."""
     from orchestrator import yamlio
     from orchestrator.resource import is_cluster_scoped
@@ -250,7 +252,7 @@ def _fn_schema(args: argparse.Namespace, debug: bool) -> int:
     return 0
 
 
-def _print_summaries(entries: list[dict]) -> None:
+def _print_summaries(entries: list[dict[str, Any]]) -> None:
     """The readable results of each function run that succeeded, to stderr."""
     for entry in entries:
         # A failed run's summary is part of its error message already.

@@ -225,7 +225,8 @@ def _default_data() -> dict[str, Any]:
 
     here = os.path.join(os.path.dirname(__file__), "data", "fieldspecs.json")
     with open(here, "rb") as f:
-        return json.loads(f.read())
+        specs: dict[str, Any] = json.loads(f.read())
+        return specs
 
 
 def default_config() -> TransformerConfig:

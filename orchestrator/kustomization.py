@@ -16,15 +16,15 @@ COMPONENT_VERSION = "kustomize.config.k8s.io/v1alpha1"
 S, B, INT, ANY = "string", "bool", "int64", "any"
 
 
-def _map(v: Any) -> tuple:
+def _map(v: Any) -> tuple[Any, ...]:
     return ("map", v)
 
 
-def _list(v: Any) -> tuple:
+def _list(v: Any) -> tuple[Any, ...]:
     return ("list", v)
 
 
-def _struct(name: str, fields: dict[str, Any]) -> tuple:
+def _struct(name: str, fields: dict[str, Any]) -> tuple[Any, ...]:
     return ("struct", name, fields)
 
 

@@ -23,11 +23,11 @@ import json
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from orchestrator.resource import Gvk
 
-SchemaNode = int | list | None
+SchemaNode = int | list[Any] | None
 
 DATA_FILE = Path(__file__).parent / "data" / "patchkeys.json"
 ADDITIONAL = "*"
@@ -87,7 +87,7 @@ class PatchSchema:
             return None
         if node == 0:
             return 0
-        fields = self.types[node]
+        fields: dict[str, SchemaNode] = self.types[cast(int, node)]
         child = fields.get(name)
         if child is None:
             return fields.get(ADDITIONAL)
@@ -97,7 +97,8 @@ class PatchSchema:
     def elements(node: SchemaNode) -> SchemaNode:
         """Schema node of the elements of a list whose schema node is ``node``."""
         if node.__class__ is list:
-            return node[3]
+            element: SchemaNode = node[3]
+            return element
         return None
 
     @staticmethod
@@ -192,14 +193,14 @@ def compile_definitions(
     known_defs = known_defs or {}
     # Raw graph: node id -> {field: spec}; spec is ("t", id) | ("a", strat, mk, lmk, spec)
     # | ("o",) | ("k", table index) for an already compiled definition.
-    nodes: list[dict[str, tuple]] = []
+    nodes: list[dict[str, tuple[Any, ...]]] = []
     by_name: dict[str, int] = {}
 
     def ref_name(s: dict[str, Any]) -> str | None:
         ref = s.get("$ref")
         return ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None
 
-    def compile_schema(s: Any) -> tuple:
+    def compile_schema(s: Any) -> tuple[Any, ...]:
         if not isinstance(s, dict):
             return ("o",)
         # kyaml resolves a $ref by replacing the schema, dropping sibling keys.
@@ -215,7 +216,7 @@ def compile_definitions(
             return compile_named(name, target)
         return compile_inline(s)
 
-    def compile_named(name: str, s: dict[str, Any]) -> tuple:
+    def compile_named(name: str, s: dict[str, Any]) -> tuple[Any, ...]:
         if ref_name(s) is not None:
             return compile_schema(s)
         if not _is_object(s):
@@ -226,7 +227,7 @@ def compile_definitions(
         fill_object(idx, s)
         return ("t", idx)
 
-    def compile_inline(s: dict[str, Any]) -> tuple:
+    def compile_inline(s: dict[str, Any]) -> tuple[Any, ...]:
         typ = s.get("type")
         if typ == "array" or typ == ["array"]:
             items = s.get("items")
@@ -247,7 +248,7 @@ def compile_definitions(
         return ("o",)
 
     def fill_object(idx: int, s: dict[str, Any]) -> None:
-        fields: dict[str, tuple] = {}
+        fields: dict[str, tuple[Any, ...]] = {}
         for prop, sub in (s.get("properties") or {}).items():
             fields[prop] = compile_schema(sub)
         extra = s.get("additionalProperties")
@@ -255,7 +256,7 @@ def compile_definitions(
             fields[ADDITIONAL] = compile_schema(extra)
         nodes[idx] = fields
 
-    gvk_roots: dict[str, tuple] = {}
+    gvk_roots: dict[str, tuple[Any, ...]] = {}
     for name in sorted(definitions):
         d = definitions[name]
         if not isinstance(d, dict):
@@ -270,13 +271,13 @@ def compile_definitions(
     # Which nodes have a merge-strategy list somewhere below them (fixpoint: types recurse).
     interesting = [False] * len(nodes)
 
-    def spec_interesting(spec: tuple) -> bool:
+    def spec_interesting(spec: tuple[Any, ...]) -> bool:
         if spec[0] == "t":
-            return interesting[spec[1]]
+            return bool(interesting[spec[1]])
         if spec[0] == "a":
             return bool(spec[1])
         if spec[0] == "k":
-            return spec[1] != 0
+            return bool(spec[1] != 0)
         return False
 
     changed = True
@@ -289,7 +290,7 @@ def compile_definitions(
     index: dict[int, int] = {}
     out_types: list[dict[str, Any]] = [{}]
 
-    def emit(spec: tuple) -> Any:
+    def emit(spec: tuple[Any, ...]) -> Any:
         if spec[0] == "t":
             if not interesting[spec[1]]:
                 return 0

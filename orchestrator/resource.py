@@ -9,6 +9,7 @@ Filters that only change content work on ``res.obj`` directly.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 
@@ -155,12 +156,14 @@ class Resource:
     @property
     def prefixes(self) -> list[str]:
         """Name prefixes applied so far, oldest first."""
-        return self.extra.setdefault("prefixes", [])
+        out: list[str] = self.extra.setdefault("prefixes", [])
+        return out
 
     @property
     def suffixes(self) -> list[str]:
         """Name suffixes applied so far, oldest first."""
-        return self.extra.setdefault("suffixes", [])
+        out: list[str] = self.extra.setdefault("suffixes", [])
+        return out
 
     def store_previous(self) -> None:
         """Record the current (namespace, name) as a previous id, as kustomize's StorePreviousId."""
@@ -288,12 +291,12 @@ class ResMap:
 
     def __init__(self, resources: list[Resource] | None = None):
         self._list: list[Resource] = []
-        self._cur: dict[tuple, list[Resource]] | None = {}
-        self._any: dict[tuple, list[Resource]] | None = None
+        self._cur: dict[tuple[str, str, str, str, str], list[Resource]] | None = {}
+        self._any: dict[tuple[str, str, str, str, str], list[Resource]] | None = None
         for r in resources or []:
             self.append(r)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Resource]:
         return iter(list(self._list))
 
     def __len__(self) -> int:
@@ -308,28 +311,28 @@ class ResMap:
         self._cur = None
         self._any = None
 
-    def _cur_index(self) -> dict[tuple, list[Resource]]:
+    def _cur_index(self) -> dict[tuple[str, str, str, str, str], list[Resource]]:
         if self._cur is None:
-            idx: dict[tuple, list[Resource]] = {}
+            idx: dict[tuple[str, str, str, str, str], list[Resource]] = {}
             for r in self._list:
                 idx.setdefault(r.key(), []).append(r)
             self._cur = idx
         return self._cur
 
-    def _any_index(self) -> dict[tuple, list[Resource]]:
+    def _any_index(self) -> dict[tuple[str, str, str, str, str], list[Resource]]:
         if self._any is None:
-            idx: dict[tuple, list[Resource]] = {}
+            idx: dict[tuple[str, str, str, str, str], list[Resource]] = {}
             for r in self._list:
                 for k in dict.fromkeys(r.any_keys()):
                     idx.setdefault(k, []).append(r)
             self._any = idx
         return self._any
 
-    def by_current_key(self, key: tuple) -> list[Resource]:
+    def by_current_key(self, key: tuple[str, str, str, str, str]) -> list[Resource]:
         """Resources whose current id has this key."""
         return list(self._cur_index().get(key, ()))
 
-    def by_any_key(self, key: tuple) -> list[Resource]:
+    def by_any_key(self, key: tuple[str, str, str, str, str]) -> list[Resource]:
         """Resources whose current or a previous id has this key."""
         return list(self._any_index().get(key, ()))
 
@@ -371,7 +374,7 @@ class ResMap:
         self.invalidate()
 
 
-class ImplicitNullMap(dict):
+class ImplicitNullMap(dict[str, Any]):
     """A map with keys written with no value at all (``key:``), named in ``implicit_nulls``.
 
     go-yaml keeps such a value as an empty null scalar, and kyaml's strategic merge drops it

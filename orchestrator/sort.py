@@ -6,7 +6,7 @@ from functools import cmp_to_key
 from typing import Any
 
 from orchestrator.errors import ValidationError
-from orchestrator.resource import Resource
+from orchestrator.resource import Gvk, Resource
 
 ORDER_FIRST = (
     "Namespace",
@@ -50,7 +50,7 @@ def legacy_sort(
         ranks[k] = -len(order_first) + i
     for i, k in enumerate(order_last):
         ranks[k] = 1 + i
-    keyed = []
+    keyed: list[tuple[int, Gvk, str, str, Resource]] = []
     for r in resources:
         gvk = r.gvk
         ns, name = r.namespace, r.name
@@ -65,7 +65,7 @@ def legacy_sort(
         )
         keyed.append((ranks.get(gvk.kind, 0), gvk, _gvk_string(*gvk), id_string, r))
 
-    def cmp(a: tuple, b: tuple) -> int:
+    def cmp(a: tuple[int, Gvk, str, str, Resource], b: tuple[int, Gvk, str, str, Resource]) -> int:
         """kustomize's legacyIDSorter.Less as a three-way comparison."""
         if a[1] != b[1]:
             if a[0] != b[0]:

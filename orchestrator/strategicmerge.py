@@ -94,7 +94,7 @@ def _copy(o: Any) -> Any:
     return o
 
 
-def _must_walk(o: dict, typed: bool) -> bool:
+def _must_walk(o: dict[str, Any], typed: bool) -> bool:
     """True if kyaml's walk would change the untouched map ``o``: a map nested in it (through
     maps only: kyaml never walks into lists without a schema) holds a value left empty
     (``key:``, dropped), or, with ``typed``, has apiVersion and kind, which kyaml would give
@@ -452,7 +452,9 @@ def _plain_type(text: str) -> str:
     from yaml import ScalarNode  # rare path: a typed value replaces a string
     from yaml.resolver import Resolver
 
-    return Resolver().resolve(ScalarNode, text, (True, False)).rsplit(":", 1)[-1]
+    # types-PyYAML leaves BaseResolver.resolve unannotated (it returns the tag, a str)
+    tag: str = Resolver().resolve(ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    return tag.rsplit(":", 1)[-1]
 
 
 def _sort_key(name: Any) -> str:

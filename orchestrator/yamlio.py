@@ -19,7 +19,7 @@ from functools import cmp_to_key
 from typing import Any
 
 import yaml
-from yaml.cyaml import CEmitter
+from yaml._yaml import CEmitter
 
 from orchestrator.errors import YamlError
 from orchestrator.resource import ImplicitNullMap
@@ -211,7 +211,9 @@ def load_all(text: str | bytes, *, source: str | None = None) -> list[Any]:
     return _load_docs(Loader, text, source)
 
 
-def _load_docs(loader_class: type, text: str | bytes, source: str | None, **construct: Any) -> list:
+def _load_docs(
+    loader_class: type, text: str | bytes, source: str | None, **construct: Any
+) -> list[Any]:
     """The non-empty documents of a stream, read with ``loader_class``'s scalar typing."""
     if isinstance(text, bytes):
         text = decode(text, source=source)

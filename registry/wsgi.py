@@ -1,12 +1,13 @@
 """WSGI entry point (gunicorn registry.wsgi)."""
 
 import os
+from collections.abc import Callable, Iterable
 
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings.base")
 
-application = get_wsgi_application()
+application: Callable[..., Iterable[bytes]] = get_wsgi_application()
 
 # Imported once Django is set up: it reads the OCI endpoint's serving cache.
 from catalogs.oci.wsgi import OciBlobFastPath  # noqa: E402

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status, viewsets
 from rest_framework.permissions import IsAuthenticated
@@ -125,7 +126,9 @@ class ContributionQuerySerializer(serializers.Serializer):
 class ReviewEventSerializer(serializers.ModelSerializer):
     """One entry of a contribution's audit log."""
 
-    actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    actor: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     catalog_version = serializers.SerializerMethodField()
 
     class Meta:
@@ -134,7 +137,7 @@ class ReviewEventSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_catalog_version(self, obj: ReviewEvent) -> int | None:
-        return obj.catalog_version.number if obj.catalog_version_id else None
+        return obj.catalog_version.number if obj.catalog_version else None
 
 
 class ContributionSerializer(serializers.ModelSerializer):
@@ -143,8 +146,12 @@ class ContributionSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     publisher = serializers.SerializerMethodField()
     catalog = serializers.SerializerMethodField()
-    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    author: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    reviewer: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     published_version = serializers.SerializerMethodField()
     published_version_url = serializers.SerializerMethodField()
 
@@ -180,10 +187,10 @@ class ContributionSerializer(serializers.ModelSerializer):
         return obj.catalog.name
 
     def get_published_version(self, obj: Contribution) -> int | None:
-        return obj.published_version.number if obj.published_version_id else None
+        return obj.published_version.number if obj.published_version else None
 
     def get_published_version_url(self, obj: Contribution) -> str | None:
-        if not obj.published_version_id:
+        if not obj.published_version:
             return None
         return catalog_version_url(self.context.get("request"), obj.published_version)
 
@@ -201,7 +208,8 @@ class ContributionDetailSerializer(ContributionSerializer):
     @extend_schema_field(ReviewEventSerializer(many=True))
     def get_events(self, obj: Contribution) -> list[dict[str, Any]]:
         events = contributions.review_event_list(contribution=obj).select_related("catalog_version")
-        return ReviewEventSerializer(events, many=True, context=self.context).data
+        # many=True makes a ListSerializer (.data is a ReturnList); the stubs give the child's type.
+        return ReviewEventSerializer(events, many=True, context=self.context).data  # type: ignore[return-value]
 
 
 def _validated(serializer_class: type, data: object) -> dict:
@@ -241,6 +249,7 @@ class ContributionViewSet(viewsets.GenericViewSet):
         filters = query.validated_data
         mine = filters["mine"] or not contributions.user_can_review(user=request.user)
         if mine:
+            assert selectors.signed_in(request.user)  # IsAuthenticated
             items = contributions.contribution_list(
                 status=filters.get("status"), catalog=filters.get("catalog"), author=request.user
             )

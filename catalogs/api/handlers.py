@@ -53,10 +53,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(database_busy_body(), status=503, headers={"Retry-After": retry})
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        body = {"detail": f"The request body is over the limit of {limit} bytes.", "limit": limit}
+        body: dict[str, Any] = {
+            "detail": f"The request body is over the limit of {limit} bytes.",
+            "limit": limit,
+        }
         return Response(body, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, RegistryError):
-        body: dict[str, Any] = {"detail": exc.message}
+        body = {"detail": exc.message}
         if isinstance(exc, InvalidCatalogError):
             body["problems"] = [p.as_dict() for p in exc.problems]
         code = next(

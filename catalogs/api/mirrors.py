@@ -43,7 +43,10 @@ class SyncRunSerializer(serializers.ModelSerializer):
     """A sync run: status, timings, what it saw upstream and, on failure, why."""
 
     url = serializers.SerializerMethodField()
-    source = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    # A declared field named like Field.source (the metaclass takes it off the class).
+    source: serializers.SlugRelatedField[MirrorSource] = serializers.SlugRelatedField(  # type: ignore[assignment]
+        slug_field="name", read_only=True
+    )
     version = serializers.SerializerMethodField()
     drift_events = DriftEventSerializer(many=True, read_only=True)
 
@@ -74,7 +77,7 @@ class SyncRunSerializer(serializers.ModelSerializer):
         return sync_run_url(self.context.get("request"), obj)
 
     def get_version(self, obj: SyncRun) -> int | None:
-        return obj.catalog_version.number if obj.catalog_version_id else None
+        return obj.catalog_version.number if obj.catalog_version else None
 
 
 class MirrorSourceSerializer(serializers.ModelSerializer):

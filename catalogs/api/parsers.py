@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import IO, Any
 
 from django.conf import settings
@@ -45,11 +46,12 @@ class CatalogYAMLParser(BaseParser):
 
     media_type = "application/yaml"
 
-    def parse(
+    # DRF puts whatever parse returns in request.data; the stubs narrow that to a Mapping.
+    def parse(  # type: ignore[override]
         self,
         stream: IO[bytes] | None,
         media_type: str | None = None,
-        parser_context: dict[str, Any] | None = None,
+        parser_context: Mapping[str, Any] | None = None,
     ) -> bytes | OversizedDocument:
         """Return the body bytes, or its size when it is over the limit."""
         if stream is None:
@@ -87,7 +89,7 @@ class CatalogJSONParser(BaseParser):
         self,
         stream: IO[bytes] | None,
         media_type: str | None = None,
-        parser_context: dict[str, Any] | None = None,
+        parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
         """The decoded JSON, or the body's size when it is over twice the limit."""
         if stream is None:
@@ -122,8 +124,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
     if len(value) != len(pairs):
         seen: set[str] = set()
-        duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f"duplicate key {duplicate!r}")
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r}")
+            seen.add(key)
     return value
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from django.contrib.auth.models import User
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -112,6 +113,7 @@ def signature_data(request, version: CatalogVersion | None) -> dict | None:
     """The signature block of ``version`` (None if it is not signed yet)."""
     if version is None or not version.signing_key_id:
         return None
+    assert version.signing_key is not None  # signing_key_id is set
     key_id = version.signing_key.key_id
     return {
         "signed_by": "this registry",
@@ -136,7 +138,9 @@ class SigningKeySerializer(serializers.ModelSerializer):
 class PublisherSerializer(serializers.ModelSerializer):
     """A publisher as shown by the API."""
 
-    owners = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    owners: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", many=True, read_only=True
+    )
 
     class Meta:
         model = Publisher
@@ -164,7 +168,8 @@ class PublisherUpdateSerializer(serializers.Serializer):
 class CatalogMirrorSerializer(serializers.ModelSerializer):
     """Provenance of a mirror's catalog: its source, upstream and the served version's check."""
 
-    source = serializers.IntegerField(source="pk", read_only=True)
+    # A declared field named like Field.source (the metaclass takes it off the class).
+    source = serializers.IntegerField(source="pk", read_only=True)  # type: ignore[assignment]
     source_url = serializers.SerializerMethodField()
     upstream_url = serializers.CharField(source="url", read_only=True)
 
@@ -181,7 +186,9 @@ class CatalogMirrorSerializer(serializers.ModelSerializer):
 class CatalogSerializer(serializers.ModelSerializer):
     """A catalog with where its latest version is served; ``mirror`` is null unless mirrored."""
 
-    publisher = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    publisher: serializers.SlugRelatedField[Publisher] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     latest_version = serializers.SerializerMethodField()
     latest_digest = serializers.SerializerMethodField()
     catalog_url = serializers.SerializerMethodField()
@@ -280,7 +287,9 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
     """A published catalog version and where it is served."""
 
     version = serializers.IntegerField(source="number", read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     version_url = serializers.SerializerMethodField()
     digest_url = serializers.SerializerMethodField()
     signature = serializers.SerializerMethodField()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User as AuthUser
 from django.core import signing
 from django.http import HttpRequest
 from rest_framework.authtoken.models import Token
@@ -30,7 +30,7 @@ _SALT = "catalogs.oci.token"
 class Identity:
     """The caller: a user or nobody, and, for bearer tokens, the scopes the token grants."""
 
-    user: AbstractBaseUser | None = None
+    user: AuthUser | None = None
     # None: credentials given directly (Basic), so the user's own rights apply everywhere.
     scopes: dict[str, set[str]] | None = field(default=None)
 
@@ -41,7 +41,7 @@ class Identity:
         return action in self.scopes.get(repository, set())
 
 
-def _basic_user(header: str) -> AbstractBaseUser:
+def _basic_user(header: str) -> AuthUser:
     try:
         decoded = base64.b64decode(header.strip(), validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):
@@ -83,7 +83,7 @@ def identity_from_request(request: HttpRequest) -> Identity:
     raise UnauthorizedError(f"unsupported authorization scheme {scheme!r}")
 
 
-def _granted(user: AbstractBaseUser | None, repository: str, actions: list[str]) -> list[str]:
+def _granted(user: AuthUser | None, repository: str, actions: list[str]) -> list[str]:
     """What of ``actions`` the user may do on ``repository`` (pull is public; push for owners)."""
     granted = []
     if "pull" in actions:
@@ -99,7 +99,7 @@ def _granted(user: AbstractBaseUser | None, repository: str, actions: list[str])
     return granted
 
 
-def oci_token_issue(*, user: AbstractBaseUser | None, scopes: list[str]) -> dict:
+def oci_token_issue(*, user: AuthUser | None, scopes: list[str]) -> dict:
     """A signed bearer token for the scopes requested (``repository:<name>:<a>,<b>``)."""
     access: dict[str, list[str]] = {}
     for scope in scopes:

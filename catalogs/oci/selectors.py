@@ -176,7 +176,7 @@ def oci_caches_clear() -> None:
     """Forget what this process cached (tests; a database restored from a backup)."""
     _blob_cache.clear()
     _manifest_cache.clear()
-    _blob_bytes.__init__(max_bytes=_blob_bytes.max_bytes)
+    _ContentCache.__init__(_blob_bytes, max_bytes=_blob_bytes.max_bytes)
 
 
 def oci_blob_cached(publisher_slug: str, catalog_name: str, digest: str) -> bytes | None:

@@ -10,11 +10,14 @@ import json
 import re
 from collections.abc import Callable
 from functools import wraps
+from typing import Literal, cast
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.files.storage import default_storage
+from django.core.handlers.wsgi import WSGIRequest
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
 from catalogs.exceptions import NotAllowedError, NotFoundError, RegistryError
@@ -157,7 +160,7 @@ def _etag_matches(request: HttpRequest, etag: str) -> bool:
     return any(c.strip().removeprefix("W/") in (etag, "*") for c in value.split(",") if c.strip())
 
 
-def _content_headers(response: HttpResponse, *, digest: str, size: int) -> HttpResponse:
+def _content_headers(response: HttpResponseBase, *, digest: str, size: int) -> HttpResponseBase:
     response["Docker-Content-Digest"] = digest
     response["ETag"] = f'"{digest}"'
     response["Content-Length"] = str(size)
@@ -203,7 +206,7 @@ def _check_digest_syntax(digest: str) -> str:
     return digest
 
 
-def _parse_range(header: str, size: int) -> tuple[int, int] | None | bool:
+def _parse_range(header: str, size: int) -> tuple[int, int] | None | Literal[False]:
     """(start, end) of a single ``bytes=`` range; None to ignore it; False if unsatisfiable."""
     match = re.fullmatch(r"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*", header)
     if match is None or match.group(1) == match.group(2) == "":
@@ -235,7 +238,7 @@ def _blob_get(request: HttpRequest, publisher: str, catalog: str, digest: str):
         raise BlobUnknownError(f"blob unknown to registry: {digest}", detail={"digest": digest})
     etag = f'"{digest}"'
     if _etag_matches(request, etag):
-        response = HttpResponse(status=304)
+        response: HttpResponseBase = HttpResponse(status=304)
         response["ETag"] = etag
         response["Docker-Content-Digest"] = digest
         return response
@@ -330,7 +333,7 @@ def _read_body(request: HttpRequest, *, limit: int, error: type[OciError]) -> by
     length_text = request.META.get("CONTENT_LENGTH") or "0"
     if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
         # No length: Django's request stream would read nothing; the server has de-chunked it.
-        data = request.environ["wsgi.input"].read(limit + 1)
+        data = cast(WSGIRequest, request).environ["wsgi.input"].read(limit + 1)
         if len(data) > limit:
             raise error(f"body is over the limit of {limit} bytes", detail={"limit": limit})
         return data

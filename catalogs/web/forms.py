@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import django_filters
 from django import forms
 from django.conf import settings
@@ -38,7 +40,8 @@ class DocumentForm(forms.Form):
     )
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if self.errors:  # e.g. a NUL in the text: that error says it, not "paste the text"
             return cleaned
         if not cleaned.get("file") and not (cleaned.get("content") or "").strip():
@@ -63,7 +66,7 @@ class ContributionForm(DocumentForm):
 
     def __init__(self, *args, catalogs: QuerySet[Catalog], **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["catalog"].queryset = catalogs
+        cast(forms.ModelChoiceField, self.fields["catalog"]).queryset = catalogs
 
     def text(self) -> str:
         """The definition as text (uploads must be UTF-8)."""
@@ -94,8 +97,9 @@ class DefinitionFieldsForm(forms.Form):
     requires_network = forms.BooleanField(required=False, label="Needs network")
 
     def __init__(self, *args, catalogs: QuerySet[Catalog], **kwargs):
-        super().__init__(*args, prefix="fn", **kwargs)
-        self.fields["catalog"].queryset = catalogs
+        kwargs["prefix"] = "fn"
+        super().__init__(*args, **kwargs)
+        cast(forms.ModelChoiceField, self.fields["catalog"]).queryset = catalogs
 
     def text(self) -> str:
         """The definition as a KRMFunctionDefinition YAML document."""
@@ -155,7 +159,7 @@ class CatalogCreateForm(forms.Form):
 
     def __init__(self, *args, publishers: QuerySet[Publisher], **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["publisher"].queryset = publishers
+        cast(forms.ModelChoiceField, self.fields["publisher"]).queryset = publishers
 
 
 class MirrorSourceForm(forms.Form):

@@ -195,6 +195,7 @@ def _schema_modeline(request: HttpRequest, cat: Catalog, fn: Any, v: Any) -> str
     """The yaml-language-server line pointing editors at this version's JSON Schema."""
     from catalogs.schema_views import CORE_GROUP
 
+    assert cat.latest_version is not None  # a catalog with a function has a version
     url = reverse(
         "catalogs:function_schema",
         args=[
@@ -387,6 +388,7 @@ def contribution_create(request: HttpRequest) -> HttpResponse:
 @login_required
 def contribution_list_mine(request: HttpRequest) -> HttpResponse:
     """The signed-in user's contributions with status and the reviewer's reason."""
+    assert selectors.signed_in(request.user)  # @login_required
     items = contributions.contribution_list(author=request.user)
     return _render(request, "contribution_list.html", {"contributions": items})
 
@@ -553,6 +555,7 @@ def review_approve(request: HttpRequest, pk: int) -> HttpResponse:
     except (InvalidInputError, InvalidCatalogError) as err:
         messages.error(request, err.message)
         return redirect("web:review-detail", pk=pk)
+    assert contribution.published_version is not None  # set by contribution_approve
     messages.success(
         request,
         f"Approved; published {contribution.catalog} version "
@@ -629,6 +632,7 @@ def signup(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def api_tokens(request: HttpRequest) -> HttpResponse:
     """The user's API token (DRF token auth): create, regenerate or revoke it."""
+    assert selectors.signed_in(request.user)  # @login_required
     token = Token.objects.filter(user=request.user).first()
     new_key = None
     status = 200

@@ -79,7 +79,8 @@ def build_composition(
 
     _check_dir(path)
     acc = build_resources(path, new_state(options), resources=resources)
-    return acc.resmap.resources()
+    out: list[Resource] = acc.resmap.resources()
+    return out
 
 
 def build(path: str, options: BuildOptions | None = None) -> BuildResult:
@@ -106,9 +107,10 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         resources = sort.legacy_sort(resources)
     for r in resources:
         accumulator.normalise_annotations(r)
-    return accumulator.BuildResult(
+    result: BuildResult = accumulator.BuildResult(
         resources=[r.obj for r in resources], results=state.results, warnings=state.warnings
     )
+    return result
 
 
 def format_consolidated(cons: Consolidated) -> str:

@@ -50,7 +50,8 @@ class CompositionPlugin:
     def generate(self) -> list[Any]:
         from orchestrator.composition.run import build_resources
 
-        return build_resources(self.path, self.state).resmap.resources()
+        generated: list[Any] = build_resources(self.path, self.state).resmap.resources()
+        return generated
 
     def transform(self, resmap: Any) -> None:
         from orchestrator.composition.run import build_resources

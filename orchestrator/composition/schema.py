@@ -11,9 +11,10 @@ prototype printed them, so messages stay recognisable across both implementation
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -106,8 +107,8 @@ class Transformer:
     line: int
     # Directory its relative paths resolve against (the defining, or last overriding, file's).
     base_dir: str = ""
-    overridden_by: list[str] = field(default_factory=list)
-    imported_via: list[str] = field(default_factory=list)
+    overridden_by: list[str] = dataclasses.field(default_factory=list)
+    imported_via: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def api_version(self) -> str:
@@ -304,7 +305,8 @@ class _Decoder:
             self.wrong(node, "string", path, "a string")
             return None
         # go-yaml decodes any scalar into a string field (``version: 1`` -> "1").
-        return node.value
+        text: str = node.value
+        return text
 
     def string_map(self, node: yaml.Node, path: str) -> None:
         for key, value in self.mapping(node, "map[string]string", path):
@@ -341,7 +343,8 @@ class _Decoder:
                 for name, sub in spec.items():
                     self.string(sub, f"{path}.runtime.{key}.{name}")
         try:
-            return yamlio._construct(node)
+            constructed: dict[str, Any] | None = yamlio._construct(node)
+            return constructed
         except yaml.YAMLError as exc:  # e.g. a key given twice
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else _line(node)

@@ -25,17 +25,19 @@ import gzip
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from orchestrator.openapi import DATA_FILE, compile_definitions
 
 EXPECTED_SHA256 = "5d171b55e9601912807a870d73ffe70bb306f5889a00e76986042a0f2d7b6bc2"
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> dict[str, Any]:
     raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    return json.loads(raw)
+    data: dict[str, Any] = json.loads(raw)
+    return data
 
 
 def main(argv: list[str] | None = None) -> int:

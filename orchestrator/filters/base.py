@@ -9,7 +9,7 @@ from orchestrator import fieldspec
 from orchestrator.errors import KrmError, ValidationError
 from orchestrator.fieldspec import FieldSpec, TransformerConfig
 from orchestrator.resource import Resource
-from orchestrator.yamlio import scalar_text
+from orchestrator.yamlio import scalar_text as scalar_text
 
 
 class PluginContext:

@@ -31,7 +31,7 @@ _GO_EXTRA_RE = re.compile("[<>&\u2028\u2029]")
 # practice every hash is computed with an empty name; we reproduce that faithfully.
 _NAME_KEY = "metadata/name"
 # C-accelerated when available; escapes exactly what Go >= 1.22 escapes besides the above.
-_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_str = json.encoder.encode_basestring
 
 
 def _go_float(value: float) -> str:

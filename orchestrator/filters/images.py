@@ -90,7 +90,7 @@ class ImageTagTransformer:
 
     def transform(self, resmap: ResMap) -> None:
         """Apply this transformer to the resources, in place."""
-        cache: dict = {}
+        cache: dict[Any, Any] = {}
         for res in resmap:
             if res.kind == "CustomResourceDefinition":
                 continue

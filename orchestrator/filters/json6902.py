@@ -48,7 +48,9 @@ def parse_ops(text: str, source: str | None = None) -> list[dict[str, Any]]:
     return ops
 
 
-def apply(obj: dict[str, Any], ops: list[dict[str, Any]], *, source: str | None = None) -> dict:
+def apply(
+    obj: dict[str, Any], ops: list[dict[str, Any]], *, source: str | None = None
+) -> dict[str, Any]:
     """Apply JSON 6902 ``ops`` to a copy of ``obj`` and return it (``obj`` is unchanged)."""
     import jsonpatch  # lazy: keeps the CLI import fast
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from orchestrator import fieldspec
@@ -12,7 +13,7 @@ from orchestrator.resource import ResMap, Resource
 ALIAS = "value_aliases"
 
 
-def _map_setter(pairs: dict[str, str], what: str, res: Resource):
+def _map_setter(pairs: dict[str, str], what: str, res: Resource) -> Callable[[Any], Any]:
     """Set ``pairs`` in each map reached, emulating kyaml's shared value nodes.
 
     kustomize inserts ONE scalar node per label key and resource into every field it
@@ -22,8 +23,8 @@ def _map_setter(pairs: dict[str, str], what: str, res: Resource):
     ``includeSelectors`` label created). ``res.extra[ALIAS]`` maps a location
     (container id, key) to the group of locations sharing its node.
     """
-    aliases: dict[tuple[int, str], list] = res.extra.setdefault(ALIAS, {})
-    created: dict[str, list] = {}
+    aliases: dict[tuple[int, str], list[Any]] = res.extra.setdefault(ALIAS, {})
+    created: dict[str, list[Any]] = {}
 
     def setter(value: Any) -> Any:
         """Compute the new value of one field."""
@@ -56,7 +57,7 @@ def rebind_aliases(res: Resource, old: Any, new: Any) -> None:
     aliases = res.extra.get(ALIAS)
     if not aliases:
         return
-    mapping: dict[int, dict] = {}
+    mapping: dict[int, dict[str, Any]] = {}
 
     def walk(o: Any, n: Any) -> None:
         """Pair containers of the old and new objects by position."""
@@ -70,12 +71,12 @@ def rebind_aliases(res: Resource, old: Any, new: Any) -> None:
                 walk(a, b)
 
     walk(old, new)
-    rebuilt: dict[tuple[int, str], list] = {}
-    done: dict[int, list] = {}
+    rebuilt: dict[tuple[int, str], list[Any]] = {}
+    done: dict[int, list[Any]] = {}
     for group in aliases.values():
         if id(group) in done:
             continue
-        fresh: list = []
+        fresh: list[Any] = []
         for container, key in group:
             nc = mapping.get(id(container))
             if nc is not None and key in nc and nc[key] == container.get(key):
@@ -101,7 +102,7 @@ class LabelTransformer:
         """Apply this transformer to the resources, in place."""
         if not self.pairs:
             return
-        cache: dict = {}
+        cache: dict[Any, Any] = {}
         for res in resmap:
             specs = fieldspec.select(self.specs, res.gvk, cache)
             if not specs:

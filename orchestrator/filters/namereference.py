@@ -233,7 +233,7 @@ class NameReferenceTransformer:
         return referral.name
 
     def _mapping(
-        self, ref: _Referrer, fs: FieldSpec, target: Gvk, index: _Index, node: dict
+        self, ref: _Referrer, fs: FieldSpec, target: Gvk, index: _Index, node: dict[str, Any]
     ) -> None:
         if "name" not in node:
             raise KrmError("path config error; no 'name' field in node")

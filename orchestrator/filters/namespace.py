@@ -38,7 +38,7 @@ class NamespaceTransformer:
         """Apply this transformer to the resources, in place."""
         if not self.namespace:
             return
-        cache: dict = {}
+        cache: dict[Any, Any] = {}
         for res in resmap:
             if not res.obj:
                 continue
@@ -67,7 +67,7 @@ class NamespaceTransformer:
                     if hit:
                         subject["namespace"] = self._set(subject.get("namespace"))
         resmap.invalidate()
-        seen: dict[tuple, Any] = {}
+        seen: dict[tuple[Any, ...], Any] = {}
         for res in resmap:
             key = res.key()
             if key in seen:

@@ -84,13 +84,13 @@ _REQ = re.compile(
 )
 
 
-def parse_label_selector(text: Any, source: str | None = None) -> list[tuple] | None:
+def parse_label_selector(text: Any, source: str | None = None) -> list[tuple[Any, ...]] | None:
     """Parse a Kubernetes label selector string into (key, op, values) requirements."""
     if text is None or text == "":
         return None
     if not isinstance(text, str):
         raise ValidationError(f"label selector must be a string, got {text!r}", file=source)
-    reqs: list[tuple] = []
+    reqs: list[tuple[Any, ...]] = []
     for part in _split_top(text):
         m = _REQ.fullmatch(part)
         if not m:
@@ -114,7 +114,8 @@ def parse_label_selector(text: Any, source: str | None = None) -> list[tuple] | 
 
 
 def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts, depth = [], 0
+    cur: list[str] = []
     for c in text:
         if c == "(":
             depth += 1
@@ -129,7 +130,7 @@ def _split_top(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def _match_selector(reqs: list[tuple], labels: Any) -> bool:
+def _match_selector(reqs: list[tuple[Any, ...]], labels: Any) -> bool:
     labels = labels if isinstance(labels, dict) else {}
     for key, op, values in reqs:
         present = key in labels
@@ -152,13 +153,17 @@ def _match_selector(reqs: list[tuple], labels: Any) -> bool:
 # ----------------------------------------------------------------------------- applying
 
 
-def _smp_merge(target: dict, patch: dict, res: Resource, ctx: PluginContext) -> dict | None:
+def _smp_merge(
+    target: dict[str, Any], patch: dict[str, Any], res: Resource, ctx: PluginContext
+) -> dict[str, Any] | None:
     from orchestrator import strategicmerge
 
     return strategicmerge.merge(target, patch, gvk=res.gvk, schema=ctx.schema)
 
 
-def apply_smp(res: Resource, patch: Resource, ctx: PluginContext, *, options: dict) -> bool:
+def apply_smp(
+    res: Resource, patch: Resource, ctx: PluginContext, *, options: dict[str, Any]
+) -> bool:
     """Apply one strategic-merge patch to ``res`` in place; False if it deleted ``res``."""
     name, ns, kind = res.name, res.namespace, res.kind
     allow_name = bool(options.get("allowNameChange"))
@@ -193,7 +198,7 @@ def apply_smp(res: Resource, patch: Resource, ctx: PluginContext, *, options: di
 
 
 def apply_json6902(
-    res: Resource, ops: list[dict], source: str | None, *, store_previous: bool = False
+    res: Resource, ops: list[dict[str, Any]], source: str | None, *, store_previous: bool = False
 ) -> None:
     """Apply JSON6902 operations to ``res`` in place."""
     from orchestrator.filters import json6902
@@ -245,7 +250,7 @@ def _internal_annotations(res: Resource) -> dict[str, str]:
     return out
 
 
-def parse_json_ops(text: str, source: str | None) -> list[dict]:
+def parse_json_ops(text: str, source: str | None) -> list[dict[str, Any]]:
     """JSON6902 operations from JSON or YAML text."""
     stripped = text.strip()
     if not stripped:
@@ -274,7 +279,9 @@ def _remove_deleted(resmap: ResMap, deleted: list[Resource]) -> None:
         resmap.set_list([r for r in resmap.resources() if id(r) not in gone])
 
 
-def _apply_by_id(resmap: ResMap, patch: Resource, ctx: PluginContext, options: dict) -> None:
+def _apply_by_id(
+    resmap: ResMap, patch: Resource, ctx: PluginContext, options: dict[str, Any]
+) -> None:
     md = patch.obj.get("metadata") or {}
     key = id_key(
         patch.api_version,
@@ -312,7 +319,7 @@ class PatchTransformer:
         if patch and path:
             raise ValidationError("patch and path can't be set at the same time", file=ctx.source)
         if path:
-            self.where = display(os.path.join(ctx.root, str(path)))
+            self.where: str | None = display(os.path.join(ctx.root, str(path)))
             text = yamlio.decode(ctx.read_file(str(path)), source=self.where)
         else:
             self.where = ctx.source
@@ -320,7 +327,7 @@ class PatchTransformer:
         target = config.get("target")
         self.target = Selector(target, source=ctx.source) if target else None
         docs = yamlio.load_all(text, source=self.where)
-        self.json_ops: list[dict] | None = None
+        self.json_ops: list[dict[str, Any]] | None = None
         self.sm_patches: list[Resource] = []
         if len(docs) == 1 and isinstance(docs[0], list):
             self.json_ops = parse_json_ops(text, self.where)
@@ -421,7 +428,7 @@ class PatchJson6902Transformer:
         if not path and not ops:
             raise ValidationError("empty file path and empty jsonOp", file=ctx.source)
         if path:
-            self.where = display(os.path.join(ctx.root, str(path)))
+            self.where: str | None = display(os.path.join(ctx.root, str(path)))
             text = yamlio.decode(ctx.read_file(str(path)), source=self.where)
         else:
             self.where = ctx.source

@@ -37,7 +37,7 @@ def _add(
     resmap: ResMap, ctx: PluginContext, config: dict[str, Any], prefix: str, suffix: str
 ) -> None:
     specs = field_specs(config, ctx)
-    cache: dict = {}
+    cache: dict[Any, Any] = {}
     for res in resmap:
         if _skipped(res):
             continue

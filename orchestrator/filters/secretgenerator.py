@@ -41,7 +41,7 @@ def generate(
     obj["type"] = secret_type
     obj["data"] = {
         key: generatorutil.base64_lines(
-            pairs[key] if isinstance(pairs[key], bytes) else pairs[key].encode("utf-8")
+            value if isinstance(value := pairs[key], bytes) else value.encode("utf-8")
         )
         for key in sorted(pairs)
     }

@@ -559,7 +559,8 @@ class CatalogStore:
         resp.raise_for_status()
         if len(resp.content) > 4 * 1024 * 1024:
             raise FetchError(f"manifest {container.uri} is over 4 MiB")
-        return resp.content
+        content: bytes = resp.content
+        return content
 
     def _oci_signatures(
         self, client: Any, container: Any, manifest: bytes, manifest_digest: str

@@ -117,7 +117,7 @@ def _validated_view(obj: dict[str, Any]) -> dict[str, Any]:
     labels = md.get("labels") if isinstance(md, dict) else None
     if isinstance(labels, dict) and VALIDATED_BY in labels:
         del labels[VALIDATED_BY]
-        if not labels:
+        if not labels and isinstance(md, dict):
             del md["labels"]
     return obj
 
@@ -131,8 +131,13 @@ def _check_needs(resolved: Resolved, options: FnOptions, name: str) -> None:
 
 
 def _record(
-    options: FnOptions, resolved: Resolved, name: str, results: list[dict], code: int, err: str
-):
+    options: FnOptions,
+    resolved: Resolved,
+    name: str,
+    results: list[dict[str, Any]],
+    code: int,
+    err: str,
+) -> None:
     # "function" is the readable name the CLI's summary uses; results.yaml leaves it out.
     entry: dict[str, Any] = {"function": name}
     if resolved.kind == "container":

@@ -94,7 +94,9 @@ def to_json_schema(openapi: Any) -> dict[str, Any]:
     set``, OpenAPI's boolean ``exclusiveMinimum``/``exclusiveMaximum``. Other ``x-`` keys and
     CEL rules are ignored. The input is not modified.
     """
-    out = _convert(copy.deepcopy(openapi) if isinstance(openapi, dict) else {}, root=True)
+    out: dict[str, Any] = _convert(
+        copy.deepcopy(openapi) if isinstance(openapi, dict) else {}, root=True
+    )
     out["$schema"] = JSON_SCHEMA_DRAFT
     return out
 
@@ -189,7 +191,9 @@ class _Compiled:
 
 def _compiled(version: Any, options: FnOptions) -> _Compiled | None:
     """The compiled schema of a catalog version (None: it has no schema)."""
-    cache: dict[int, tuple[Any, Any]] = options.__dict__.setdefault("_schema_validators", {})
+    cache: dict[int, tuple[Any, _Compiled | None]] = options.__dict__.setdefault(
+        "_schema_validators", {}
+    )
     hit = cache.get(id(version))
     if hit is not None and hit[0] is version:
         return hit[1]
@@ -394,7 +398,7 @@ def _line_of(node: Any, path: list[Any]) -> int:
     """Line of the deepest node along path (a key's line for a mapping entry)."""
     import yaml
 
-    line = node.start_mark.line + 1
+    line: int = node.start_mark.line + 1
     for seg in path:
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, cast
 
 from orchestrator.errors import YamlError
 from orchestrator.functions.options import FnOptions, FunctionError
@@ -112,7 +112,7 @@ def run(
     try:
         if not text:
             raise YamlError("deeper than the starlark check allows")
-        out = json.loads(text)
+        out = json.loads(cast(str, text))  # _OUTPUT always evaluates to a string
         check_depth(out, limit=OUTPUT_DEPTH)
     except (RecursionError, YamlError):
         raise FunctionError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
@@ -19,7 +20,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--minutes", type=int, default=None, help="age before removal")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         minutes = options["minutes"]
         if minutes is None:
             minutes = settings.OCI_UPLOAD_GC_MINUTES

@@ -17,7 +17,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn
+        from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
         try:
             source = mirrors.mirror_source_get_by_name(name=str(options["name"]))
@@ -25,7 +25,8 @@ class Command(BaseCommand):
         except RegistryError as exc:
             raise CommandError(exc.message)
         # Detect the terminal: the bar shows on a tty and stays out of logs and pipes.
-        console = Console(file=self.stderr._out)
+        # OutputWrapper._out is the wrapped stream (the stubs type it as a callable).
+        console = Console(file=self.stderr._out)  # type: ignore[arg-type]
         progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -34,7 +35,7 @@ class Command(BaseCommand):
             disable=bool(options["no_progress"]),
             transient=True,
         )
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def report(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             run = mirrors.sync_run_execute(run_pk=run.pk, progress=report)
         if run.status == run.Status.FAILED:
             raise CommandError(f"Run {run.pk} of '{source.name}' failed: {run.reason}")
-        version = run.catalog_version.number if run.catalog_version_id else None
+        version = run.catalog_version.number if run.catalog_version else None
         self.stdout.write(
             f"Run {run.pk} of '{source.name}' {run.status}: version {version}, "
             f"upstream {run.digest}, {_count(run.function_count, 'function')}, "

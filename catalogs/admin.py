@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin
@@ -286,12 +288,13 @@ class RevocationAdminForm(forms.ModelForm):
             "replacement",
         ]
 
-    user = None  # set by RevocationAdmin.get_form
+    user: Any = None  # set by RevocationAdmin.get_form
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any]:
         from catalogs import revocations
 
         data = super().clean()
+        assert data is not None  # ModelForm.clean returns cleaned_data
         if self.errors:
             return data
         fields = {k: data.get(k) or "" for k in self.Meta.fields if k != "catalog"}
@@ -315,7 +318,7 @@ class RevocationAdmin(admin.ModelAdmin):
 
     def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
-        form.user = request.user
+        form.user = request.user  # type: ignore[attr-defined]  # RevocationAdminForm's attribute
         return form
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:

@@ -32,6 +32,7 @@ from catalogs.models import (
     RevocationList,
     RevocationReason,
 )
+from catalogs.selectors import signed_in
 from catalogs.services import Actor, publisher_check_can_write
 
 API_VERSION = "config.kubernetes.io/v1alpha1"
@@ -180,7 +181,7 @@ def revocation_create(
         reason=reason,
         detail=detail.strip(),
         replacement=replacement.strip(),
-        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+        created_by=actor if signed_in(actor) else None,
     )
     revocation_list_publish(catalog=catalog, sequence=sequence)
     return row

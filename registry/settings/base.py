@@ -8,6 +8,7 @@ SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS.
 import ipaddress
 import warnings
 from pathlib import Path
+from typing import Any
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -115,7 +116,7 @@ MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(BASE_DIR / "media"))
 # Run contributed functions in the trial sandbox when a contribution arrives (catalogs/trials.py).
 TRIAL_RUNS_ENABLED = env.bool("TRIAL_RUNS_ENABLED", default=True)
 TRIAL_CACHE_DIR = env.path("TRIAL_CACHE_DIR", default=str(Path(MEDIA_ROOT) / "trial-cache"))
-STORAGES = {
+STORAGES: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }

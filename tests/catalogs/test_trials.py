@@ -28,6 +28,19 @@ pytestmark = [
     pytest.mark.skipif(sandbox.jail_available() is None, reason="no jail can be built here"),
 ]
 
+
+@pytest.fixture(autouse=True)
+def _trials_run_in_this_process():
+    """Trial tasks run eagerly here, also on CI's services stage: its worker has neither these
+    tests' settings (TRIAL_RUNS_ENABLED, the cache dir) nor their uncommitted rows."""
+    from registry.celery import app
+
+    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+
+
 ANNOTATE = (
     'for r in ctx.resource_list["items"]:\n    r["metadata"]["annotations"] = {"trial": "yes"}\n'
 )

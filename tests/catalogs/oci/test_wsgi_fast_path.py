@@ -11,6 +11,20 @@ from registry.wsgi import application
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    """Called raw, the WSGI handler closes the database connection when a request ends (Django's
+    test client disconnects that, as here): on PostgreSQL that is the test's transaction."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
 def _call(path: str, method: str = "GET", **headers: str) -> tuple[str, dict[str, str], bytes]:
     environ = {
         "REQUEST_METHOD": method,

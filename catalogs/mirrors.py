@@ -286,21 +286,24 @@ def mirror_source_create(
         raise AlreadyExistsError(f"Mirror source '{name}' already exists.")
 
 
+# What an operator may change on a source (the web form shows the same fields).
+MIRROR_SOURCE_FIELDS = (
+    "url",
+    "digest",
+    "cosign_public_key",
+    "sigstore_identity",
+    "sigstore_issuer",
+    "mirror_runtimes",
+    "enabled",
+    "interval_minutes",
+)
+
+
 @transaction.atomic
 def mirror_source_update(*, source: MirrorSource, actor: Actor, **changes: Any) -> MirrorSource:
     """Change a source's URL, pin, policy, schedule or flags; the next sync re-verifies."""
     _check_operator(actor)
-    allowed = {
-        "url",
-        "digest",
-        "cosign_public_key",
-        "sigstore_identity",
-        "sigstore_issuer",
-        "mirror_runtimes",
-        "enabled",
-        "interval_minutes",
-    }
-    unknown = sorted(set(changes) - allowed)
+    unknown = sorted(set(changes) - set(MIRROR_SOURCE_FIELDS))
     if unknown:
         raise InvalidInputError(f"Cannot change: {', '.join(unknown)}.")
     locked = MirrorSource.objects.select_for_update().get(pk=source.pk)

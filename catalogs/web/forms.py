@@ -11,6 +11,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.db.models import QuerySet
 
 from catalogs.api.filters import FunctionVersionFilter
+from catalogs.mirrors import MIRROR_SOURCE_FIELDS
 from catalogs.models import Catalog, ContributionStatus, Publisher
 from catalogs.services import OversizedDocument
 
@@ -196,16 +197,7 @@ class MirrorSourceForm(forms.Form):
         min_value=1, max_value=7 * 24 * 60, initial=60, label="Every (minutes)"
     )
 
-    FIELDS = (
-        "url",
-        "digest",
-        "cosign_public_key",
-        "sigstore_identity",
-        "sigstore_issuer",
-        "mirror_runtimes",
-        "enabled",
-        "interval_minutes",
-    )
+    FIELDS = MIRROR_SOURCE_FIELDS
 
     def __init__(self, *args, editing: bool = False, **kwargs):
         super().__init__(*args, **kwargs)

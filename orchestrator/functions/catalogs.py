@@ -47,6 +47,7 @@ from orchestrator.functions.signatures import (
     CatalogKey,
     SignatureMaterial,
     SignatureStatus,
+    blob_signature_fetch,
     load_key,
     require,
     verify,
@@ -338,18 +339,6 @@ class CatalogStore:
         digest = hashlib.sha256(key.encode()).hexdigest()[:32]
         return os.path.join(self.options.cache_root(), kind, digest)
 
-    def _url_signature(self, url: str) -> SignatureMaterial:
-        """``<url>.sig`` (the registry serves one beside every catalog.yaml)."""
-        where = url + ".sig"
-        material = SignatureMaterial("blob", where)
-        resp = http_get(where, options=self.options, max_bytes=MAX_SIGNATURE_BYTES, missing_ok=True)
-        if resp.status == 200 and resp.body is not None:
-            material.found = True
-            material.signature_b64 = resp.body.decode("ascii", "replace")
-            material.stated_key_id = resp.headers.get("x-signing-key-id", "")
-            material.stated_digest = resp.headers.get("x-content-digest", "")
-        return material
-
     def _fetch_url(self, url: str, want_signature: bool = False) -> _Fetched:
         directory = self._cache_dir("catalogs", url)
         body_path = os.path.join(directory, "catalog.yaml")
@@ -379,13 +368,13 @@ class CatalogStore:
             data = read_limited(body_path, MAX_CATALOG_BYTES)
             material = cached_sig if cached_sig is not None and cached_sig.found else None
             if want_signature and material is None:
-                material = self._url_signature(url)
+                material = blob_signature_fetch(url, self.options)
                 _write_json(sig_path, material.to_json())
             # The cached signature is re-verified by the caller, like a fresh one.
             return _Fetched(data, url, meta.get("etag"), True, material if want_signature else None)
         body = resp.body
         assert body is not None
-        material = self._url_signature(url) if want_signature else None
+        material = blob_signature_fetch(url, self.options) if want_signature else None
 
         def save() -> None:
             os.makedirs(directory, exist_ok=True)

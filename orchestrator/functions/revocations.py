@@ -32,6 +32,7 @@ from orchestrator.functions.signatures import (
     CatalogKey,
     SignatureMaterial,
     SignatureStatus,
+    blob_signature_fetch,
     verify,
 )
 
@@ -305,13 +306,13 @@ def _load_url(
     want_sig = bool(keys) or report_only
     if resp.status == 304 and meta:
         if want_sig and (cached_sig is None or not cached_sig.found):
-            cached_sig = _signature(url, options)
+            cached_sig = blob_signature_fetch(url, options)
             _write(sig_path, json.dumps(cached_sig.to_json()).encode())
         meta["fetched"] = time.time()
         _write(meta_path, json.dumps(meta).encode())
         return from_cache("")
     assert resp.body is not None
-    material = _signature(url, options) if want_sig else None
+    material = blob_signature_fetch(url, options) if want_sig else None
     listed = _checked(resp.body, url, material, keys, catalog, report_only)
     if meta and listed.sequence < int(meta.get("sequence", 0)):
         raise RevocationListError(
@@ -331,18 +332,6 @@ def _load_url(
         ).encode(),
     )
     return listed
-
-
-def _signature(url: str, options: FnOptions) -> SignatureMaterial:
-    where = url + ".sig"
-    material = SignatureMaterial("blob", where)
-    resp = http_get(where, options=options, max_bytes=MAX_SIGNATURE_BYTES, missing_ok=True)
-    if resp.status == 200 and resp.body is not None:
-        material.found = True
-        material.signature_b64 = resp.body.decode("ascii", "replace")
-        material.stated_key_id = resp.headers.get("x-signing-key-id", "")
-        material.stated_digest = resp.headers.get("x-content-digest", "")
-    return material
 
 
 def runtime_digests(spec: dict[str, Any]) -> set[str]:

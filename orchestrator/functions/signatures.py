@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.functions.options import FunctionError
+from orchestrator.functions.fetch import http_get
+from orchestrator.functions.options import FnOptions, FunctionError
 
 CATALOG_MEDIA_TYPE = "application/vnd.cncf.kubernetes.krm-func-catalog.layer.v1+yaml"
 COSIGN_LAYER_MEDIA_TYPE = "application/vnd.dev.cosign.simplesigning.v1+json"
@@ -144,6 +145,20 @@ class SignatureStatus:
         if self.status == "invalid":
             return f"INVALID: {self.detail} [{self.where}]"
         return "not looked up"
+
+
+def blob_signature_fetch(url: str, options: FnOptions) -> SignatureMaterial:
+    """``<url>.sig``, the signature a registry serves beside a document it signed (catalog.yaml,
+    revocations.yaml), with the key id and digest it states; ``found`` is False on a 404."""
+    where = url + ".sig"
+    material = SignatureMaterial("blob", where)
+    resp = http_get(where, options=options, max_bytes=MAX_SIGNATURE_BYTES, missing_ok=True)
+    if resp.status == 200 and resp.body is not None:
+        material.found = True
+        material.signature_b64 = resp.body.decode("ascii", "replace")
+        material.stated_key_id = resp.headers.get("x-signing-key-id", "")
+        material.stated_digest = resp.headers.get("x-content-digest", "")
+    return material
 
 
 def _verify_raw(key: CatalogKey, signature_b64: str, data: bytes) -> bool:

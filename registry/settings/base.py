@@ -2,7 +2,7 @@
 
 Environment variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL,
 CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL, KRM_ADDR,
-SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS.
+SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS, CACHE_URL.
 """
 
 import ipaddress
@@ -151,7 +151,10 @@ WHITENOISE_USE_FINDERS = env.bool("WHITENOISE_USE_FINDERS", default=True)
 # Before collectstatic, STATIC_ROOT does not exist; with finders on, that is expected.
 warnings.filterwarnings("ignore", message=r"No directory at: .*staticfiles")
 
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# CACHE_URL (e.g. redis://host:6379/2) shares one cache between every web process and worker, so
+# what one invalidates (a publish, an API write) no other serves stale; the embedded default keeps a
+# per-process memory cache.
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
 
 # Celery: with no broker configured, tasks run eagerly in the calling process.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="")

@@ -67,10 +67,6 @@ CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL)
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_EAGER_PROPAGATES = False
 
-CACHES = {
-    "default": env.cache_url("CACHE_URL", default="locmemcache://"),
-}
-
 STORAGES = {
     # Local files or object storage, as STORAGE_BACKEND chose in base.py.
     "default": STORAGES["default"],  # noqa: F405

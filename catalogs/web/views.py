@@ -92,24 +92,7 @@ def _owned_publishers(user) -> Any:
     return Publisher.objects.filter(owners=user)
 
 
-# --------------------------------------------------------------------------- browse and search
-
-
-def search(request: HttpRequest) -> HttpResponse:
-    """Full-text search and filters over the functions of every catalog's latest version."""
-    qs = selectors.function_version_list().order_by("group", "kind", "name", "pk")
-    flt = forms.FunctionSearchFilter(request.GET or None, queryset=qs)
-    results = flt.qs if flt.is_bound and flt.is_valid() else qs
-    page = Paginator(results, PAGE_SIZE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    context = {
-        "filter": flt,
-        "page": page,
-        "query": query.urlencode(),
-        "catalogs": selectors.catalog_list().published()[:50] if not request.GET else None,
-    }
-    return _render(request, "search.html", context)
+# ------------------------------------------------- browse (the search page: web/search_pages.py)
 
 
 def _trust_view(parsed, source: str) -> dict[str, Any]:

@@ -16,6 +16,10 @@ from catalogs.web.views import _render
 
 # Filters shown as facets (their values are links); the rest are typed into "More filters".
 TYPED_FILTERS = ("group", "kind", "version", "catalog", "key")
+# Catalogs listed on each card; a page holding one function lists up to ALL_CARRIERS (a page of
+# 50 cards listing every catalog of each would pass 100 KB).
+CARD_CARRIERS = 3
+ALL_CARRIERS = 100
 # Parameters that are not filters.
 NOT_FILTERS = ("q", "sort", "page", "page_size")
 
@@ -88,10 +92,14 @@ def search_page(request: HttpRequest) -> HttpResponse:
     )
     page = found.page
     active = _active_filters(params)
+    limit = ALL_CARRIERS if len(page.object_list) == 1 else CARD_CARRIERS
     context = {
         "filter": flt,
         "found": found,
         "page": page,
+        "cards": [
+            (r, r.carriers[:limit], max(0, len(r.carriers) - limit)) for r in page.object_list
+        ],
         "query_text": query,
         "notices": notices + found.notices,
         "facets": _facets(params, found.facets),

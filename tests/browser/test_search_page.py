@@ -22,7 +22,9 @@ def registry(db):
     acme = PublisherFactory(slug="acme", verified=True)
     zeta = PublisherFactory(slug="zeta-with-a-rather-long-publisher-name")
     shared = ("example.com", "SetNamespace", "v1")
-    many = [("functions.example.com", f"EnsureLabelsOnEveryResource{i:02d}", "v1") for i in range(30)]
+    many = [
+        ("functions.example.com", f"EnsureLabelsOnEveryResource{i:02d}", "v1") for i in range(30)
+    ]
     for catalog, functions, runtime in (
         (CatalogFactory(publisher=acme, name="core"), [shared, *many[:20]], "container"),
         (CatalogFactory(publisher=zeta, name="fork"), [shared, *many[20:]], "exec"),

@@ -52,7 +52,13 @@ _ROW = (
 
 
 class SearchParameterError(ValueError):
-    """A search parameter that cannot be used as given; the search goes on with a default."""
+    """A search parameter that cannot be used as given: ``problem`` says why, ``fallback`` what
+    the page shows instead (the API refuses the request with the problem alone)."""
+
+    def __init__(self, param: str, problem: str, fallback: str, value: int = 1):
+        super().__init__(f"{problem} {fallback}")
+        self.param, self.problem, self.fallback = param, problem, fallback
+        self.value = value  # the page shown instead
 
 
 @dataclass
@@ -211,10 +217,10 @@ def parse_sort(value: str | None, *, query: str) -> str:
     if not value:
         return default
     if value not in SORTS:
-        choices = ", ".join(SORTS)
         raise SearchParameterError(
-            f"Unknown sort '{value}'; sorted by {SORTS[default].lower()} instead "
-            f"(choose one of: {choices})."
+            "sort",
+            f"Unknown sort '{value}' (choose one of: {', '.join(SORTS)}).",
+            f"Sorted by {SORTS[default].lower()} instead.",
         )
     return value
 
@@ -223,18 +229,43 @@ def parse_page_size(value: str | None) -> int:
     """A page size between 1 and MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE when not given."""
     if value in (None, ""):
         return DEFAULT_PAGE_SIZE
+    fallback = f"Showing {DEFAULT_PAGE_SIZE} per page."
     try:
         size = int(str(value))
     except ValueError:
-        raise SearchParameterError(
-            f"Page size '{value}' is not a number; showing {DEFAULT_PAGE_SIZE} per page."
-        )
+        raise SearchParameterError("page_size", f"Page size '{value}' is not a number.", fallback)
     if not 1 <= size <= MAX_PAGE_SIZE:
         raise SearchParameterError(
-            f"Page size {size} is out of range (1 to {MAX_PAGE_SIZE}); "
-            f"showing {DEFAULT_PAGE_SIZE} per page."
+            "page_size", f"Page size {size} is out of range (1 to {MAX_PAGE_SIZE}).", fallback
         )
     return size
+
+
+def parse_page(value: str | int | None, *, pages: int, count: int) -> int:
+    """A page that exists (1 when not given)."""
+    if value in (None, ""):
+        return 1
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise SearchParameterError("page", f"'{value}' is not a page number.", "Showing page 1.")
+    if number < 1:
+        raise SearchParameterError(
+            "page", f"There is no page {number}; pages start at 1.", "Showing page 1."
+        )
+    if number > pages and count == 0:
+        raise SearchParameterError(
+            "page", f"There is no page {number}: nothing matches.", "Showing page 1."
+        )
+    if number > pages:
+        plural = "page" if pages == 1 else "pages"
+        raise SearchParameterError(
+            "page",
+            f"There is no page {number}: the results fill {pages} {plural}.",
+            f"Showing page {pages}.",
+            value=pages,
+        )
+    return number
 
 
 @contextmanager
@@ -498,22 +529,30 @@ def function_search(
     sort: str | None = None,
     page: str | int | None = None,
     page_size: str | int | None = None,
+    strict: bool = False,
 ) -> FunctionSearch:
     """One page of the functions among ``versions`` (already filtered), one result per function.
 
     ``query`` only ranks (the FilterSet has already kept the versions matching it). A bad
-    ``sort``, ``page`` or ``page_size`` falls back on its default with a notice saying so.
+    ``sort``, ``page`` or ``page_size`` falls back on its default with a notice saying so, or
+    with ``strict`` raises SearchParameterError.
     """
     notices: list[str] = []
+
+    def fallback(err: SearchParameterError) -> None:
+        if strict:
+            raise err
+        notices.append(str(err))
+
     try:
         chosen_sort = parse_sort(sort, query=query)
     except SearchParameterError as err:
-        notices.append(str(err))
+        fallback(err)
         chosen_sort = parse_sort(None, query=query)
     try:
         size = parse_page_size(None if page_size is None else str(page_size))
     except SearchParameterError as err:
-        notices.append(str(err))
+        fallback(err)
         size = DEFAULT_PAGE_SIZE
 
     words = query.lower().split()
@@ -522,7 +561,11 @@ def function_search(
         groups = list(_fold(rows, words).values())
     ordered = _sorted(groups, chosen_sort)
     paginator = Paginator(ordered, size)
-    number = _page_number(page, paginator.num_pages, paginator.count, notices)
+    try:
+        number = parse_page(page, pages=paginator.num_pages, count=paginator.count)
+    except SearchParameterError as err:
+        fallback(err)
+        number = err.value
     current = paginator.page(number)
     current.object_list = _results(versions, list(current.object_list))
     return FunctionSearch(
@@ -534,27 +577,3 @@ def function_search(
         page_size=size,
         notices=notices,
     )
-
-
-def _page_number(value: str | int | None, pages: int, count: int, notices: list[str]) -> int:
-    """A page that exists; a notice when the asked one does not."""
-    if value in (None, ""):
-        return 1
-    try:
-        number = int(str(value))
-    except ValueError:
-        notices.append(f"'{value}' is not a page number; showing page 1.")
-        return 1
-    if number < 1:
-        notices.append(f"There is no page {number}; pages start at 1. Showing page 1.")
-        return 1
-    if number > pages and count == 0:
-        notices.append(f"There is no page {number}: nothing matches. Showing page 1.")
-        return 1
-    if number > pages:
-        plural = "page" if pages == 1 else "pages"
-        notices.append(
-            f"There is no page {number}: the results fill {pages} {plural}. Showing page {pages}."
-        )
-        return pages
-    return number

@@ -218,5 +218,6 @@ class ApiRootView(APIView):
             name.removesuffix("-list") + "s": request.build_absolute_uri(reverse(f"api:{name}"))
             for name in names
         }
+        links["search"] = request.build_absolute_uri(reverse("api:search"))
         links["schema"] = request.build_absolute_uri(reverse("schema"))
         return Response(links)

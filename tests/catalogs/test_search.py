@@ -154,8 +154,8 @@ def test_pages_and_page_sizes(registry):
     [
         (
             {"sort": "popular"},
-            "Unknown sort 'popular'; sorted by name instead "
-            "(choose one of: relevance, name, updated, catalogs).",
+            "Unknown sort 'popular' (choose one of: relevance, name, updated, catalogs). "
+            "Sorted by name instead.",
             1,
             20,
         ),
@@ -165,15 +165,15 @@ def test_pages_and_page_sizes(registry):
             2,
             3,
         ),
-        ({"page": "x"}, "'x' is not a page number; showing page 1.", 1, 20),
+        ({"page": "x"}, "'x' is not a page number. Showing page 1.", 1, 20),
         ({"page": "0"}, "There is no page 0; pages start at 1. Showing page 1.", 1, 20),
         (
             {"page_size": "1000"},
-            "Page size 1000 is out of range (1 to 50); showing 20 per page.",
+            "Page size 1000 is out of range (1 to 50). Showing 20 per page.",
             1,
             20,
         ),
-        ({"page_size": "many"}, "Page size 'many' is not a number; showing 20 per page.", 1, 20),
+        ({"page_size": "many"}, "Page size 'many' is not a number. Showing 20 per page.", 1, 20),
     ],
 )
 def test_a_bad_parameter_falls_back_with_a_notice(registry, kwargs, notice, number, size):

@@ -149,13 +149,13 @@ def test_an_empty_registry_says_how_functions_get_here(client, db):
     [
         (
             "sort=popular",
-            "Unknown sort 'popular'; sorted by name instead "
-            "(choose one of: relevance, name, updated, catalogs).",
+            "Unknown sort 'popular' (choose one of: relevance, name, updated, catalogs). "
+            "Sorted by name instead.",
         ),
         ("page=99", "There is no page 99: the results fill 2 pages. Showing page 2."),
-        ("page=abc", "'abc' is not a page number; showing page 1."),
+        ("page=abc", "'abc' is not a page number. Showing page 1."),
         ("page=-1", "There is no page -1; pages start at 1. Showing page 1."),
-        ("page_size=500", "Page size 500 is out of range (1 to 50); showing 20 per page."),
+        ("page_size=500", "Page size 500 is out of range (1 to 50). Showing 20 per page."),
         (
             "runtime=wasm",
             "Filter 'runtime' ignored: Select a valid choice. wasm is not one of the "

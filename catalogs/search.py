@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
 from django.db import connections
@@ -121,7 +121,7 @@ class Facet:
 class FunctionSearch:
     """A page of functions, the totals, the facets and what was asked for."""
 
-    page: Page
+    page: Page[FunctionResult]
     functions: int
     catalogs: int
     facets: list[Facet]
@@ -566,8 +566,13 @@ def function_search(
     except SearchParameterError as err:
         fallback(err)
         number = err.value
-    current = paginator.page(number)
-    current.object_list = _results(versions, list(current.object_list))
+    groups_page = paginator.page(number)
+    # The same page, holding the results worked out for its functions.
+    current = Page(
+        _results(versions, list(groups_page.object_list)),
+        number,
+        cast("Paginator[FunctionResult]", paginator),
+    )
     return FunctionSearch(
         page=current,
         functions=len(groups),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -68,12 +67,15 @@ class FacetValueSerializer(serializers.Serializer):
 
     param = serializers.CharField()
     value = serializers.CharField()
-    label = serializers.CharField()
+    # A field named like DRF's Field.label attribute, which the stubs type as a string.
+    label = serializers.CharField()  # type: ignore[assignment]
     count = serializers.IntegerField(help_text="Functions of this search with this value.")
 
 
 class FacetSerializer(serializers.Serializer):
-    label = serializers.CharField()
+    """A group of filters (Runtime, Trust, Needs, Publisher, Tag)."""
+
+    label = serializers.CharField()  # type: ignore[assignment]
     values = FacetValueSerializer(many=True)
 
 
@@ -119,8 +121,8 @@ class FunctionSearchView(GenericAPIView):
     """Search functions: one result per function, listing the catalogs that carry it."""
 
     permission_classes = [AllowAny]
-    # Declared for the schema (the filter parameters); the view filters and pages itself.
-    filter_backends = [DjangoFilterBackend]
+    # Declared for the schema (the filter parameters, through the default filter backend); the
+    # view filters and pages itself.
     filterset_class = FunctionSearchFilter
     serializer_class = FunctionSearchSerializer
     pagination_class = None

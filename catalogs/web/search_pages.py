@@ -6,6 +6,7 @@ on the page saying what was used instead; none is an error page.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -88,7 +89,7 @@ def _q(value: str) -> str:
     return quote(value, safe=RFC3986_SUBDELIMS + "~:@")
 
 
-def _cards(results: list[search.FunctionResult], limit: int) -> list[dict[str, Any]]:
+def _cards(results: Iterable[search.FunctionResult], limit: int) -> list[dict[str, Any]]:
     """What each card shows, worked out here once (a template looks each name up slowly)."""
     url = _function_url_format()
     cards = []

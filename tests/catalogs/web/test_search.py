@@ -120,6 +120,10 @@ def test_facets_show_counts_and_toggle(client, registry):
     # The selected value links to its own removal (and the page is dropped).
     assert '<a href="?q=set" class="selected" aria-current="true" rel="nofollow">' in facets
     assert 'class="chip" href="?q=set"' in selected
+    # A new query typed in the box keeps the filters (hidden inputs), not the page.
+    form = re.search(r'<form class="search".*?</form>', selected, re.S).group(0)
+    assert '<input type="hidden" name="runtime" value="exec">' in form
+    assert 'name="page"' not in form
 
 
 def test_a_query_without_hits_says_what_to_do_next(client, registry):

@@ -137,7 +137,7 @@ class _CatalogVersion:
     catalog_id: int
     publisher: str
     verified: bool
-    signed: bool
+    key_id: str  # of the key that signed it, "" when unsigned
     mirrored: bool
 
 
@@ -159,6 +159,7 @@ class _Group:
         "tags",
         "verified",
         "signed",
+        "key_ids",
         "mirrored",
         "newest_version_id",
         "score",
@@ -175,6 +176,7 @@ class _Group:
         self.publishers: frozenset[str] = frozenset()
         self.runtimes: frozenset[str] = frozenset()
         self.tags: frozenset[str] = frozenset()
+        self.key_ids: frozenset[str] = frozenset()
         self.verified = self.signed = self.mirrored = False
         # The newest catalog version carrying it (ids grow with time: "recently updated").
         self.newest_version_id = 0
@@ -308,7 +310,7 @@ def _catalog_versions(ids: set[int]) -> dict[int, _CatalogVersion]:
         "catalog_id",
         "catalog__publisher__slug",
         "catalog__publisher__verified",
-        "signing_key_id",
+        "signing_key__key_id",
         "catalog__mirror_source__id",
     )
     return {
@@ -316,7 +318,7 @@ def _catalog_versions(ids: set[int]) -> dict[int, _CatalogVersion]:
             catalog_id=catalog_id,
             publisher=publisher,
             verified=bool(verified),
-            signed=key_id is not None,
+            key_id=key_id or "",
             mirrored=mirror_id is not None,
         )
         for pk, catalog_id, publisher, verified, key_id, mirror_id in rows
@@ -350,7 +352,7 @@ def _fold(rows: list[tuple], words: list[str]) -> dict[tuple[str, str], _Group]:
                 frozenset(cv.catalog_id for cv in cvs),
                 frozenset(cv.publisher for cv in cvs),
                 any(cv.verified for cv in cvs),
-                any(cv.signed for cv in cvs),
+                frozenset(cv.key_id for cv in cvs if cv.key_id),
                 any(cv.mirrored for cv in cvs),
                 max(ids),
             )
@@ -358,7 +360,7 @@ def _fold(rows: list[tuple], words: list[str]) -> dict[tuple[str, str], _Group]:
             g.catalogs,
             g.publishers,
             g.verified,
-            g.signed,
+            g.key_ids,
             g.mirrored,
             g.newest_version_id,
         ) = found
@@ -374,6 +376,7 @@ def _fold(rows: list[tuple], words: list[str]) -> dict[tuple[str, str], _Group]:
                 relevance(words=words, group=g.group, kind=g.kind, tags_index=tags)
                 for tags in g.tags_indexes
             )
+        g.signed = bool(g.key_ids)
     return groups
 
 
@@ -428,6 +431,7 @@ def _facets(groups: list[_Group]) -> list[Facet]:
         ),
         Facet("Publisher", _top("publisher", _count(groups, lambda g: g.publishers))),
         Facet("Tag", _top("tag", _count(groups, lambda g: g.tags))),
+        Facet("Signing key", _top("key", _count(groups, lambda g: g.key_ids))),
     ]
 
 

@@ -92,6 +92,7 @@ def test_the_search_page_fits_and_reads_at_both_sizes(
         assert not facets.is_visible()
         page.click("label.facets-toggle-label")
     assert facets.is_visible()
+    page.screenshot(path=str(screenshots / f"s-filters-open-{size}.png"), full_page=True)
     page.click("aside.facets >> text=exec")
     assert "runtime=exec" in page.url
     assert page.locator("li.result").count() == 1

@@ -25,6 +25,13 @@ TYPED_FILTERS = ("group", "kind", "version", "catalog", "key")
 # 50 cards listing every catalog of each would pass 100 KB).
 CARD_CARRIERS = 3
 ALL_CARRIERS = 100
+# "Every function, <phrase>." above an unfiltered list.
+SORT_PHRASES = {
+    "relevance": "by relevance",
+    "name": "by name",
+    "updated": "recently updated first",
+    "catalogs": "carried by the most catalogs first",
+}
 # Parameters that are not filters.
 NOT_FILTERS = ("q", "sort", "page", "page_size")
 
@@ -162,6 +169,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
             for value in params.getlist(key)
         ],
         "typed_open": any(params.get(key) for key in TYPED_FILTERS),
+        "sort_phrase": SORT_PHRASES[found.sort],
         "sorts": [
             {"key": key, "label": label, "href": _link(params, sort=key)}
             for key, label in search.SORTS.items()

@@ -140,6 +140,18 @@ def test_a_query_without_hits_says_what_to_do_next(client, registry):
     assert _cards(body) == []
 
 
+def test_without_a_query_the_page_says_what_it_shows_and_what_to_do(client, registry):
+    body = client.get("/").content.decode()
+    assert (
+        '<p class="hint muted small">Every function, by name. Type a kind, group, tag or words '
+        "of a description above, or pick a filter.</p>"
+    ) in body
+    assert len(_cards(body)) == 20
+    assert '<p class="hint' not in client.get("/?q=set").content.decode()
+    updated = client.get("/?sort=updated").content.decode()
+    assert "Every function, recently updated first." in updated
+
+
 def test_an_empty_registry_says_how_functions_get_here(client, db):
     body = client.get("/?sort=name").content.decode()
     empty = re.search(r'<div class="empty-state">.*?</div>', body, re.S).group(0)

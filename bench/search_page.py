@@ -283,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         "max_bytes": max(u["bytes"] for u in per_url.values()),
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in load_after],
+        "cpus": os.cpu_count(),
         "urls": {
             name: {
                 "path": u["path"],
@@ -315,7 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wall ms p50 {w[50]}  p95 {w[95]}  p99 {w[99]}   (target p95 <= {TARGET_P95_MS:.0f})")
     print(f"cpu  ms p50 {c[50]}  p95 {c[95]}  p99 {c[99]}")
     print(f"queries per request <= {figures['max_queries']}; largest page {figures['max_bytes']} B")
-    print(f"load average {figures['load_average_before']} -> {figures['load_average_after']}")
+    print(
+        f"load average {figures['load_average_before']} -> {figures['load_average_after']} "
+        f"on {figures['cpus']} CPUs"
+    )
     print("target met" if figures["meets_target"] else "TARGET NOT MET")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))

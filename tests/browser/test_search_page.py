@@ -64,6 +64,11 @@ STATES = [
     ("filtered", "/?runtime=exec&verified=on"),
     ("empty", "/?q=nothing-like-this&publisher=acme"),
     ("bad-parameters", "/?sort=popular&page=99"),
+    (
+        "many-filters",
+        "/?q=namespace&group=example.com&kind=SetNamespace&runtime=exec&verified=on"
+        "&publisher=zeta-with-a-rather-long-publisher-name&tag=mutator&key=0123456789abcdef",
+    ),
 ]
 
 

@@ -10,14 +10,12 @@ runtimes from the registry, not from upstream. Every page is screenshotted at bo
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 
 from catalogs.models import Catalog, Contribution, MirrorSource
 from tests.catalogs.contribution_fixtures import DEFINITION
 from tests.catalogs.factories import UserFactory, catalog_yaml
-from tests.e2e.test_trusted_catalog import EXEC_FN, STARLARK_FN, _app, _catalog, _krm, _tgz
+from tests.e2e.test_trusted_catalog import _app, _krm, serve_catalog_with_runtimes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -183,15 +181,7 @@ def test_new_user_story(
         visitor.shot("function")
 
         # --- Sam, the operator, mirrors an upstream catalog with runtimes, from the UI.
-        archive = _tgz(EXEC_FN)
-        https_upstream.serve("/fn/set-tier.tar.gz", archive)
-        https_upstream.serve("/fn/set-team.star", STARLARK_FN.encode())
-        document = _catalog(
-            https_upstream.url("/fn"),
-            hashlib.sha256(archive).hexdigest(),
-            hashlib.sha256(STARLARK_FN.encode()).hexdigest(),
-        )
-        upstream_url = https_upstream.serve("/catalog.yaml", document.encode())
+        upstream_url = serve_catalog_with_runtimes(https_upstream)
         sam = walker()
         sam.sign_in("sam")
         sam.goto("/mirrors/")

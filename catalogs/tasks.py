@@ -40,13 +40,14 @@ def _wait_for_upstream(task: Task, admit: Callable[[], Deferral | None]) -> int:
     waited = 0
     while (deferral := admit()) is not None:
         if not task.request.is_eager:
-            raise task.retry(countdown=deferral.retry_after, max_retries=None)
+            raise task.retry(countdown=deferral.retry_after)
         waited += 1
         time.sleep(deferral.retry_after)
     return (task.request.retries or 0) + waited
 
 
-@shared_task(bind=True)
+# Unbounded retries: only a rate-limit deferral retries these, and each one waits for a free slot.
+@shared_task(bind=True, max_retries=None)
 def contribution_trials_run_task(self: Task, contribution_pk: int) -> dict:
     """Run a contribution's function in the trial sandbox and record the runs."""
     from catalogs import trials
@@ -64,7 +65,7 @@ def contribution_trials_run_task(self: Task, contribution_pk: int) -> dict:
 # the queue, the next worker restarts the run, and a finished run is never redone. ---
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
 def mirror_source_sync_task(self: Task, run_pk: int) -> dict:
     """Execute the queued sync run ``run_pk`` once its upstream host's rate limit allows."""
     from catalogs import mirrors

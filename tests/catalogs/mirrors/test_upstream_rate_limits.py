@@ -331,3 +331,11 @@ def test_a_worker_defers_a_sync_over_the_limit_and_later_completes_it(
             except subprocess.TimeoutExpired:
                 os.killpg(worker.pid, signal.SIGKILL)
                 worker.wait(timeout=10)
+
+
+def test_deferred_jobs_are_retried_without_a_cap():
+    """Celery gives up after ``max_retries`` (3 by default): a deferral must never fail a run."""
+    from catalogs import tasks
+
+    assert tasks.mirror_source_sync_task.max_retries is None
+    assert tasks.contribution_trials_run_task.max_retries is None

@@ -166,8 +166,9 @@ def start_worker(index: int, queue: str, env: dict[str, str], log: Path) -> subp
 
 
 def stop(process: subprocess.Popen) -> None:
+    """Warm shutdown of the worker (its pool child finishes and reports first), then the group."""
     if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
+        process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout=60)
         except subprocess.TimeoutExpired:

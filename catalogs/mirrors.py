@@ -367,8 +367,9 @@ def mirror_source_sync_request(
 
 
 def _last_sign_of(run: SyncRun) -> datetime:
-    """When ``run`` last showed life: queued, started, or (deferred by a rate limit) due back."""
-    return max(t for t in (run.queued_at, run.started_at, run.deferred_until) if t is not None)
+    """When ``run`` last showed life: started (else queued), or due back from a deferral."""
+    sign = run.started_at or run.queued_at
+    return max(sign, run.deferred_until) if run.deferred_until else sign
 
 
 def _transition(run: SyncRun, status: str, **fields: Any) -> None:

@@ -180,9 +180,13 @@ def test_a_deferred_run_is_recorded_stays_queued_and_reads_nothing(
     assert run.deferred_until is not None and run.deferred_until > run.queued_at
     assert https_upstream.requests == []
     assert not CatalogVersion.objects.filter(catalog=source.catalog).exists()
-    # A second sync request is refused as usual: the deferred run is alive, not stale.
+    # A second sync request is refused as usual: the deferred run is alive, not stale, even
+    # when it was queued longer ago than MIRROR_RUN_STALE_MINUTES (its deferral is recent).
+    long_ago = run.queued_at - timedelta(minutes=mirror_settings.MIRROR_RUN_STALE_MINUTES + 5)
+    SyncRun.objects.filter(pk=run.pk).update(queued_at=long_ago)
     with pytest.raises(SyncInProgressError, match="already has run"):
         mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
+    assert SyncRun.objects.get(pk=run.pk).status == "queued"
 
 
 @pytest.mark.django_db

@@ -26,7 +26,9 @@ def test_beat_uses_the_database_scheduler():
     assert "django_celery_beat" in settings.INSTALLED_APPS
 
 
-@pytest.mark.django_db
+# transaction=True: the scheduler closes and reopens its connection as beat does, which would
+# end a test's enclosing transaction on PostgreSQL.
+@pytest.mark.django_db(transaction=True)
 def test_a_restarted_scheduler_carries_on_where_the_last_one_stopped():
     """Two scheduler instances on one database stand for beat before and after a restart."""
     from django_celery_beat.models import PeriodicTask

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -288,14 +289,14 @@ def test_a_worker_defers_a_sync_over_the_limit_and_later_completes_it(
 ):
     """A real worker: the job is retried through the broker (countdown), the run is not failed."""
     from catalogs import tasks
+    from registry.celery import app
     from tests.catalogs.mirrors.test_sync_sigkill import start_worker, wait_for
 
-    limit = "1 per 3 seconds"
+    limit = "1 per 6 seconds"
     upstream_limit(limit)  # this process counts in the same Redis store as the worker
     url = https_upstream.serve("/deferred.yaml", catalog_doc("deferred"))
     source = mirrors.mirror_source_create(name="deferred", url=url, actor=None)
     run = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
-    assert ratelimits.upstream_hosts_admit(urls=[url]) is None  # the host's slot is taken now
     queue = f"mirror-ratelimit-{os.getpid()}"
     env = {
         **os.environ,
@@ -307,8 +308,16 @@ def test_a_worker_defers_a_sync_over_the_limit_and_later_completes_it(
         "UPSTREAM_RATE_LIMIT": limit,
     }
     log = tmp_path / "worker.log"
-    worker = start_worker(f"ratelimit-{os.getpid()}", queue, env, log)
+    name = f"ratelimit-{os.getpid()}"
+    worker = start_worker(name, queue, env, log)
     try:
+        wait_for(
+            lambda: app.control.ping(destination=[f"{name}@{socket.gethostname()}"], timeout=1),
+            "the worker to answer a ping",
+            log,
+        )
+        # The host's only slot is taken just before the job arrives: the worker must defer it.
+        assert ratelimits.upstream_hosts_admit(urls=[url]) is None
         tasks.mirror_source_sync_task.apply_async((run.pk,), queue=queue)
         wait_for(
             lambda: SyncRun.objects.get(pk=run.pk).deferrals >= 1, "the run to be deferred", log

@@ -371,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         "CACHE_URL": "locmemcache://",
     }
     results = []
+    django_ready = False
     try:
         print(f"migrating a template database ({database_name(template_url)}) ...", flush=True)
         recreate(template_url)
@@ -385,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         import django
 
         django.setup()
+        django_ready = True
         server_cpu_total = 0.0
         for workers in counts:
             from django.db import connections
@@ -405,9 +407,10 @@ def main(argv: list[str] | None = None) -> int:
             results.append(result)
             print(json.dumps(result, indent=2), flush=True)
     finally:
-        from django.db import connections
+        if django_ready:
+            from django.db import connections
 
-        connections.close_all()
+            connections.close_all()
         for url in (args.database_url, template_url):
             drop(url)
         server.terminate()

@@ -16,10 +16,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.test import Client
+from rest_framework.test import APIClient
 
 from catalogs import mirrors, ratelimits
 from catalogs.exceptions import SyncInProgressError
 from catalogs.models import CatalogVersion, SyncRun
+from tests.catalogs.factories import UserFactory
 from tests.catalogs.mirrors.conftest import catalog_doc
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -188,6 +191,16 @@ def test_a_deferred_run_is_recorded_stays_queued_and_reads_nothing(
     with pytest.raises(SyncInProgressError, match="already has run"):
         mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
     assert SyncRun.objects.get(pk=run.pk).status == "queued"
+    # The API and the source's page show it.
+    staff = APIClient()
+    staff.force_authenticate(UserFactory(username="operator", is_staff=True))
+    [shown] = staff.get(f"/api/v1/sources/{source.pk}/runs/").json()["results"]
+    assert (shown["status"], shown["deferrals"]) == ("queued", 1)
+    assert shown["deferred_until"]
+    client = Client()
+    client.force_login(UserFactory(username="operator-web", is_staff=True))
+    page = client.get(f"/mirrors/{source.pk}/").content.decode()
+    assert "held back 1× by an upstream rate limit" in page
 
 
 @pytest.mark.django_db

@@ -387,7 +387,8 @@ def test_history_compares_each_catalog_version_with_the_previous_one(catalog):
             "          type: object\n" + props + "      runtime:\n        container:\n"
             f"          image: registry.example.co/tool:{image_tag}\n"
             "  - group: example.co\n    names:\n      kind: Other\n    versions:\n"
-            f"    - name: v1\n      runtime:\n        container:\n          image: r/o:{image_tag}\n"
+            "    - name: v1\n      runtime:\n        container:\n"
+            f"          image: r/o:{image_tag}\n"
         )
 
     for text in (

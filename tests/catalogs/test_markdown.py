@@ -1,4 +1,4 @@
-"""Catalog Markdown is rendered with markdown-it-py and sanitized with nh3: hostile input is inert."""
+"""Catalog Markdown is rendered with markdown-it-py, sanitized with nh3: hostile input is inert."""
 
 from __future__ import annotations
 

@@ -39,6 +39,7 @@ MAX_CHANGES = 40  # per comparison; the rest are counted
 MAX_GENERATED_FIELDS = 60
 MAX_OPTIONAL_PER_OBJECT = 8
 MAX_EXAMPLE_CHARS = 20_000
+MAX_SCHEMA_ROWS = 60  # shown on the page; the JSON Schema link has every field
 _OBJECT_FIELDS = ("apiVersion", "kind", "metadata")
 _KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _STRING_FORMATS = {
@@ -623,8 +624,8 @@ def _side_by_side(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "artifacts": artifacts,
                 "digests": [(d, short_digest(d)) for d in digests],
                 "needs": _needs(v),
-                "fields": len(item["schema_rows"]),
-                "required": sum(1 for r in item["schema_rows"] if r["required"]),
+                "fields": item["schema_fields"],
+                "required": item["schema_required"],
                 "has_schema": item["has_schema"],
                 "license": v.license,
                 "idempotent": v.idempotent,
@@ -656,6 +657,8 @@ def function_page(
         schema = _openapi(v)
         runtime = v.runtime or {}
         config = config_for(v, group=fn.group, kind=fn.kind)
+        rows = schema_rows(schema)
+        schema_path = _schema_modeline(catalog, fn, v) if schema else ""
         versions.append(
             {
                 "row": v,
@@ -663,11 +666,14 @@ def function_page(
                 "container": runtime.get("container"),
                 "image_digest": container_digest(runtime.get("container")),
                 "starlark": runtime.get("starlark"),
-                "schema_rows": schema_rows(schema),
+                "schema_rows": rows[:MAX_SCHEMA_ROWS],
+                "schema_rows_more": max(0, len(rows) - MAX_SCHEMA_ROWS),
+                "schema_fields": len(rows),
+                "schema_required": sum(1 for r in rows if r["required"]),
+                "schema_url": schema_path,
                 "has_schema": bool(schema),
                 "modeline": (
-                    "# yaml-language-server: $schema="
-                    + absolute_url(_schema_modeline(catalog, fn, v))
+                    "# yaml-language-server: $schema=" + absolute_url(schema_path)
                     if schema
                     else None
                 ),

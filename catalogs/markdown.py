@@ -18,7 +18,7 @@ import nh3
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-MAX_MARKDOWN_CHARS = 20_000  # longer text is cut at a line and says so (the page-weight budget)
+MAX_MARKDOWN_CHARS = 12_000  # longer text is cut at a line and says so (the page-weight budget)
 TRUNCATED_NOTE = "*The text is longer than this page shows; the catalog has all of it.*"
 
 _TAGS = {

@@ -30,7 +30,7 @@ Sets `metadata.namespace` on **every** namespaced resource, and rewrites the
 | field | type | meaning |
 |---|---|---|
 | `spec.namespace` | string | the namespace to set (a DNS label, at most 63 characters long) |
-| `spec.mode` | `strict` or `lenient` | `strict` fails on cluster-scoped resources that carry a namespace |
+| `spec.mode` | `strict` or `lenient` | `strict` fails on cluster-scoped resources with one |
 | `spec.zone` | integer | the availability zone index the namespace is labelled with |
 
 ## Example
@@ -67,7 +67,8 @@ def rich_function(db):
         ) + _version("v1", image=f"{long_image}:v1", schema=NAMESPACE_SCHEMA)  # fmt: skip
         services.catalog_version_publish(
             catalog=catalog,
-            content=HEAD + _function("SetNamespace", versions=versions, tags="[mutator, namespace]"),
+            content=HEAD
+            + _function("SetNamespace", versions=versions, tags="[mutator, namespace]"),
             actor=None,
         )
     return "/catalogs/example-co/functions/functions/example.co/SetNamespace/"

@@ -54,17 +54,22 @@ See the [design notes](https://example.co/set-namespace/design-notes-with-a-rath
 @pytest.fixture
 def rich_function(db):
     """A function with two versions, Markdown usage and three catalog versions of history."""
-    catalog = CatalogFactory(publisher=PublisherFactory(slug="example-co", verified=True),
-                             name="functions")  # fmt: skip
+    catalog = CatalogFactory(
+        publisher=PublisherFactory(slug="example-co", verified=True), name="functions"
+    )
     v2_schema = NAMESPACE_SCHEMA.replace(
         "required: [namespace, mode]", "required: [namespace, zone]"
     ).replace("mode: {type: string, enum: [strict, lenient]}", "zone: {type: integer}")
     long_image = "registry.example.co/platform-team/functions/set-namespace"
     for i, sha in enumerate(("a", "b", "c")):
         versions = _version(
-            "v2", image=f"{long_image}:v2.{i}", sha=sha * 64, schema=v2_schema, usage=USAGE,
+            "v2",
+            image=f"{long_image}:v2.{i}",
+            sha=sha * 64,
+            schema=v2_schema,
+            usage=USAGE,
             extra_runtime="          requireNetwork: true\n" if i == 2 else "",
-        ) + _version("v1", image=f"{long_image}:v1", schema=NAMESPACE_SCHEMA)  # fmt: skip
+        ) + _version("v1", image=f"{long_image}:v1", schema=NAMESPACE_SCHEMA)
         services.catalog_version_publish(
             catalog=catalog,
             content=HEAD

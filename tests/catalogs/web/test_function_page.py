@@ -232,9 +232,12 @@ def test_versions_side_by_side_and_what_changed(client, catalog):
     ).replace("mode: {type: string, enum: [strict, lenient]}", "zone: {type: integer}")
     network = "          requireNetwork: true\n"
     versions = _version(
-        "v2", image="registry.example.co/fn:v2", sha="b" * 64, schema=v2_schema,
+        "v2",
+        image="registry.example.co/fn:v2",
+        sha="b" * 64,
+        schema=v2_schema,
         extra_runtime=network,
-    ) + _version("v1", schema=NAMESPACE_SCHEMA)  # fmt: skip
+    ) + _version("v1", schema=NAMESPACE_SCHEMA)
     _publish(catalog, _function("SetNamespace", versions=versions))
     response = client.get(URL.format(kind="SetNamespace"))
     body = response.content.decode()
@@ -265,7 +268,7 @@ def test_history_lists_what_changed_in_each_catalog_version(client, catalog):
             versions=_version(
                 image="registry.example.co/fn:v1.1", sha="c" * 64, schema=NAMESPACE_SCHEMA
             ),
-        ),  # fmt: skip
+        ),
     )
     _publish(
         catalog,
@@ -274,7 +277,7 @@ def test_history_lists_what_changed_in_each_catalog_version(client, catalog):
             versions=_version(
                 image="registry.example.co/fn:v1.1", sha="c" * 64, schema=NAMESPACE_SCHEMA
             ),
-        ),  # fmt: skip
+        ),
         _function("Other", versions=_version()),
     )
     body = client.get(URL.format(kind="SetNamespace")).content.decode()
@@ -320,7 +323,7 @@ def test_a_large_function_stays_within_the_page_weight_budget(client, catalog):
                     schema=schema,
                     usage=usage,
                 ),
-            ),  # fmt: skip
+            ),
         )
     body = client.get(URL.format(kind="Big")).content
     assert len(body) <= 32 * 1024, len(body)

@@ -19,6 +19,7 @@ Selectors only (nothing is written). For a function of a catalog's latest versio
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -259,16 +260,11 @@ def _placeholder(schema: Any, name: str, depth: int, budget: _Budget) -> Any:
     if kind == "object":
         return _object(schema, depth, budget)
     if kind == "array":
-        count = max(1, int(schema.get("minItems") or 1))
+        low_items = schema.get("minItems")
+        count = min(10, low_items) if isinstance(low_items, int) and low_items > 1 else 1
         return [_placeholder(schema.get("items"), name, depth + 1, budget) for _ in range(count)]
     if kind in ("integer", "number"):
-        low, high = schema.get("minimum"), schema.get("maximum")
-        value = 1
-        if isinstance(low, int | float):
-            value = max(value, low + (1 if schema.get("exclusiveMinimum") is True else 0))
-        if isinstance(high, int | float) and value > high:
-            value = high
-        return int(value) if kind == "integer" else value
+        return _number(schema, integer=kind == "integer")
     if kind == "boolean":
         return False
     if kind == "string":
@@ -279,6 +275,31 @@ def _placeholder(schema: Any, name: str, depth: int, budget: _Budget) -> Any:
         high = schema.get("maxLength")
         return text[:high] if isinstance(high, int) and high >= 0 else text
     return None
+
+
+def _number(schema: dict[str, Any], *, integer: bool) -> int | float:
+    """1, moved inside the schema's bounds (OpenAPI's boolean or JSON Schema's numeric
+    exclusive bounds)."""
+    value: float = 1
+    low, high = schema.get("minimum"), schema.get("maximum")
+    excl_low, excl_high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    step = 1 if integer else 0.5
+    if _is_number(low):
+        value = max(value, low + (step if excl_low is True else 0))
+    if _is_number(excl_low):
+        value = max(value, excl_low + step)
+    if _is_number(high) and value > high:
+        value = high - (step if excl_high is True else 0)
+    if _is_number(excl_high) and value >= excl_high:
+        value = excl_high - step
+    if integer:
+        whole = math.ceil(value)
+        return whole if not _is_number(high) or whole <= high else math.floor(value)
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _object(schema: dict[str, Any], depth: int, budget: _Budget) -> dict[str, Any]:

@@ -410,3 +410,37 @@ def test_history_compares_each_catalog_version_with_the_previous_one(catalog):
         catalog=catalog, group="example.co", kind="Tool", limit=2
     )
     assert [e["catalog_version"].number for e in short["entries"]] == [3, 2] and short["more"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        ({"type": "integer"}, 1),
+        ({"type": "integer", "minimum": 0.5}, 1),
+        ({"type": "integer", "minimum": 5, "exclusiveMinimum": True}, 6),
+        ({"type": "integer", "exclusiveMinimum": 7}, 8),
+        ({"type": "integer", "maximum": 0}, 0),
+        ({"type": "integer", "maximum": -3, "exclusiveMaximum": True}, -4),
+        ({"type": "number", "exclusiveMaximum": 1}, 0.5),
+        ({"type": "number", "minimum": 2.5}, 2.5),
+        ({"type": "integer", "format": "int32", "minimum": -10, "maximum": 10}, 1),
+    ],
+)
+def test_numbers_respect_their_bounds(schema, value):
+    version = _version({"type": "object", "required": ["n"], "properties": {"n": schema}})
+    snippet = config_generated(version, group="example.co", kind="Count")
+    assert yaml.safe_load(snippet.text)["n"] == value
+    assert snippet.problems == []
+
+
+def test_arrays_get_as_many_items_as_they_need():
+    version = _version(
+        {
+            "type": "object",
+            "required": ["hosts"],
+            "properties": {"hosts": {"type": "array", "minItems": 3, "items": {"type": "string"}}},
+        }
+    )
+    snippet = config_generated(version, group="example.co", kind="Hosts")
+    assert yaml.safe_load(snippet.text)["hosts"] == ["my-hosts"] * 3
+    assert snippet.problems == []

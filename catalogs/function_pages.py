@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 from django.urls import reverse
@@ -298,7 +298,7 @@ def _number(schema: dict[str, Any], *, integer: bool) -> int | float:
     return value
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

@@ -117,6 +117,7 @@ def test_the_function_page_at_desktop_and_phone_size(
         steps = page.locator("ol.steps > li h3").all_inner_texts()
         assert [s.split()[0] for s in steps] == ["Save", "Name", "Build,"]
         assert page.locator("#cfg-use").is_visible()
+        page.locator("#use").screenshot(path=str(screenshots / f"fn-{which}-use-{size}.png"))
 
 
 def test_copy_buttons_copy_what_the_page_shows(rich_function, new_page):

@@ -432,7 +432,7 @@ def _starlark(runtime: dict[str, Any]) -> dict[str, Any]:
 
 def _schema_changes(old: Any, new: Any) -> list[Change]:
     a, b = _openapi(old), _openapi(new)
-    if a is None and b is None:
+    if a == b:  # also both None; dict equality is cheap next to walking two schemas
         return []
     if a is None:
         return [Change("schema", "functionConfig schema added (configs are now checked)", "added")]
@@ -495,7 +495,9 @@ def _capability_changes(old: Any, new: Any) -> list[Change]:
 
 def version_changes(old: Any, new: Any) -> list[Change]:
     """What changed from ``old`` to ``new`` (two FunctionVersion rows, any catalog versions)."""
-    out = _runtime_changes(old.runtime or {}, new.runtime or {})
+    out = (
+        _runtime_changes(old.runtime or {}, new.runtime or {}) if old.runtime != new.runtime else []
+    )
     out += _schema_changes(old, new)
     out += _capability_changes(old, new)
     if (old.license or "") != (new.license or ""):
@@ -525,7 +527,7 @@ def function_history(
         FunctionDefinition.objects.filter(catalog_version__catalog=catalog, group=group, kind=kind)
         .select_related("catalog_version")
         .prefetch_related("versions")
-        .order_by("-catalog_version__number", "position")[: limit * 2 + 1]
+        .order_by("-catalog_version__number", "position")[: limit + 1]
     )
     seen: set[int] = set()
     unique = []
@@ -715,6 +717,8 @@ def function_page(
     for item in versions:
         own = list(item["row"].maintainers or [])
         item["own_maintainers"] = own if own and own != maintainers else []
+    for item in versions[1:]:
+        item["usage_repeated"] = item["usage"] == versions[0]["usage"]
     # Consecutive API versions: what the preferred one changes from the next older one.
     for newer, older in zip(versions, versions[1:], strict=False):
         newer["changes_from"] = older["row"].name

@@ -112,4 +112,4 @@ def test_long_markdown_is_cut_at_a_line_and_says_so():
     ],
 )
 def test_code_blocks_are_found(text, blocks):
-    assert markdown_code_blocks(text) == blocks
+    assert list(markdown_code_blocks(text)) == blocks

@@ -19,6 +19,7 @@ Selectors only (nothing is written). For a function of a catalog's latest versio
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -187,23 +188,46 @@ def _matches(doc: Any, *, group: str, kind: str, name: str) -> bool:
     return doc.get("apiVersion") in (None, api_version(group, name))
 
 
-def _configs_in_yaml(text: str, *, group: str, kind: str, name: str) -> list[str]:
+def _configs_in_yaml(text: str, *, group: str, kind: str, name: str) -> tuple[str, ...]:
     """The functionConfigs of this kind and version in a YAML text, as text to paste."""
+    if len(text) > MAX_EXAMPLE_CHARS:
+        return ()
+    return _configs_in_yaml_cached(text, group, kind, name)
+
+
+@functools.lru_cache(maxsize=512)  # published text never changes; keys are at most 20,000 chars
+def _configs_in_yaml_cached(text: str, group: str, kind: str, name: str) -> tuple[str, ...]:
     try:
-        docs = yamlio.load_all(text[:MAX_EXAMPLE_CHARS])
+        docs = yamlio.load_all(text)
     except (KrmError, RecursionError, ValueError):
-        return []
+        return ()
     found: list[str] = []
     for doc in docs:
-        if _matches(doc, group=group, kind=kind, name=name):
-            # The author's own text (comments, order) when it is the only document.
-            own_text = text.strip().removeprefix("---").strip() + "\n"
-            found.append(own_text if len(docs) == 1 else _dump(doc))
-        elif isinstance(doc, dict) and doc.get("kind") == "ResourceList":
-            config = doc.get("functionConfig")
-            if _matches(config, group=group, kind=kind, name=name):
-                found.append(_dump(config))
-    return found
+        wrapped = isinstance(doc, dict) and doc.get("kind") == "ResourceList"
+        if wrapped:
+            doc = doc.get("functionConfig")
+        if not _matches(doc, group=group, kind=kind, name=name):
+            continue
+        assert isinstance(doc, dict)
+        whole = len(docs) == 1 and not wrapped
+        named = isinstance(doc.get("metadata"), dict) and doc["metadata"].get("name")
+        if whole and "apiVersion" in doc and named:
+            # The author's own text (comments, order) when it is the whole config.
+            found.append(text.strip().removeprefix("---").strip() + "\n")
+        else:
+            # What krm needs to resolve and run it, then the example's fields.
+            given = doc.get("metadata")
+            meta: dict[str, Any] = (
+                {k: v for k, v in given.items() if v} if isinstance(given, dict) else {}
+            )
+            config = {
+                "apiVersion": api_version(group, name),
+                "kind": kind,
+                "metadata": {"name": kebab(kind), **meta},
+            }
+            config.update({k: v for k, v in doc.items() if k not in config})
+            found.append(_dump(config))
+    return tuple(found)
 
 
 def _dump(obj: Any) -> str:

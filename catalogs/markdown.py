@@ -20,6 +20,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 MAX_MARKDOWN_CHARS = 12_000  # longer text is cut at a line and says so (the page-weight budget)
+MAX_CODE_SCAN_CHARS = 60_000  # searched for YAML code blocks
 TRUNCATED_NOTE = "*The text is longer than this page shows; the catalog has all of it.*"
 
 _TAGS = {
@@ -65,14 +66,18 @@ def _absolute_or_anchor(tag: str, attribute: str, value: str) -> str | None:
     return value
 
 
-# Catalog text never changes once published: the same text renders to the same HTML, so a
-# process keeps the last few (bounded by entries; each at most a few tens of KB).
-@functools.lru_cache(maxsize=256)
 def markdown_html(text: str, *, heading_offset: int = 2) -> str:
     """``text`` as sanitized HTML; Markdown headings move down ``heading_offset`` levels."""
     if len(text) > MAX_MARKDOWN_CHARS:
         text = text[: text.rfind("\n", 0, MAX_MARKDOWN_CHARS) + 1 or MAX_MARKDOWN_CHARS]
         text += "\n\n" + TRUNCATED_NOTE + "\n"
+    return _markdown_html(text, heading_offset)
+
+
+# Catalog text never changes once published: the same text renders to the same HTML, so a
+# process keeps the last few (keys are cut to the limit first: at most 256 × 12,000 characters).
+@functools.lru_cache(maxsize=256)
+def _markdown_html(text: str, heading_offset: int) -> str:
     tokens = _MD.parse(text)
     for token in tokens:
         # A README's "# Title" sits under the page's own headings.
@@ -90,11 +95,16 @@ def markdown_html(text: str, *, heading_offset: int = 2) -> str:
     )
 
 
-@functools.lru_cache(maxsize=256)
 def markdown_code_blocks(text: str) -> tuple[tuple[str, str], ...]:
-    """(info string, content) of every fenced or indented code block of ``text``."""
+    """(info string, content) of every fenced or indented code block of ``text`` (its first
+    ``MAX_CODE_SCAN_CHARS`` characters)."""
+    return _code_blocks(text[:MAX_CODE_SCAN_CHARS])
+
+
+@functools.lru_cache(maxsize=256)
+def _code_blocks(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(
         (t.info.strip().lower(), t.content)
-        for t in _BLOCKS.parse(text[: MAX_MARKDOWN_CHARS * 5])
+        for t in _BLOCKS.parse(text)
         if t.type in ("fence", "code_block")
     )

@@ -222,8 +222,11 @@ def test_examples_in_markdown_resource_lists_and_usage_are_found():
 def test_an_example_the_schema_refuses_gives_way_to_one_it_accepts():
     wrong_version = "apiVersion: example.co/v2\nkind: SetNamespace\nspec: {namespace: v2}\n"
     other_kind = "apiVersion: example.co/v1\nkind: Other\nspec: {namespace: x}\n"
-    bad = "apiVersion: example.co/v1\nkind: SetNamespace\nspec: {namespace: 7}\n"
-    good = "apiVersion: example.co/v1\nkind: SetNamespace\nspec: {namespace: ok}\n"
+    bad = (
+        "apiVersion: example.co/v1\nkind: SetNamespace\nmetadata: {name: b}\nspec: {namespace: 7}\n"
+    )
+    good = "apiVersion: example.co/v1\nkind: SetNamespace\nmetadata: {name: g}\n"
+    good += "spec: {namespace: ok}\n"
     version = _version(SCHEMA, examples=[wrong_version, other_kind, bad, good])
     snippet = config_for(version, group="example.co", kind="SetNamespace")
     assert snippet.text == good and snippet.problems == []
@@ -444,3 +447,22 @@ def test_arrays_get_as_many_items_as_they_need():
     snippet = config_generated(version, group="example.co", kind="Hosts")
     assert yaml.safe_load(snippet.text)["hosts"] == ["my-hosts"] * 3
     assert snippet.problems == []
+
+
+def test_an_example_without_api_version_or_name_gets_them():
+    usage = "```yaml\nkind: SetNamespace\nspec:\n  namespace: a\n```\n"
+    snippet = config_for(_version(SCHEMA, usage=usage), group="example.co", kind="SetNamespace")
+    assert snippet.source == "usage" and snippet.problems == []
+    assert snippet.text == (
+        "apiVersion: example.co/v1\nkind: SetNamespace\nmetadata:\n  name: set-namespace\n"
+        "spec:\n  namespace: a\n"
+    )
+
+
+def test_an_example_too_long_to_read_is_skipped():
+    example = "apiVersion: example.co/v1\nkind: SetNamespace\nspec: {namespace: a}\n"
+    example += "#" * function_pages.MAX_EXAMPLE_CHARS
+    snippet = config_for(
+        _version(SCHEMA, examples=[example]), group="example.co", kind="SetNamespace"
+    )
+    assert snippet.source == "schema"

@@ -41,6 +41,7 @@ MAX_CHANGES = 40  # per comparison; the rest are counted
 MAX_GENERATED_FIELDS = 60
 MAX_OPTIONAL_PER_OBJECT = 8
 MAX_EXAMPLE_CHARS = 20_000
+MAX_EXAMPLES = 10  # per version, read and shown
 MAX_SCHEMA_ROWS = 60  # shown on the page; the JSON Schema link has every field
 _OBJECT_FIELDS = ("apiVersion", "kind", "metadata")
 _KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
@@ -238,7 +239,7 @@ def _examples_configs(version: Any, *, group: str, kind: str) -> list[ConfigSnip
     """functionConfigs given by the version: its examples first, then its usage's YAML blocks."""
     out: list[ConfigSnippet] = []
     name = version.name
-    for i, example in enumerate(version.examples or [], start=1):
+    for i, example in enumerate((version.examples or [])[:MAX_EXAMPLES], start=1):
         if not isinstance(example, str) or _is_url(example):
             continue
         texts = _configs_in_yaml(example, group=group, kind=kind, name=name)
@@ -608,7 +609,7 @@ def _usage(version: FunctionVersion) -> dict[str, str]:
 
 def _examples(version: FunctionVersion, *, group: str, kind: str) -> list[dict[str, str]]:
     out = []
-    for example in version.examples or []:
+    for example in (version.examples or [])[:MAX_EXAMPLES]:
         text = str(example).strip()
         if not text:
             continue

@@ -373,7 +373,81 @@ def config_generated(version: Any, *, group: str, kind: str) -> ConfigSnippet:
         label = "a skeleton: this version has no schema, see its usage for the fields"
         return ConfigSnippet(_dump(config), "skeleton", label)
     label = "generated from the schema: replace the placeholders"
-    return ConfigSnippet(_dump(config), "schema", label, problems, checked)
+    return ConfigSnippet(commented_yaml(config, schema), "schema", label, problems, checked)
+
+
+# ----------------------------------------------------------------------------- commented YAML
+
+MAX_COMMENT = 90
+
+
+def _scalar_yaml(value: Any) -> str:
+    """One value as YAML on one line (flow style for empty maps and lists)."""
+    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=1_000_000)
+    return text.strip().removesuffix("...").strip()
+
+
+def _comment(schema: Any, required: bool) -> str:
+    """``  # required: what the schema says of the field`` (one line), or ""."""
+    if not isinstance(schema, dict):
+        return "  # required" if required else ""
+    parts = []
+    description = " ".join(str(schema.get("description") or "").split())
+    if description:
+        parts.append(description)
+    enum = schema.get("enum")
+    if isinstance(enum, list) and len(enum) > 1:
+        parts.append("one of: " + ", ".join(_scalar_yaml(v) for v in enum))
+    text = "; ".join(parts)
+    if required:
+        text = f"required: {text}" if text else "required"
+    if len(text) > MAX_COMMENT:
+        text = text[: MAX_COMMENT - 1].rstrip() + "…"
+    return f"  # {text}" if text else ""
+
+
+def _emit_map(value: dict[str, Any], schema: Any, indent: int, out: list[str]) -> None:
+    schema = schema if isinstance(schema, dict) else {}
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    extra = schema.get("additionalProperties")
+    required = set(schema.get("required") or [])
+    pad = " " * indent
+    for key, item in value.items():
+        sub = props.get(key, extra if isinstance(extra, dict) else None)
+        comment = _comment(sub, key in required) if indent or key not in _OBJECT_FIELDS else ""
+        head = f"{pad}{_scalar_yaml(key)}:"
+        if isinstance(item, dict) and item:
+            out.append(head + comment)
+            _emit_map(item, sub, indent + 2, out)
+        elif isinstance(item, list) and item:
+            out.append(head + comment)
+            _emit_list(item, sub.get("items") if isinstance(sub, dict) else None, indent, out)
+        else:
+            out.append(f"{head} {_scalar_yaml(item)}{comment}")
+
+
+def _emit_list(items: list[Any], schema: Any, indent: int, out: list[str]) -> None:
+    pad = " " * indent
+    for item in items:
+        if isinstance(item, dict) and item:
+            lines: list[str] = []
+            _emit_map(item, schema, indent + 2, lines)
+            out.append(f"{pad}- {lines[0][indent + 2 :]}")
+            out.extend(lines[1:])
+        elif isinstance(item, list) and item:
+            out.append(f"{pad}-")
+            inner = schema.get("items") if isinstance(schema, dict) else None
+            _emit_list(item, inner, indent + 2, out)
+        else:
+            out.append(f"{pad}- {_scalar_yaml(item)}")
+
+
+def commented_yaml(config: dict[str, Any], schema: Any) -> str:
+    """``config`` as block YAML in its own key order, each field commented with what the
+    schema says of it (required, description, allowed values)."""
+    out: list[str] = []
+    _emit_map(config, schema, 0, out)
+    return "\n".join(out) + "\n"
 
 
 def config_for(version: Any, *, group: str, kind: str) -> ConfigSnippet:

@@ -466,3 +466,43 @@ def test_an_example_too_long_to_read_is_skipped():
         _version(SCHEMA, examples=[example]), group="example.co", kind="SetNamespace"
     )
     assert snippet.source == "schema"
+
+
+def test_generated_fields_carry_what_the_schema_says_as_comments():
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["namespace", "mode", "hosts"],
+                "properties": {
+                    "namespace": {"type": "string", "description": "The namespace\nto set."},
+                    "mode": {"type": "string", "enum": ["strict", "on"]},
+                    "note": {"type": "string", "default": "x", "description": "d" * 200},
+                    "hosts": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "required": ["name"],
+                            "properties": {"name": {"type": "string", "description": "Host name."}},
+                        },
+                    },
+                },
+            }
+        },
+    }
+    snippet = config_generated(_version(schema), group="example.co", kind="SetNamespace")
+    assert snippet.text == (
+        "apiVersion: example.co/v1\n"
+        "kind: SetNamespace\n"
+        "metadata:\n"
+        "  name: set-namespace\n"
+        "spec:\n"
+        "  namespace: my-namespace  # required: The namespace to set.\n"
+        "  mode: strict  # required: one of: strict, 'on'\n"
+        "  hosts:  # required\n"
+        "  - name: my-name  # required: Host name.\n"
+        f"  note: x  # {'d' * 89}…\n"
+    )
+    assert snippet.problems == []

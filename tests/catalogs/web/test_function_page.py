@@ -209,16 +209,20 @@ spec:
 
 
 def test_usage_text_is_rendered_as_sanitized_markdown(client, catalog):
-    _publish(
-        catalog,
-        _function("SetNamespace", versions=_version(schema=NAMESPACE_SCHEMA, usage=HOSTILE_USAGE)),
+    hostile_example = (
+        "## Example <b onmouseover=alert(5)>one</b>\n\n<script>alert('example')</script>\n\n"
+        "[run](javascript:alert(6)) <iframe src=https://evil.example/></iframe>\n"
     )
+    versions = _version(schema=NAMESPACE_SCHEMA, usage=HOSTILE_USAGE, examples=[hostile_example])
+    _publish(catalog, _function("SetNamespace", versions=versions))
     body = client.get(URL.format(kind="SetNamespace")).content.decode()
     usage = body[body.index('id="usage"') : body.index("</section>", body.index('id="usage"'))]
     assert "<h3>SetNamespace</h3>" in usage and "<strong>every</strong>" in usage
     assert '<a href="https://example.co/docs" rel="nofollow noopener noreferrer">docs</a>' in usage
     assert "<script" not in body.replace('<script src="/static/', "")
     assert "alert('usage')" not in body and "tracker.example" not in body
+    assert "alert('example')" not in body and "<iframe" not in body and "evil.example" not in body
+    assert "<h5>Example <b>one</b></h5>" in body  # its own heading, made harmless
     assert "onerror" not in body and "onclick" not in body
     assert 'href="javascript:' not in body
     # Its YAML block is a functionConfig of this kind: the one to paste.

@@ -2,7 +2,7 @@
 
 Seeds a temporary SQLite database with a catalog published ``--history`` times whose function has
 two versions, a 120-field schema, 8 KB of Markdown usage and a runtime that changes every time
-(so the page compares ten catalog versions), plus the 3-function demo catalog. Then renders, in
+(so the page compares eight catalog versions), plus the 3-function demo catalog. Then renders, in
 process with Django's test client (no network; DEBUG off), the rich function page, the demo
 function page and the catalog page, interleaved, ``--repeat`` times each. Prints p50/p95 wall
 time and CPU time per page, the function/catalog ratio and the load average. Target: the rich

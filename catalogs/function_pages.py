@@ -36,13 +36,13 @@ from catalogs.models import Catalog, FunctionDefinition, FunctionVersion
 from orchestrator import yamlio
 from orchestrator.errors import KrmError
 
-MAX_HISTORY = 10  # catalog versions compared on the page
+MAX_HISTORY = 8  # catalog versions compared on the page
 MAX_CHANGES = 40  # per comparison; the rest are counted
 MAX_GENERATED_FIELDS = 60
 MAX_OPTIONAL_PER_OBJECT = 8
 MAX_EXAMPLE_CHARS = 20_000
 MAX_EXAMPLES = 10  # per version, read and shown
-MAX_SCHEMA_ROWS = 60  # shown on the page; the JSON Schema link has every field
+MAX_SCHEMA_ROWS = 50  # shown on the page; the JSON Schema link has every field
 _OBJECT_FIELDS = ("apiVersion", "kind", "metadata")
 _KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _STRING_FORMATS = {
@@ -486,12 +486,16 @@ def _runtime_changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
             out.append(Change("runtime", f"{kind} runtime removed", "removed"))
     oc, nc = old.get("container"), new.get("container")
     if isinstance(oc, dict) and isinstance(nc, dict):
-        if oc.get("image") != nc.get("image"):
-            out.append(Change("runtime", f"image {oc.get('image')} → {nc.get('image')}"))
         od, nd = container_digest(oc), container_digest(nc)
-        if od != nd:
-            text = f"image digest {short_digest(od) or 'none'} → {short_digest(nd) or 'none'}"
-            out.append(Change("runtime", text, "warn" if od and nd else "changed"))
+        digests = f"{short_digest(od) or 'none'} → {short_digest(nd) or 'none'}"
+        if oc.get("image") != nc.get("image"):
+            text = f"image {oc.get('image')} → {nc.get('image')}"
+            out.append(Change("runtime", text + (f" (digest {digests})" if od != nd else "")))
+        elif od != nd:
+            # The same image reference, other content: a moved tag is worth a look.
+            out.append(
+                Change("runtime", f"image digest {digests}", "warn" if od and nd else "changed")
+            )
     oe, ne = _platforms(old), _platforms(new)
     for key in sorted(ne.keys() - oe.keys()):
         out.append(Change("runtime", f"exec binary for {key} added", "added"))
@@ -818,6 +822,8 @@ def function_page(
         item["own_maintainers"] = own if own and own != maintainers else []
     for item in versions[1:]:
         item["usage_repeated"] = item["usage"] == versions[0]["usage"]
+        same = item["has_schema"] and _openapi(item["row"]) == _openapi(versions[0]["row"])
+        item["schema_same_as"] = versions[0]["row"].name if same else ""
     # Consecutive API versions: what the preferred one changes from the next older one.
     for newer, older in zip(versions, versions[1:], strict=False):
         newer["changes_from"] = older["row"].name

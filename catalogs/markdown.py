@@ -19,7 +19,7 @@ import nh3
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-MAX_MARKDOWN_CHARS = 12_000  # longer text is cut at a line and says so (the page-weight budget)
+MAX_MARKDOWN_CHARS = 8_000  # longer text is cut at a line and says so (the page-weight budget)
 MAX_CODE_SCAN_CHARS = 60_000  # searched for YAML code blocks
 TRUNCATED_NOTE = "*The text is longer than this page shows; the catalog has all of it.*"
 
@@ -75,7 +75,7 @@ def markdown_html(text: str, *, heading_offset: int = 2) -> str:
 
 
 # Catalog text never changes once published: the same text renders to the same HTML, so a
-# process keeps the last few (keys are cut to the limit first: at most 256 × 12,000 characters).
+# process keeps the last few (keys are cut to the limit first: at most 256 × 8,000 characters).
 @functools.lru_cache(maxsize=256)
 def _markdown_html(text: str, heading_offset: int) -> str:
     tokens = _MD.parse(text)

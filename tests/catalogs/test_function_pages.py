@@ -260,9 +260,16 @@ def test_no_change_is_an_empty_list():
 def test_runtime_digest_and_image_changes():
     old = _version(runtime={"container": {"image": "r.example.co/fn:v1", "sha256": "a" * 64}})
     new = _version(runtime={"container": {"image": "r.example.co/fn:v2", "sha256": "b" * 64}})
+    digests = f"sha256:{'a' * 12}… → sha256:{'b' * 12}…"
     assert _texts(old, new) == [
-        ("runtime", "changed", "image r.example.co/fn:v1 → r.example.co/fn:v2"),
-        ("runtime", "warn", f"image digest sha256:{'a' * 12}… → sha256:{'b' * 12}…"),
+        ("runtime", "changed", f"image r.example.co/fn:v1 → r.example.co/fn:v2 (digest {digests})")
+    ]
+    # The same tag now pointing at other content: worth a warning.
+    moved = _version(runtime={"container": {"image": "r.example.co/fn:v1", "sha256": "b" * 64}})
+    assert _texts(old, moved) == [("runtime", "warn", f"image digest {digests}")]
+    pinned = _version(runtime={"container": {"image": f"r.example.co/fn@sha256:{'a' * 64}"}})
+    assert _texts(pinned, old) == [
+        ("runtime", "changed", f"image r.example.co/fn@sha256:{'a' * 64} → r.example.co/fn:v1")
     ]
 
 

@@ -56,7 +56,7 @@ URLS = [
     ("publisher, updated", "/?publisher=globex&sort=updated"),
     ("word, most catalogs", "/?q=image&sort=catalogs"),
     ("name, page 7", "/?sort=name&page=7"),
-    ("word, page 2 of 50", "/?q=e&page=2&page_size=50"),
+    ("word, page 2 of 30", "/?q=e&page=2&page_size=30"),
     ("no hits", "/?q=no-such-function"),
 ]
 SIGNED_IN_URLS = [("signed in, word", "/?q=secret"), ("signed in, front", "/")]

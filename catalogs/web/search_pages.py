@@ -22,7 +22,7 @@ from catalogs.web.views import _render
 # Filters shown as facets (their values are links); the rest are typed into "More filters".
 TYPED_FILTERS = ("group", "kind", "version", "catalog", "key")
 # Catalogs listed on each card; a page holding one function lists up to ALL_CARRIERS (a page of
-# 50 cards listing every catalog of each would pass 100 KB).
+# 30 cards listing every catalog of each would pass 100 KB).
 CARD_CARRIERS = 3
 ALL_CARRIERS = 100
 # "Every function, <phrase>." above an unfiltered list.

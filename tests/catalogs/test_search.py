@@ -169,7 +169,7 @@ def test_pages_and_page_sizes(registry):
         ({"page": "0"}, "There is no page 0; pages start at 1. Showing page 1.", 1, 20),
         (
             {"page_size": "1000"},
-            "Page size 1000 is out of range (1 to 50). Showing 20 per page.",
+            "Page size 1000 is out of range (1 to 30). Showing 20 per page.",
             1,
             20,
         ),
@@ -195,7 +195,7 @@ def test_two_queries_whatever_the_number_of_functions(registry, django_assert_nu
     versions = selectors.function_version_list()
     # Step 1 (rows), the catalog versions' badges, step 2 (the page's display rows).
     with django_assert_num_queries(3):
-        found = search.function_search(versions=versions, page_size=50)
-    assert found.functions == 43 and len(found.page.object_list) == 43
+        found = search.function_search(versions=versions, page_size=30)
+    assert found.functions == 43 and len(found.page.object_list) == 30
     with django_assert_num_queries(1):  # nothing found: no badge or display query
         search.function_search(versions=versions.filter(kind="None"))

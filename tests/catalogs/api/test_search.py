@@ -89,7 +89,7 @@ def test_facets_and_page_links(registry):
                 ]
             },
         ),
-        ("?page_size=0", 400, {"page_size": ["Page size 0 is out of range (1 to 50)."]}),
+        ("?page_size=0", 400, {"page_size": ["Page size 0 is out of range (1 to 30)."]}),
         ("?page=x", 400, {"page": ["'x' is not a page number."]}),
         ("?page=0", 400, {"page": ["There is no page 0; pages start at 1."]}),
         ("?page=9", 404, {"detail": "There is no page 9: the results fill 1 page."}),

@@ -93,12 +93,14 @@ class SigningKey(models.Model):
 
 
 class CatalogVersion(models.Model):
-    """One immutable published version of a catalog: its canonical YAML bytes and their digest."""
+    """One immutable published version of a catalog: the digest and size of its canonical YAML.
+
+    The bytes themselves (canonical YAML as produced by orchestrator.catalog, served byte for
+    byte) live in the object store under their digest: ``catalogs.blobstore``.
+    """
 
     catalog = models.ForeignKey(Catalog, on_delete=models.PROTECT, related_name="versions")
     number = models.PositiveIntegerField()
-    # Canonical YAML as produced by orchestrator.catalog; served byte for byte.
-    content = models.BinaryField()
     digest = models.CharField(max_length=71, db_index=True)  # "sha256:" + 64 hex
     size = models.PositiveIntegerField()
     document_name = models.CharField(max_length=253, blank=True)
@@ -446,7 +448,7 @@ class RevocationList(models.Model):
 
     catalog = models.ForeignKey(Catalog, on_delete=models.PROTECT, related_name="revocation_lists")
     sequence = models.PositiveIntegerField()
-    content = models.BinaryField()
+    # The exact YAML served is in the object store under ``digest`` (catalogs.blobstore).
     digest = models.CharField(max_length=71)
     signature = models.TextField()
     signing_key = models.ForeignKey(

@@ -133,6 +133,13 @@ class CatalogVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.catalog}@{self.number}"
 
+    @property
+    def content(self) -> bytes:
+        """The version's bytes, read from the object store (once per process)."""
+        from catalogs.selectors import catalog_version_bytes
+
+        return catalog_version_bytes(version=self)
+
 
 class FunctionDefinition(models.Model):
     """A function (group + kind) as defined by one catalog version."""
@@ -466,6 +473,13 @@ class RevocationList(models.Model):
 
     def __str__(self) -> str:
         return f"{self.catalog} revocations#{self.sequence}"
+
+    @property
+    def content(self) -> bytes:
+        """The list's YAML, read from the object store (once per process)."""
+        from catalogs.selectors import stored_content
+
+        return stored_content(digest=self.digest)
 
 
 class Revocation(models.Model):

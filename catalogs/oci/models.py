@@ -50,6 +50,13 @@ class OciManifest(models.Model):
     def __str__(self) -> str:
         return f"{self.catalog_id}@{self.digest}"
 
+    @property
+    def content(self) -> bytes:
+        """Its bytes, read from the object store (once per process)."""
+        from catalogs.selectors import stored_content
+
+        return stored_content(digest=self.digest)
+
 
 class OciTag(models.Model):
     """A tag of a catalog's repository: ``latest``, ``v<n>``, a pushed label, ``sha256-….sig``."""
@@ -88,6 +95,13 @@ class OciBlob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.catalog_id}@{self.digest}"
+
+    @property
+    def content(self) -> bytes:
+        """Its bytes, read from the object store (once per process)."""
+        from catalogs.selectors import stored_content
+
+        return stored_content(digest=self.digest)
 
 
 class OciUpload(models.Model):

@@ -157,13 +157,12 @@ def test_a_crash_between_the_write_and_the_commit_leaves_an_orphan_the_gc_collec
 ):
     s3, bucket = s3_storage
     document = catalog_yaml(("example.co", "Lost", "v1"))
-    with pytest.raises(RuntimeError, match="worker died"):
-        with transaction.atomic():
-            version, _ = services.catalog_version_publish(
-                catalog=catalog, content=document, actor=owner
-            )
-            digest = version.digest
-            raise RuntimeError("worker died before its commit")
+    with pytest.raises(RuntimeError, match="worker died"), transaction.atomic():
+        version, _ = services.catalog_version_publish(
+            catalog=catalog, content=document, actor=owner
+        )
+        digest = version.digest
+        raise RuntimeError("worker died before its commit")
     # The bytes were written first; the rows that would name them never committed.
     assert not CatalogVersion.objects.exists()
     assert _key(digest) in bucket_keys(s3, bucket)

@@ -35,6 +35,7 @@ from catalogs.exceptions import (
     InvalidInputError,
     NotAllowedError,
     NotFoundError,
+    StorageError,
     SyncError,
     SyncInProgressError,
 )
@@ -413,7 +414,7 @@ def sync_run_execute(
             outcome = _sync_fetch_and_verify(source=source, scratch=scratch, progress=progress)
             run = _sync_commit(run_pk=run.pk, outcome=outcome)
             return _revocations_carry(source=source, run=run)
-        except SyncError as exc:
+        except (SyncError, StorageError) as exc:
             return _sync_fail(run_pk=run.pk, reason=exc.message)
         except Exception as exc:  # noqa: BLE001  (a run must end with a reason, whatever broke)
             logger.exception("sync run %s failed unexpectedly", run.pk)

@@ -92,8 +92,9 @@ def _write(name: str, handle: IO[bytes], size: int) -> None:
                     os.unlink(tmp)
                 raise
         else:
-            if storage.exists(name):
-                # Content-addressed: same bytes. Deleted first so no backend renames the copy.
+            if not getattr(storage, "file_overwrite", False) and storage.exists(name):
+                # Content-addressed: same bytes. Deleted first so no backend renames the copy
+                # (S3Storage with file_overwrite, as STORAGE_BACKEND=s3 sets it, overwrites).
                 storage.delete(name)
             saved = storage.save(name, File(handle, name=os.path.basename(name)))
             if saved != name:

@@ -92,9 +92,11 @@ def test_the_command_and_the_task_report_what_they_deleted(blob_storage):
     out = StringIO()
     call_command("gc_blobs", "--grace-minutes", "0", stdout=out)
     assert out.getvalue() == (
-        f"Deleted {first}\nDeleted 1 unreferenced blob(s); kept 0 younger than the grace period.\n"
+        f"Deleted {first}\nremoved 0 upload session(s) and 0 unreferenced blob(s)\n"
+        "Deleted 1 unreferenced object(s); kept 0 younger than the grace period.\n"
     )
     second = _store(b"two")
     result = tasks.blobs_garbage_collect_task.apply(kwargs={}).get()
-    assert result == {"deleted": [], "kept_young": 1}  # default grace: a day
+    # Default grace: a day.
+    assert result == {"deleted": [], "kept_young": 1, "sessions": 0, "oci_blobs": 0}
     assert default_storage.exists(second)

@@ -118,6 +118,9 @@ class WriteRefusingProxy:
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.1: answers boto3's "Expect: 100-continue" at once (1.0 makes it wait 1 s).
+            protocol_version = "HTTP/1.1"
+
             def log_message(self, *args: Any) -> None:
                 pass
 

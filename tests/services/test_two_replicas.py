@@ -50,9 +50,10 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGINT) -> None:
+    """Quick shutdown (gunicorn: SIGINT; celery: SIGQUIT): nothing is left to finish."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -60,9 +61,10 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-@pytest.fixture
-def replicas(tmp_path) -> Iterator[list[str]]:
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory) -> Iterator[list[str]]:
     """Two gunicorn processes, each in its own working directory with its own MEDIA_ROOT."""
+    tmp_path = tmp_path_factory.mktemp("replicas")
     procs, urls = [], []
     try:
         for name in ("web-a", "web-b"):
@@ -104,8 +106,9 @@ def replicas(tmp_path) -> Iterator[list[str]]:
             _stop(proc)
 
 
-@pytest.fixture
-def https_upstream(tmp_path) -> Iterator[HttpsUpstream]:
+@pytest.fixture(scope="module")
+def https_upstream(tmp_path_factory) -> Iterator[HttpsUpstream]:
+    tmp_path = tmp_path_factory.mktemp("upstream")
     ca = trustme.CA()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
@@ -160,7 +163,7 @@ def mirror_worker(tmp_path, https_upstream) -> Iterator[str]:
             assert time.monotonic() < deadline, "the mirror worker did not answer a ping"
         yield queue
     finally:
-        _stop(proc)
+        _stop(proc, signal.SIGQUIT)
 
 
 def _sha256(data: bytes) -> str:

@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import tempfile
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -801,7 +802,11 @@ def _is_referenced(name: str) -> bool:
 
     prefix = blobstore.UPLOAD_PREFIX + "/"
     if name.startswith(prefix):
-        return OciUpload.objects.filter(uuid=name.removeprefix(prefix)).exists()
+        try:
+            upload_id = uuid.UUID(name.removeprefix(prefix))
+        except ValueError:
+            return False  # not a session's name: nothing can refer to it
+        return OciUpload.objects.filter(uuid=upload_id).exists()
     digest = "sha256:" + name.rsplit("/", 1)[-1]
     if RuntimeArtifact.objects.filter(Q(storage_name=name) | Q(digest=digest)).exists():
         return True

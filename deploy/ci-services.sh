@@ -157,8 +157,9 @@ echo "::: services: pytest -m services"
 set +e
 .venv/bin/pytest -m services "$@"
 services_status=$?
-echo "::: services: the whole suite on PostgreSQL + Redis"
-.venv/bin/pytest "$@"
+echo "::: services: the whole suite on PostgreSQL + Redis + object storage"
+# The replica tests (their own gunicorns and worker) ran above: not twice.
+.venv/bin/pytest -m "not replicas" "$@"
 suite_status=$?
 set -e
 

@@ -33,6 +33,7 @@ TIMEOUT = 60
 
 pytestmark = [
     pytest.mark.services,
+    pytest.mark.replicas,
     pytest.mark.skipif(
         os.environ.get("KRM_TEST_SERVICES") != "1" or os.environ.get("STORAGE_BACKEND") != "s3",
         reason="needs PostgreSQL, Redis and the object store: deploy/ci-services.sh sets them up",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -36,26 +37,30 @@ def free_port() -> int:
 def moto_server() -> Iterator[str]:
     """moto's S3-compatible server on a free loopback port; its URL."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{url}/moto-api/", timeout=1)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
-                assert time.monotonic() < deadline, "moto server did not start"
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    # Its request log goes to a file: a pipe nobody reads would fill up and stop the server.
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    httpx.get(f"{url}/moto-api/", timeout=1)
+                    break
+                except httpx.TransportError:
+                    if proc.poll() is not None:
+                        log.seek(0)
+                        raise AssertionError(log.read().decode()[-2000:]) from None
+                    assert time.monotonic() < deadline, "moto server did not start"
+                    time.sleep(0.1)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 def s3_client(endpoint: str) -> Any:

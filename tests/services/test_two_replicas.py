@@ -51,6 +51,11 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def _log(home: Path) -> str:
+    """The end of a process's stderr (a file, never a pipe nobody reads)."""
+    return (home / "stderr.log").read_text(errors="replace")[-3000:]
+
+
 def _stop(proc: subprocess.Popen, sig: int = signal.SIGINT) -> None:
     """Quick shutdown (gunicorn: SIGINT; celery: SIGQUIT): nothing is left to finish."""
     if proc.poll() is None:
@@ -86,19 +91,20 @@ def replicas(tmp_path_factory) -> Iterator[list[str]]:
                     ],
                     cwd=home,
                     env=env,
-                    stderr=subprocess.PIPE,
+                    stderr=(home / "stderr.log").open("wb"),
                 )
             )
             urls.append(f"http://127.0.0.1:{port}")
         deadline = time.monotonic() + TIMEOUT
-        for proc, url in zip(procs, urls, strict=True):
+        homes = [tmp_path / "web-a", tmp_path / "web-b"]
+        for proc, url, home in zip(procs, urls, homes, strict=True):
             while True:
                 try:
                     if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
                         break
                 except httpx.TransportError:
                     pass
-                assert proc.poll() is None, proc.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+                assert proc.poll() is None, _log(home)
                 assert time.monotonic() < deadline, f"{url} did not start"
                 time.sleep(0.2)
         yield urls
@@ -155,12 +161,12 @@ def mirror_worker(tmp_path, https_upstream) -> Iterator[str]:
         ],
         env=_env(home, **mirror_env),
         cwd=home,
-        stderr=subprocess.PIPE,
+        stderr=(home / "stderr.log").open("wb"),
     )
     try:
         deadline = time.monotonic() + TIMEOUT
         while not app.control.ping(destination=[name], timeout=1.0):
-            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+            assert proc.poll() is None, _log(home)
             assert time.monotonic() < deadline, "the mirror worker did not answer a ping"
         yield queue
     finally:

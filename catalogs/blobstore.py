@@ -36,6 +36,9 @@ logger = logging.getLogger(__name__)
 
 UPLOAD_PREFIX = "uploads"
 _CHUNK = 1024 * 1024
+# Objects larger than this are looked up before they are written (and not written again when
+# already stored and young); smaller ones are simply written.
+_ASK_FIRST_ABOVE = 256 * 1024
 
 
 def blob_prefix() -> str:
@@ -117,7 +120,9 @@ def blob_put(*, content: bytes, digest: str | None = None) -> str:
     if digest is not None and digest != actual:
         raise StorageError(f"content does not match its digest {digest} (it is {actual})")
     name = blob_name(actual)
-    if not _fresh(name, len(content)):
+    # A small object is rewritten rather than first asked about: one PUT costs what a HEAD does.
+    small = len(content) <= _ASK_FIRST_ABOVE and not isinstance(default_storage, FileSystemStorage)
+    if small or not _fresh(name, len(content)):
         _write(name, ContentFile(content), len(content))
     return actual
 

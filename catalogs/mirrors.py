@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import tempfile
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,15 +21,13 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from django.conf import settings
-from django.core.files import File
-from django.core.files.move import file_move_safe
-from django.core.files.storage import FileSystemStorage, default_storage
+from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
-from catalogs import services
+from catalogs import blobstore, services
 from catalogs.exceptions import (
     AlreadyExistsError,
     DigestMismatchError,
@@ -37,6 +36,7 @@ from catalogs.exceptions import (
     InvalidInputError,
     NotAllowedError,
     NotFoundError,
+    StorageError,
     SyncError,
     SyncInProgressError,
 )
@@ -52,6 +52,7 @@ from catalogs.fetchers.https import HttpsSession
 from catalogs.fetchers.oci import OciClient, parse_oci_ref
 from catalogs.models import (
     Catalog,
+    CatalogVersion,
     DriftEvent,
     FunctionDefinition,
     MirrorSource,
@@ -60,7 +61,7 @@ from catalogs.models import (
     SyncRun,
 )
 from catalogs.ratelimits import Deferral, upstream_hosts_admit
-from catalogs.selectors import user_is_mirror_operator
+from catalogs.selectors import catalog_version_bytes, user_is_mirror_operator
 from catalogs.services import Actor
 from catalogs.signatures import cosign_public_key_load, cosign_verify, sigstore_verify
 from orchestrator.catalog import Catalog as ParsedCatalog
@@ -83,9 +84,7 @@ TRANSITIONS: dict[str, set[str]] = {
 
 def mirror_source_list() -> QuerySet[MirrorSource]:
     """Every mirror source with its catalog and latest version."""
-    return MirrorSource.objects.select_related(
-        "catalog__publisher", "catalog__latest_version"
-    ).defer("catalog__latest_version__content")
+    return MirrorSource.objects.select_related("catalog__publisher", "catalog__latest_version")
 
 
 def mirror_source_get(*, pk: int) -> MirrorSource:
@@ -444,7 +443,7 @@ def sync_run_execute(
             outcome = _sync_fetch_and_verify(source=source, scratch=scratch, progress=progress)
             run = _sync_commit(run_pk=run.pk, outcome=outcome)
             return _revocations_carry(source=source, run=run)
-        except SyncError as exc:
+        except (SyncError, StorageError) as exc:
             return _sync_fail(run_pk=run.pk, reason=exc.message)
         except Exception as exc:  # noqa: BLE001  (a run must end with a reason, whatever broke)
             logger.exception("sync run %s failed unexpectedly", run.pk)
@@ -595,7 +594,7 @@ def _unchanged(base: _Outcome, *, source: MirrorSource, limits: Limits) -> _Outc
     base.not_modified = True
     latest = source.catalog.latest_version
     if source.mirror_runtimes and latest is not None:
-        served = services.catalog_document_parse(content=bytes(latest.content))
+        served = services.catalog_document_parse(content=catalog_version_bytes(version=latest))
         base.images = _container_images_resolve(
             doc=served.to_dict(), limits=limits, provenance=base.provenance
         )
@@ -723,30 +722,18 @@ def _container_images_resolve(
 
 
 def _store_blobs(staged: list[_Staged], created: list[str]) -> dict[str, str]:
-    """Move verified artifacts into storage by digest; names written now go into ``created``."""
+    """Copy verified artifacts into the object store; names new to it go in ``created``."""
     names = {}
     for item in staged:
-        existing = RuntimeArtifact.objects.filter(digest=item.digest).first()
-        if existing is not None and default_storage.exists(existing.storage_name):
-            names[item.digest] = existing.storage_name
+        if item.digest in names:
             continue
-        name = blob_storage_name(item.digest)
-        if not default_storage.exists(name):
-            if isinstance(default_storage, FileSystemStorage):
-                # Fast path on local storage: the verified scratch file is moved, not copied.
-                target = default_storage.path(name)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                try:
-                    file_move_safe(item.path, target, allow_overwrite=False)
-                except FileExistsError:
-                    # Another source stored the same bytes meanwhile: the name names the bytes.
-                    names[item.digest] = name
-                    continue
-            else:
-                with open(item.path, "rb") as handle:
-                    name = default_storage.save(name, File(handle))
+        name = blobstore.blob_name(item.digest)
+        existed = default_storage.exists(name)
+        names[item.digest] = blobstore.blob_put_file(
+            path=item.path, digest=item.digest, size=item.size
+        )
+        if not existed:
             created.append(name)
-        names[item.digest] = name
     return names
 
 
@@ -824,45 +811,72 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
 # ----------------------------------------------------------------------------- blob GC
 
 
-@dataclass(frozen=True)
-class BlobCollection:
-    """What a blob garbage collection found: names deleted, and unreferenced ones kept (young)."""
+BlobCollection = blobstore.StorageCollection
 
-    deleted: list[str]
-    kept_young: list[str]
+
+def _referenced_digests() -> set[str]:
+    """Every digest a row names: versions, revocation lists, OCI manifests and blobs, artifacts."""
+    from catalogs.models import OciBlob, OciManifest, RevocationList
+
+    digests: set[str] = set()
+    for model in (CatalogVersion, RevocationList, OciManifest, OciBlob, RuntimeArtifact):
+        digests.update(model.objects.values_list("digest", flat=True).distinct())
+    return digests
+
+
+def _is_referenced(name: str) -> bool:
+    """Whether a row names the object ``name`` (asked again right before deleting it)."""
+    from catalogs.models import OciBlob, OciManifest, OciUpload, RevocationList
+
+    prefix = blobstore.UPLOAD_PREFIX + "/"
+    if name.startswith(prefix):
+        try:
+            upload_id = uuid.UUID(name.removeprefix(prefix))
+        except ValueError:
+            return False  # not a session's name: nothing can refer to it
+        return OciUpload.objects.filter(uuid=upload_id).exists()
+    digest = "sha256:" + name.rsplit("/", 1)[-1]
+    if RuntimeArtifact.objects.filter(Q(storage_name=name) | Q(digest=digest)).exists():
+        return True
+    return any(
+        model.objects.filter(digest=digest).exists()
+        for model in (CatalogVersion, RevocationList, OciManifest, OciBlob)
+    )
 
 
 def blob_garbage_collect(
-    *, grace: timedelta | None = None, dry_run: bool = False
-) -> BlobCollection:
-    """Delete stored blobs that no RuntimeArtifact row references and that are older than ``grace``.
+    *,
+    grace: timedelta | None = None,
+    dry_run: bool = False,
+    upload_age: timedelta | None = None,
+) -> blobstore.StorageCollection:
+    """The one garbage collection of stored bytes, for every storage backend (local, S3).
 
-    A sync stores its blobs just before the transaction that records them; a worker that dies in
-    between leaves a blob nothing refers to. The grace period (BLOB_GC_GRACE_MINUTES) keeps the
-    blobs of syncs still running. Works through the Django storage API only, so any storage
-    backend (local files, S3) is collected the same way.
+    First the database side: OCI upload sessions idle for ``upload_age`` (OCI_UPLOAD_GC_MINUTES)
+    and uploaded
+    OCI blobs no manifest references (``oci_uploads_gc``). Then the store: objects under the
+    blob and upload prefixes that no row names and that are older than ``grace``
+    (BLOB_GC_GRACE_MINUTES) are deleted. Bytes are always written before the row that names
+    them commits, so a process that dies in between leaves such an object; the grace period
+    keeps those of publishes, syncs and uploads still running. Uses the Django storage API only.
     """
+    from catalogs.models import OciUpload
+    from catalogs.oci.services import oci_uploads_gc
+
     if grace is None:
         grace = timedelta(minutes=settings.BLOB_GC_GRACE_MINUTES)
-    prefix = settings.MIRROR_BLOB_PREFIX
-    try:
-        _, names = default_storage.listdir(prefix)
-    except FileNotFoundError:
-        return BlobCollection(deleted=[], kept_young=[])
-    referenced = set(RuntimeArtifact.objects.values_list("storage_name", flat=True))
-    cutoff = timezone.now() - grace
-    deleted, young = [], []
-    for name in sorted(names):
-        path = f"{prefix}/{name}"
-        if path in referenced:
-            continue
-        if default_storage.get_modified_time(path) > cutoff:
-            young.append(path)
-            continue
-        # Checked again right before deleting: a sync may have recorded it meanwhile.
-        if RuntimeArtifact.objects.filter(storage_name=path).exists():
-            continue
-        if not dry_run:
-            default_storage.delete(path)
-        deleted.append(path)
-    return BlobCollection(deleted=deleted, kept_young=young)
+    sessions = oci_blobs = 0
+    if not dry_run:
+        sessions, oci_blobs = oci_uploads_gc(older_than=upload_age)
+    names = {blobstore.blob_name(d) for d in _referenced_digests()}
+    names.update(RuntimeArtifact.objects.values_list("storage_name", flat=True))
+    deleted, young = blobstore.storage_garbage_collect(
+        referenced_names=names,
+        is_referenced=_is_referenced,
+        live_uploads=[str(u) for u in OciUpload.objects.values_list("uuid", flat=True)],
+        grace=grace,
+        dry_run=dry_run,
+    )
+    return blobstore.StorageCollection(
+        deleted=deleted, kept_young=young, sessions=sessions, oci_blobs=oci_blobs
+    )

@@ -27,6 +27,10 @@ SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default="") or os.path.join(
     tempfile.mkdtemp(prefix="krm-test-signing-"), "signing-key.pem"
 )
 SIGNING_KEY_CREATE = True
+# Stored bytes (catalog versions, blobs…) in a temporary folder, never the checkout's media/;
+# deploy/ci-services.sh uses STORAGE_BACKEND=s3 so that the tests and their worker share them.
+MEDIA_ROOT = env.str("MEDIA_ROOT", default="") or tempfile.mkdtemp(prefix="krm-test-media-")
+TRIAL_CACHE_DIR = os.path.join(MEDIA_ROOT, "trial-cache")
 
 KRM_TEST_SERVICES = os.environ.get("KRM_TEST_SERVICES") == "1"
 

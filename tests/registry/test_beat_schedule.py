@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[2]
-CODE_ENTRIES = {"mirror-sources-sync-due", "oci-uploads-gc", "blobs-garbage-collect"}
+CODE_ENTRIES = {"mirror-sources-sync-due", "blobs-garbage-collect"}
 
 
 def test_beat_uses_the_database_scheduler():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -19,6 +20,17 @@ def pytest_configure(config: pytest.Config) -> None:
     xdg = Path(tempfile.mkdtemp(prefix="krm-tests-xdg-"))
     os.environ["XDG_CACHE_HOME"] = str(xdg / "cache")
     os.environ["XDG_CONFIG_HOME"] = str(xdg / "config")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_api_list_cache() -> None:
+    """Each test starts a new generation of cached API list pages: a test's rows are rolled
+    back, not deleted, so no write tells the cache that the pages stored during it are gone."""
+    apps = sys.modules.get("django.apps")
+    if apps is not None and apps.apps.ready:
+        from catalogs.api import cache
+
+        cache.invalidate()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogs import contributions, selectors
+from catalogs.api.cache import cached_list
 from catalogs.api.parsers import CatalogJSONParser
 from catalogs.api.serializers import absolute_url, catalog_version_url, fast_reverse
 from catalogs.exceptions import InvalidInputError, NotFoundError
@@ -242,6 +243,7 @@ class ContributionViewSet(viewsets.GenericViewSet):
         return Response(body, status=code, headers=headers)
 
     @extend_schema(parameters=[ContributionQuerySerializer])
+    @cached_list("user")
     def list(self, request: Request) -> Response:
         """Reviewers see every contribution (the review queue); others see their own."""
         query = ContributionQuerySerializer(data=request.query_params)

@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogs import mirrors
+from catalogs.api.cache import cached_list
 from catalogs.api.serializers import catalog_latest_url
 from catalogs.models import DriftEvent, MirrorSource, SyncRun
 from catalogs.selectors import user_is_mirror_operator
@@ -202,6 +203,7 @@ class MirrorSourceViewSet(viewsets.GenericViewSet):
     def get_queryset(self):
         return mirrors.mirror_source_list()
 
+    @cached_list("user")
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
@@ -235,6 +237,7 @@ class MirrorSourceViewSet(viewsets.GenericViewSet):
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
     @extend_schema(responses=SyncRunSerializer(many=True))
+    @cached_list("user")
     def runs(self, request: Request, pk: int) -> Response:
         source = mirrors.mirror_source_get(pk=int(pk))
         page = self.paginate_queryset(

@@ -16,7 +16,17 @@ from registry.settings.base import env
 SECRET_KEY = "test-only-secret-key"
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# One test process's cache: locmem (each xdist worker is its own process; the prefix keeps even
+# a shared backend's keys apart). With KRM_TEST_SERVICES (below) Redis, shared with the worker.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "KEY_PREFIX": os.environ.get("PYTEST_XDIST_WORKER", ""),
+    }
+}
+# The API list cache is on in every test (one process; tests/conftest.py starts each test with a
+# new generation, since rolled-back rows leave no write behind).
+API_LIST_CACHE = "on"
 REGISTRY_PUBLIC_URL = "http://testserver"
 WHITENOISE_AUTOREFRESH = True
 
@@ -39,6 +49,8 @@ if KRM_TEST_SERVICES:
     CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL)
     CELERY_TASK_ALWAYS_EAGER = False
     CELERY_TASK_EAGER_PROPAGATES = False
+    # The worker's writes must end the test process's cached API pages: one shared cache.
+    CACHES = {"default": env.cache_url("CACHE_URL", default="redis://127.0.0.1:6379/2")}
 else:
     CELERY_BROKER_URL = "memory://"
     CELERY_RESULT_BACKEND = None

@@ -118,9 +118,9 @@ def url_secret_query_names(url: str) -> list[str]:
     found: list[str] = []
     for name, _ in parse_qsl(query, keep_blank_values=True):
         folded = name.strip().lower()
-        if folded in _SECRET_QUERY_NAMES or any(w in folded for w in _SECRET_QUERY_WORDS):
-            if name not in found:
-                found.append(name)
+        secret = folded in _SECRET_QUERY_NAMES or any(w in folded for w in _SECRET_QUERY_WORDS)
+        if secret and name not in found:
+            found.append(name)
     return found
 
 

@@ -15,6 +15,9 @@ own next read starts a new generation too (it already sees its uncommitted rows)
 read before the database is queried, so a page rendered while a write commits is stored under
 the old generation and never served after it.
 
+Each process also keeps the pages it served last in memory (a bounded LRU, checked against the
+shared generation on every request), so a hit costs one small read of the shared cache.
+
 Cross-process invalidation needs a cache every process shares (``CACHE_URL``, e.g. Redis): with
 ``API_LIST_CACHE=auto`` (the default) the cache is off on a per-process one (the locmem
 default), where another process's write could not reach this one's entries. ``on`` forces it
@@ -30,11 +33,13 @@ import logging
 import re
 import secrets
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Literal
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.core.cache.backends.dummy import DummyCache
 from django.core.cache.backends.locmem import LocMemCache
 from django.db import transaction
@@ -55,6 +60,44 @@ _ALWAYS = re.compile(r"^\s*(?:truncate|rollback\s+to)", re.I)  # flushes, undone
 Scope = Literal["public", "user"]
 
 
+Page = tuple[str, str, bytes]  # generation, content type, body
+
+
+class _LocalPages:
+    """Bounded LRU of pages by key, this process's own copies, each kept as long as the shared
+    cache keeps its entry (API_LIST_CACHE_SECONDS) at most."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, tuple[Page, float]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: str, generation: str) -> Page | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is None or found[0][0] != generation or found[1] < time.monotonic():
+                return None
+            self._items.move_to_end(key)
+            return found[0]
+
+    def put(self, key: str, page: Page, seconds: float) -> None:
+        if len(page[2]) > self.max_bytes:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._size -= len(old[0][2])
+            self._items[key] = (page, time.monotonic() + seconds)
+            self._size += len(page[2])
+            while self._size > self.max_bytes:
+                _, (dropped, _) = self._items.popitem(last=False)
+                self._size -= len(dropped[2])
+
+
+_local_pages = _LocalPages(max_bytes=32 * 1024 * 1024)
+
+
 class _ThreadState(threading.local):
     # This thread wrote since it last started a generation (its own reads must not hit).
     written = False
@@ -68,21 +111,30 @@ _state = _ThreadState()
 def enabled() -> bool:
     """Whether list pages are cached (API_LIST_CACHE: on, off, or auto = on a shared cache)."""
     mode = str(getattr(settings, "API_LIST_CACHE", "auto")).lower()
-    if mode == "auto":
-        return not isinstance(cache, LocMemCache | DummyCache)
+    if mode == "auto":  # (``cache`` is a proxy: isinstance needs the backend itself)
+        return not isinstance(caches["default"], LocMemCache | DummyCache)
     return mode == "on"
 
 
 def invalidate() -> None:
     """Start a new generation: every cached page is out of date, in every process."""
-    _state.written = False
     cache.set(GENERATION_KEY, secrets.token_hex(8), timeout=None)
+    _state.written = False
+
+
+def _invalidate_after_write() -> None:
+    """``invalidate``, from inside a write: a cache outage must not fail the write (the pages
+    it leaves expire after API_LIST_CACHE_SECONDS; the outage is logged)."""
+    try:
+        invalidate()
+    except Exception:
+        logger.error("API list cache: a write could not end the cached pages", exc_info=True)
 
 
 def _after_commit() -> None:
     if _state.uncommitted:
         _state.uncommitted = False
-        invalidate()
+        _invalidate_after_write()
 
 
 def _note_write(alias: str) -> None:
@@ -91,7 +143,7 @@ def _note_write(alias: str) -> None:
     try:
         transaction.on_commit(_after_commit, using=alias)  # at once outside a transaction
     except transaction.TransactionManagementError:  # manual transaction management
-        invalidate()
+        _invalidate_after_write()
 
 
 def _execute_wrapper(execute, sql, params, many, context):
@@ -164,7 +216,12 @@ def cached_list(scope: Scope) -> Callable:
             key = _key(request, scope)
             try:
                 generation = _current_generation()
-                stored = cache.get(key)
+                stored = _local_pages.get(key, generation)
+                if stored is None:
+                    stored = cache.get(key)
+                    if stored is not None and stored[0] == generation:
+                        # Not longer than the shared entry lives (its age is unknown here).
+                        _local_pages.put(key, stored, settings.API_LIST_CACHE_SECONDS)
             except Exception:  # a cache outage is a miss, never a failed request
                 logger.warning("API list cache unavailable", exc_info=True)
                 return method(self, request, *args, **kwargs)
@@ -174,10 +231,14 @@ def cached_list(scope: Scope) -> Callable:
             if response.status_code == 200:
 
                 def store(rendered: Response) -> None:
-                    content_type = rendered.get("Content-Type", "application/json")
-                    timeout = settings.API_LIST_CACHE_SECONDS
+                    item: Page = (
+                        generation,
+                        rendered.get("Content-Type", "application/json"),
+                        bytes(rendered.content),
+                    )
+                    _local_pages.put(key, item, settings.API_LIST_CACHE_SECONDS)
                     try:
-                        cache.set(key, (generation, content_type, rendered.content), timeout)
+                        cache.set(key, item, settings.API_LIST_CACHE_SECONDS)
                     except Exception:
                         logger.warning("API list cache unavailable", exc_info=True)
 

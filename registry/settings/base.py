@@ -181,7 +181,7 @@ REST_FRAMEWORK = {
     # Token first: a request without (valid) credentials gets 401 with "WWW-Authenticate: Token"
     # (DRF takes the challenge from the first class); a signed-in user who may not act gets 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "catalogs.api.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],

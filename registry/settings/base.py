@@ -211,6 +211,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "catalogs.api.schema.add_problem_responses",
+        "catalogs.api.schema.forbid_nul_in_inputs",
     ],
     "ENUM_NAME_OVERRIDES": {
         "StatusEnum": "catalogs.models.SyncRun.Status",

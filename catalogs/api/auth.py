@@ -30,11 +30,12 @@ def _lookup() -> tuple[str, list[str], list[tuple[int, list, Any]]]:
         found = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
         if found:
             converters.append((index, found, column))
-    columns = [field.column for field in user_model._meta.concrete_fields]
+    columns = [str(field.column) for field in user_model._meta.concrete_fields]
     names = [field.attname for field in user_model._meta.concrete_fields]
     token_table = quote(Token._meta.db_table)
     user_table = quote(user_model._meta.db_table)
-    user_pk = quote(user_model._meta.pk.column)
+    assert user_model._meta.pk is not None
+    user_pk = quote(str(user_model._meta.pk.column))
     select = ", ".join(f"u.{quote(c)}" for c in columns)
     sql = (
         f"SELECT t.{quote('created')}, {select} FROM {token_table} t JOIN {user_table} u "

@@ -136,10 +136,10 @@ def _run_forked(
                 text, printed = _evaluate(
                     script, filename, resource_list, options, function, openapi
                 )
-                reply = {"text": text, "printed": printed}
+                answer = {"text": text, "printed": printed}
             except FunctionError as exc:
-                reply = {"error": exc.message}
-            data = json.dumps(reply).encode("utf-8")
+                answer = {"error": exc.message}
+            data = json.dumps(answer).encode("utf-8")
             view = memoryview(data)
             while view:
                 view = view[os.write(write_fd, view) :]
@@ -174,7 +174,7 @@ def _run_forked(
             "levels deep (a list or dict built inside itself in a loop) does this"
         )
     try:
-        reply = json.loads(b"".join(chunks))
+        reply: Any = json.loads(b"".join(chunks))
     except ValueError:
         reply = None
     if not isinstance(reply, dict) or os.waitstatus_to_exitcode(status) != 0:

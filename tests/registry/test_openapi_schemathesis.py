@@ -52,7 +52,9 @@ def _failures(base: str, headers: dict[str, str]) -> list[str]:
                 # checks=None: schemathesis's default set, every check it has.
                 case.call_and_validate(base_url=base, headers=headers)
             except (FailureGroup, Exception) as exc:  # FailureGroup: what this case broke
-                failures.append(f"{case.operation.label} [{mode.value}]: {_summary(exc)}")
+                generated = case.meta.generation.mode.value if case.meta else "explicit"
+                label = f"{case.operation.label} [{generated}]"
+                failures.append(f"{label}: {_summary(exc)}")
 
         try:
             check()

@@ -22,6 +22,12 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["XDG_CONFIG_HOME"] = str(xdg / "config")
 
 
+@pytest.fixture
+def demo_catalog_bytes() -> bytes:
+    """The demo catalog document that ``load_demo`` publishes."""
+    return DEMO_CATALOG.read_bytes()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_api_list_cache() -> None:
     """Each test starts a new generation of cached API list pages: a test's rows are rolled
@@ -31,12 +37,6 @@ def _fresh_api_list_cache() -> None:
         from catalogs.api import cache
 
         cache.invalidate()
-
-
-@pytest.fixture
-def demo_catalog_bytes() -> bytes:
-    """The demo catalog document that ``load_demo`` publishes."""
-    return DEMO_CATALOG.read_bytes()
 
 
 @pytest.fixture

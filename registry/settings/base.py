@@ -2,8 +2,7 @@
 
 Environment variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL,
 CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL, KRM_ADDR,
-SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS, CACHE_URL,
-API_LIST_CACHE, API_LIST_CACHE_SECONDS.
+SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS, CACHE_URL.
 """
 
 import ipaddress
@@ -156,12 +155,6 @@ warnings.filterwarnings("ignore", message=r"No directory at: .*staticfiles")
 # what one invalidates (a publish, an API write) no other serves stale; the embedded default keeps a
 # per-process memory cache.
 CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
-# API list pages are cached until a write (catalogs/api/cache.py): "auto" caches them when
-# CACHE_URL names a cache every process shares, "on" always (one process), "off" never.
-API_LIST_CACHE = env.str("API_LIST_CACHE", default="auto").lower()
-if API_LIST_CACHE not in ("auto", "on", "off"):
-    raise ImproperlyConfigured(f"API_LIST_CACHE must be auto, on or off, not {API_LIST_CACHE!r}.")
-API_LIST_CACHE_SECONDS = env_int("API_LIST_CACHE_SECONDS", 300)
 
 # Celery: with no broker configured, tasks run eagerly in the calling process.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="")
@@ -197,6 +190,13 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "catalogs.api.handlers.exception_handler",
 }
+
+# API list pages are cached until a write (catalogs/api/cache.py): "auto" caches them when
+# CACHE_URL names a cache every process shares, "on" always (one process), "off" never.
+API_LIST_CACHE = env.str("API_LIST_CACHE", default="auto").lower()
+if API_LIST_CACHE not in ("auto", "on", "off"):
+    raise ImproperlyConfigured(f"API_LIST_CACHE must be auto, on or off, not {API_LIST_CACHE!r}.")
+API_LIST_CACHE_SECONDS = env_int("API_LIST_CACHE_SECONDS", 300)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "KRM Catalog Registry API",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.request import Request
@@ -10,7 +9,7 @@ from rest_framework.response import Response
 
 from catalogs import mirrors
 from catalogs.api.cache import cached_list
-from catalogs.api.serializers import catalog_latest_url
+from catalogs.api.serializers import absolute_url, catalog_latest_url, fast_reverse
 from catalogs.models import DriftEvent, MirrorSource, SyncRun
 from catalogs.selectors import user_is_mirror_operator
 
@@ -26,9 +25,8 @@ class IsMirrorOperator(permissions.BasePermission):
 
 
 def sync_run_url(request, run: SyncRun) -> str:
-    """Absolute URL of a run in the API."""
-    path = reverse("api:sync-run-detail", kwargs={"pk": run.pk})
-    return request.build_absolute_uri(path) if request is not None else path
+    """Absolute URL of a run in the API (a list renders one per row: reversed once)."""
+    return absolute_url(request, fast_reverse("api:sync-run-detail", pk=run.pk))
 
 
 class DriftEventSerializer(serializers.ModelSerializer):
@@ -141,9 +139,7 @@ class MirrorSourceSerializer(serializers.ModelSerializer):
         return latest.digest if latest else None
 
     def _url(self, name: str, obj: MirrorSource) -> str:
-        request = self.context.get("request")
-        path = reverse(name, kwargs={"pk": obj.pk})
-        return request.build_absolute_uri(path) if request is not None else path
+        return absolute_url(self.context.get("request"), fast_reverse(name, pk=obj.pk))
 
     def get_runs_url(self, obj: MirrorSource) -> str:
         return self._url("api:source-runs", obj)

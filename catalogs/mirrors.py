@@ -46,6 +46,7 @@ from catalogs.fetchers.base import (
     credentials_parse,
     scheme_of,
     url_has_credentials,
+    url_secret_query_names,
 )
 from catalogs.fetchers.git import COMMIT_RE, parse_git_ref
 from catalogs.fetchers.https import HttpsSession
@@ -171,6 +172,16 @@ def _source_checked(
             "A source URL must not contain a user name, password or token (user:secret@host): "
             "sources, runs and pages show their URL. Put credentials in the MIRROR_CREDENTIALS "
             'setting instead, per host: {"host": {"token": "..."}} or '
+            '{"host": {"username": "...", "password": "..."}}.'
+        )
+    secret_names = url_secret_query_names(url)
+    if secret_names:
+        # The names only, never the values (the message is shown wherever errors are).
+        names = ", ".join(f"{name}=" for name in secret_names)
+        raise InvalidInputError(
+            f"A source URL must not carry a token, key or signature in its query string "
+            f"({names}): sources, runs and pages show their URL. Put credentials in the "
+            'MIRROR_CREDENTIALS setting instead, per host: {"host": {"token": "..."}} or '
             '{"host": {"username": "...", "password": "..."}}.'
         )
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -25,6 +26,17 @@ def pytest_configure(config: pytest.Config) -> None:
 def demo_catalog_bytes() -> bytes:
     """The demo catalog document that ``load_demo`` publishes."""
     return DEMO_CATALOG.read_bytes()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_api_list_cache() -> None:
+    """Each test starts a new generation of cached API list pages: a test's rows are rolled
+    back, not deleted, so no write tells the cache that the pages stored during it are gone."""
+    apps = sys.modules.get("django.apps")
+    if apps is not None and apps.apps.ready:
+        from catalogs.api import cache
+
+        cache.invalidate()
 
 
 @pytest.fixture

@@ -175,7 +175,7 @@ REST_FRAMEWORK = {
     # Token first: a request without (valid) credentials gets 401 with "WWW-Authenticate: Token"
     # (DRF takes the challenge from the first class); a signed-in user who may not act gets 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "catalogs.api.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
@@ -192,6 +192,13 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "catalogs.api.handlers.exception_handler",
 }
 
+# API list pages are cached until a write (catalogs/api/cache.py): "auto" caches them when
+# CACHE_URL names a cache every process shares, "on" always (one process), "off" never.
+API_LIST_CACHE = env.str("API_LIST_CACHE", default="auto").lower()
+if API_LIST_CACHE not in ("auto", "on", "off"):
+    raise ImproperlyConfigured(f"API_LIST_CACHE must be auto, on or off, not {API_LIST_CACHE!r}.")
+API_LIST_CACHE_SECONDS = env_int("API_LIST_CACHE_SECONDS", 300)
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "KRM Catalog Registry API",
     "DESCRIPTION": "Publish, version and search catalogs of KRM functions (KEP-2906).",
@@ -205,6 +212,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "catalogs.api.schema.add_problem_responses",
+        "catalogs.api.schema.forbid_nul_in_inputs",
     ],
     "ENUM_NAME_OVERRIDES": {
         "StatusEnum": "catalogs.models.SyncRun.Status",

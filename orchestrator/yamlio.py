@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 from yaml._yaml import CEmitter
 
+from orchestrator import yamlemit
 from orchestrator.errors import YamlError
 from orchestrator.resource import ImplicitNullMap
 from orchestrator.yamllimits import check_text, decode_error
@@ -539,8 +540,46 @@ class Dumper(CEmitter):
         )
 
 
+def _plain_implicit(s: str) -> bool:
+    return _dump_resolve(None, yaml.ScalarNode, s, (True, False)) == _STR
+
+
+_NUMBER_CACHE: dict[float, str | None] = {}
+
+
+def _number_text(v: Any) -> str | None:
+    """The plain text of an int or float, or None when libyaml would need a tag."""
+    if v.__class__ is int:
+        return str(v)
+    hit = _NUMBER_CACHE.get(v, 0)
+    if hit == 0:
+        text = format_float(v)
+        # _node tags it int or float; it is written plain only if it resolves back.
+        hit = text if (_GO_INT.match(text) or _DUMP_FLOAT.match(text)) else None
+        if len(_NUMBER_CACHE) < 10000:
+            _NUMBER_CACHE[v] = hit
+    return hit  # type: ignore[return-value]
+
+
+_WRITER = yamlemit.Writer(
+    str_style=_str_style,
+    plain_implicit=_plain_implicit,
+    sorted_keys=go_sorted_keys,
+    scalar_text=scalar_text,
+    number_text=_number_text,
+)
+
+
 def dump(obj: Any) -> str:
     """One object as kustomize prints it (no document separator)."""
+    try:
+        return _WRITER.dump(obj)
+    except yamlemit.Fallback:
+        return libyaml_dump(obj)
+
+
+def libyaml_dump(obj: Any) -> str:
+    """``dump`` through PyYAML nodes and libyaml's emitter (the reference writer)."""
     stream = io.StringIO()
     emitter = Dumper(stream)
     emitter.open()

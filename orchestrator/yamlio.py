@@ -570,6 +570,11 @@ _WRITER = yamlemit.Writer(
 )
 
 
+def fast_dump(obj: Any) -> str:
+    """``dump`` by the fast writer alone; raises ``yamlemit.Fallback`` where it defers to libyaml."""
+    return _WRITER.dump(obj)
+
+
 def dump(obj: Any) -> str:
     """One object as kustomize prints it (no document separator)."""
     try:

@@ -33,12 +33,16 @@ _WIDTH = 80  # libyaml best_width (go-yaml v2 uses the same)
 # libyaml's IS_PRINTABLE (on code points): \n, 0x20-0x7E, 0xA0-0xD7FF, 0xE000-0xFFFD
 # except the BOM. Anything else (tab, \r, C0/C1 controls, DEL, BOM, non-BMP) is
 # "special": it rules out every style but double-quoted, where it is escaped.
-_SPECIAL = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+_SPECIAL = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff\U00010000-\U0010ffff]"
+)
 # Characters this writer leaves to libyaml: line/paragraph separators (breaks libyaml
 # copies raw into block and single-quoted scalars) and lone surrogates (not UTF-8).
 _UNSURE = re.compile("[\u2028\u2029\ud800-\udfff]")
 # Escapes in double-quoted scalars: non-printables, the BOM, breaks, '"' and '\'.
-_ESCAPE = re.compile('[^\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]|["\\\\]')
+_ESCAPE = re.compile(
+    "[\x00-\x1f\"\\\\\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff\U00010000-\U0010ffff]"
+)
 _NAMED_ESCAPES = {
     0x00: "\\0",
     0x07: "\\a",
@@ -57,20 +61,29 @@ _NAMED_ESCAPES = {
     0x2029: "\\P",
 }
 # Block indicators of libyaml's scalar analysis (flow context never occurs here):
-# a "---"/"..." prefix, an indicator as first character, "?"/":"/"-" first and
-# followed by whitespace, ":" followed by whitespace or the end, " #" anywhere.
-_BLANKZ = "[ \t\n\r\x85\u2028\u2029]"
-_BLOCK_INDICATOR = re.compile(
-    r"\A(?:---|\.\.\.)"
-    r"|\A[#,\[\]{}&*!|>'\"%@`]"
-    rf"|\A[?\-](?:{_BLANKZ}|\Z)"
-    rf"|:(?:{_BLANKZ}|\Z)"
-    rf"|[ \t\n\r\x85\u2028\u2029]#"
-)
+# a "---"/"..." prefix, an indicator as first character, "?"/"-" first and followed
+# by whitespace, ":" followed by whitespace or the end, "#" after whitespace.
+_FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+_WS_AFTER_FIRST = frozenset(" \t\n\r\x85")
+_COLON_WS = re.compile("[:][ \t\n\r\x85]")
+_WS_HASH = re.compile("[ \t\n\r\x85][#]")
+
+
+def _block_indicators(s: str) -> bool:
+    first = s[0]
+    if first in _FIRST_INDICATORS or s.startswith(("---", "...")):
+        return True
+    if (first == "?" or first == "-") and (len(s) == 1 or s[1] in _WS_AFTER_FIRST):
+        return True
+    if ":" in s and (s[-1] == ":" or _COLON_WS.search(s)):
+        return True
+    return "#" in s and _WS_HASH.search(s) is not None
+
+
 _BREAKS = "\n\r\x85\u2028\u2029"
-_SPACE_BREAK = re.compile("[ ][\n\r\x85\u2028\u2029]")
-_BREAK_SPACE = re.compile("[\n\r\x85\u2028\u2029][ ]")
-_HAS_BREAK = re.compile("[\n\r\x85\u2028\u2029]")
+_SPACE_BREAK = re.compile("[ ][\n\r\x85]")
+_BREAK_SPACE = re.compile("[\n\r\x85][ ]")
+_HAS_BREAK = re.compile("[\n\r\x85]")
 
 # Scalar kinds, cached per string.
 _PLAIN = 0
@@ -149,7 +162,7 @@ class Writer:
             and first not in _BREAKS
             and last not in _BREAKS
             and not _HAS_BREAK.search(s)
-            and not _BLOCK_INDICATOR.search(s)
+            and not _block_indicators(s)
             and self._plain_implicit(s)
         ):
             return _PLAIN

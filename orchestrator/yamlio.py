@@ -19,7 +19,6 @@ from functools import cmp_to_key
 from typing import Any
 
 import yaml
-from yaml._yaml import CEmitter
 
 from orchestrator import yamlemit
 from orchestrator.errors import YamlError
@@ -512,36 +511,54 @@ _DUMP_FLOAT = re.compile(
 )
 
 
-class Dumper(CEmitter):
-    """libyaml's emitter configured like go-yaml v2's (2-space indent, width 80, unicode)."""
+_DUMPER: list[Any] = []
 
-    resolve = _dump_resolve
 
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        """No path-dependent resolvers."""
+def _dumper_class() -> Any:
+    """libyaml's emitter configured like go-yaml v2's (made on first use: the fast writer
+    in yamlemit needs it only for the documents it defers)."""
+    if _DUMPER:
+        return _DUMPER[0]
+    from yaml._yaml import CEmitter
 
-    def ascend_resolver(self) -> None:
-        """No path-dependent resolvers."""
+    class Dumper(CEmitter):
+        """libyaml's emitter configured like go-yaml v2's (2-space indent, width 80, unicode)."""
 
-    def __init__(self, stream: Any) -> None:
-        CEmitter.__init__(
-            self,
-            stream,
-            canonical=False,
-            indent=2,
-            width=80,
-            allow_unicode=True,
-            line_break="\n",
-            encoding=None,
-            explicit_start=False,
-            explicit_end=False,
-            version=None,
-            tags=None,
-        )
+        resolve = _dump_resolve
+
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            """No path-dependent resolvers."""
+
+        def ascend_resolver(self) -> None:
+            """No path-dependent resolvers."""
+
+        def __init__(self, stream: Any) -> None:
+            CEmitter.__init__(
+                self,
+                stream,
+                canonical=False,
+                indent=2,
+                width=80,
+                allow_unicode=True,
+                line_break="\n",
+                encoding=None,
+                explicit_start=False,
+                explicit_end=False,
+                version=None,
+                tags=None,
+            )
+
+    _DUMPER.append(Dumper)
+    return Dumper
 
 
 def _plain_implicit(s: str) -> bool:
-    return _dump_resolve(None, yaml.ScalarNode, s, (True, False)) == _STR
+    """True when ``_dump_resolve`` types the plain scalar ``s`` as a string (no libyaml tag)."""
+    if s in ("null", "~", "Null", "NULL", "true", "false"):
+        return False
+    if s and s[0] in _NUM_START and (_GO_INT.match(s) or _DUMP_FLOAT.match(s)):
+        return False
+    return True
 
 
 _NUMBER_CACHE: dict[float, str | None] = {}
@@ -586,7 +603,7 @@ def dump(obj: Any) -> str:
 def libyaml_dump(obj: Any) -> str:
     """``dump`` through PyYAML nodes and libyaml's emitter (the reference writer)."""
     stream = io.StringIO()
-    emitter = Dumper(stream)
+    emitter = _dumper_class()(stream)
     emitter.open()
     emitter.serialize(_node(obj))
     emitter.close()

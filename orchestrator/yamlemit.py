@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Fallback", "dump"]
+__all__ = ["Fallback", "Writer"]
 
 
 class Fallback(Exception):
@@ -41,7 +41,7 @@ _SPECIAL = re.compile(
 _UNSURE = re.compile("[\u2028\u2029\ud800-\udfff]")
 # Escapes in double-quoted scalars: non-printables, the BOM, breaks, '"' and '\'.
 _ESCAPE = re.compile(
-    "[\x00-\x1f\"\\\\\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff\U00010000-\U0010ffff]"
+    '[\x00-\x1f"\\\\\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff\U00010000-\U0010ffff]'
 )
 _NAMED_ESCAPES = {
     0x00: "\\0",
@@ -368,13 +368,7 @@ def _fold_single(s: str, col: int, indent: int) -> str:
     brk = "\n" + " " * indent
     for i, ch in enumerate(s):
         if ch == " ":
-            if (
-                not spaces
-                and column > _WIDTH
-                and i != 0
-                and i != last
-                and s[i + 1] != " "
-            ):
+            if not spaces and column > _WIDTH and i != 0 and i != last and s[i + 1] != " ":
                 out.append(brk)
                 column = indent
             else:

@@ -556,9 +556,7 @@ def _plain_implicit(s: str) -> bool:
     """True when ``_dump_resolve`` types the plain scalar ``s`` as a string (no libyaml tag)."""
     if s in ("null", "~", "Null", "NULL", "true", "false"):
         return False
-    if s and s[0] in _NUM_START and (_GO_INT.match(s) or _DUMP_FLOAT.match(s)):
-        return False
-    return True
+    return not (s and s[0] in _NUM_START and (_GO_INT.match(s) or _DUMP_FLOAT.match(s)))
 
 
 _NUMBER_CACHE: dict[float, str | None] = {}
@@ -588,7 +586,7 @@ _WRITER = yamlemit.Writer(
 
 
 def fast_dump(obj: Any) -> str:
-    """``dump`` by the fast writer alone; raises ``yamlemit.Fallback`` where it defers to libyaml."""
+    """``dump`` by the fast writer alone (raises ``yamlemit.Fallback`` where it defers)."""
     return _WRITER.dump(obj)
 
 

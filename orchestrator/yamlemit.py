@@ -129,7 +129,7 @@ class Writer:
         self._sorted_keys = sorted_keys
         self._scalar_text = scalar_text
         self._number_text = number_text
-        # value string -> (kind, " " + rendered text, may fold)
+        # value string -> (kind, " " + rendered text + "\n" unless folded, may fold)
         self._values: dict[str, tuple[int, str, bool]] = {}
         # key string -> rendered key + ":"
         self._keys: dict[str, str] = {}
@@ -189,11 +189,11 @@ class Writer:
         if hit is None:
             kind = self._kind(s, key=False)
             if kind == _PLAIN:
-                hit = (kind, " " + s, " " in s)
+                hit = (kind, " " + s + "\n", " " in s)
             elif kind == _SINGLE:
-                hit = (kind, " '" + s.replace("'", "''") + "'", " " in s)
+                hit = (kind, " '" + s.replace("'", "''") + "'\n", " " in s)
             elif kind == _DOUBLE:
-                hit = (kind, ' "' + _escape(s) + '"', " " in s)
+                hit = (kind, ' "' + _escape(s) + '"\n', " " in s)
             else:
                 hit = (kind, "", False)
             if len(self._values) < 200000:
@@ -202,16 +202,18 @@ class Writer:
 
     def _str(self, s: str, col: int, indent: int) -> str:
         """`` value\\n`` for a string written after an indicator ending at ``col``."""
-        kind, text, foldable = self._value(s)
+        kind, text, foldable = self._values.get(s) or self._value(s)
         if kind == _LITERAL:
             return self._literal(s, indent)
-        if foldable and col + len(text) > _WIDTH + 1:
+        # The last character of the text sits at col + len(text) - 2 (before the newline):
+        # only a longer line can have a space past the width.
+        if foldable and col + len(text) > _WIDTH + 2:
             if kind == _PLAIN:
                 return _fold_plain(s, col, indent)
             if kind == _SINGLE:
                 return _fold_single(s, col, indent)
             return _fold_double(s, col, indent)
-        return text + "\n"
+        return text
 
     def _literal(self, s: str, indent: int) -> str:
         hit = self._literals.get((s, indent))
@@ -269,6 +271,7 @@ class Writer:
         pad = " " * indent
         lead = first
         key_text = self._key
+        values = self._values
         for k in self._sorted_keys(keys):
             v = d[k]
             kt = key_text(k)
@@ -288,6 +291,16 @@ class Writer:
                     self._sequence(v, indent, pad, out)
                 else:
                     out.append(" []\n")
+            elif t is str:
+                hit = values.get(v)
+                if (
+                    hit is not None
+                    and hit[0] != _LITERAL
+                    and (not hit[2] or indent + len(kt) + len(hit[1]) <= _WIDTH + 2)
+                ):
+                    out.append(hit[1])  # the common case: a scalar that does not fold
+                else:
+                    out.append(self._str(v, indent + len(kt), indent + 2))
             else:
                 out.append(self._scalar(v, indent + len(kt), indent + 2))
 
@@ -337,25 +350,24 @@ class Writer:
 # never the first or last character).
 
 
+_SINGLE_SPACE = re.compile("(?<! ) (?! )")
+
+
 def _fold_plain(s: str, col: int, indent: int) -> str:
+    # A plain scalar neither starts nor ends with a space, and libyaml breaks only at a
+    # space with no space on either side: the column before it is base + (p - start).
     out = [" "]
-    column = col + 1
-    spaces = False
-    n = len(s)
+    base = col + 1
+    start = 0
     brk = "\n" + " " * indent
-    for i, ch in enumerate(s):
-        if ch == " ":
-            if not spaces and column > _WIDTH and (i + 1 >= n or s[i + 1] != " "):
-                out.append(brk)
-                column = indent
-            else:
-                out.append(" ")
-                column += 1
-            spaces = True
-        else:
-            out.append(ch)
-            column += 1
-            spaces = False
+    for m in _SINGLE_SPACE.finditer(s):
+        p = m.start()
+        if base + p - start > _WIDTH:
+            out.append(s[start:p])
+            out.append(brk)
+            start = p + 1
+            base = indent
+    out.append(s[start:])
     out.append("\n")
     return "".join(out)
 

@@ -24,11 +24,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.locmem import LocMemCache
+from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import connection, transaction
+from django.http import FileResponse, HttpResponse
+from django.http.response import HttpResponseBase
 
 from catalogs import selectors
 
@@ -260,3 +264,28 @@ def serving_caches_clear() -> None:
     cache = caches["serving"]
     if isinstance(cache, LocMemCache):
         cache.clear()
+
+
+def serving_x_accel_redirect(storage_name: str) -> str | None:
+    """The internal nginx URI of a stored file when nginx sends stored files itself
+    (``SERVE_X_ACCEL_REDIRECT`` set and local storage), else None."""
+    prefix = settings.SERVE_X_ACCEL_REDIRECT
+    if not prefix or not isinstance(default_storage, FileSystemStorage):
+        return None
+    return prefix + quote(storage_name)
+
+
+def serving_stored_file(*, storage_name: str, size: int, content_type: str) -> HttpResponseBase:
+    """A stored file (a mirrored runtime artifact): handed to nginx by ``X-Accel-Redirect`` where
+    deployed so, else streamed by Django. Raises FileNotFoundError when the file is missing."""
+    if not default_storage.exists(storage_name):
+        raise FileNotFoundError(storage_name)
+    redirect = serving_x_accel_redirect(storage_name)
+    if redirect is not None:
+        # No body: nginx sends the file, with its own length.
+        response: HttpResponseBase = HttpResponse(content_type=content_type)
+        response["X-Accel-Redirect"] = redirect
+        return response
+    response = FileResponse(default_storage.open(storage_name, "rb"), content_type=content_type)
+    response["Content-Length"] = str(size)
+    return response

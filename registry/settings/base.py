@@ -3,7 +3,7 @@
 Environment variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL,
 CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL, KRM_ADDR,
 SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS, CACHE_URL,
-CATALOG_SERVING_CACHE_SECONDS.
+CATALOG_SERVING_CACHE_SECONDS, SERVE_X_ACCEL_REDIRECT.
 """
 
 import ipaddress
@@ -233,6 +233,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * CATALOG_MAX_BYTES
 # Seconds a client is told to wait (Retry-After) when the database is busy (SQLite write lock).
 DATABASE_BUSY_RETRY_AFTER = env_int("DATABASE_BUSY_RETRY_AFTER", 2)
 CATALOG_LATEST_MAX_AGE = env_int("CATALOG_LATEST_MAX_AGE", 60)
+# With nginx in front (deploy/nginx/) and local storage: the internal location prefix under which
+# nginx sends stored files itself (e.g. /_krm_media/, an alias of MEDIA_ROOT); the registry then
+# answers blob downloads with X-Accel-Redirect and no body. Empty: Django streams them.
+SERVE_X_ACCEL_REDIRECT = env("SERVE_X_ACCEL_REDIRECT", default="")
 
 
 def public_url_from_addr(addr: str) -> str:

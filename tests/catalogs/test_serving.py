@@ -3,6 +3,7 @@ are cached, and a publish or a re-sign rewrites them for every process once it c
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import socket
 import subprocess
@@ -225,3 +226,47 @@ def test_a_publish_reaches_every_gunicorn_process_through_redis(tmp_path, redis_
         second = publish("Two")
         assert served() == {second}
         assert redis.Redis.from_url(redis_url).get(keys[0]) is not None
+
+
+@pytest.fixture
+def stored_artifact(db, settings, tmp_path):
+    """A mirrored runtime artifact in local storage; (digest hex, bytes, storage name)."""
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from catalogs.models import RuntimeArtifact
+
+    settings.MEDIA_ROOT = str(tmp_path)  # the storage follows MEDIA_ROOT (setting_changed)
+    content = b"\x7fELF a mirrored binary" * 100
+    hexdigest = hashlib.sha256(content).hexdigest()
+    name = default_storage.save(f"artifacts/{hexdigest}", ContentFile(content))
+    RuntimeArtifact.objects.create(
+        digest=f"sha256:{hexdigest}", size=len(content), storage_name=name
+    )
+    return hexdigest, content, name
+
+
+def test_stored_files_go_to_nginx_with_x_accel_redirect_when_set(client, settings, stored_artifact):
+    hexdigest, content, name = stored_artifact
+    url = f"/c/blobs/sha256/{hexdigest}"
+    streamed = client.get(url)
+    assert b"".join(streamed.streaming_content) == content
+    assert "X-Accel-Redirect" not in streamed
+    settings.SERVE_X_ACCEL_REDIRECT = "/_krm_media/"
+    handed = client.get(url)
+    assert handed.status_code == 200 and handed.content == b""
+    assert handed["X-Accel-Redirect"] == f"/_krm_media/{name}"
+    assert handed["ETag"] == f'"sha256:{hexdigest}"'
+    assert handed["Cache-Control"] == "public, max-age=31536000, immutable"
+    # The body is empty (nginx sends the file with its own length).
+    assert handed.get("Content-Length", "0") == "0"
+
+
+def test_a_missing_stored_file_is_404_not_a_redirect(client, settings, stored_artifact):
+    from django.core.files.storage import default_storage
+
+    hexdigest, _, name = stored_artifact
+    default_storage.delete(name)
+    settings.SERVE_X_ACCEL_REDIRECT = "/_krm_media/"
+    response = client.get(f"/c/blobs/sha256/{hexdigest}")
+    assert response.status_code == 404 and "X-Accel-Redirect" not in response

@@ -48,7 +48,11 @@ def deployed(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("nginx")
     access_log = workdir / "access.log"
     with live_registry(
-        workdir, workers=2, threads=4, GUNICORN_CMD_ARGS=f"--access-logfile {access_log}"
+        workdir,
+        workers=2,
+        threads=4,
+        GUNICORN_CMD_ARGS=f"--access-logfile {access_log}",
+        SERVE_X_ACCEL_REDIRECT="/_krm_media/",
     ) as server:
         procs = bench.Processes()
         try:
@@ -60,6 +64,7 @@ def deployed(tmp_path_factory):
                 upstream=server.base.removeprefix("http://"),
                 static_root=static,
                 microcache=f"{MICROCACHE_SECONDS}s",
+                media_root=server.media,
             )
             yield base, server, access_log
         finally:
@@ -162,3 +167,32 @@ def test_signatures_pass_through_with_their_own_lifetime(deployed):
     assert response.headers["X-Signing-Key-Id"]
     again = httpx.get(f"{base}/c/acme/fns/sha256/{hexdigest}/catalog.yaml.sig")
     assert again.headers["X-Cache-Status"] == "HIT" and again.content == response.content
+
+
+def test_stored_blobs_are_sent_by_nginx_through_x_accel_redirect(deployed):
+    base, server, access_log = deployed
+    content = b"#!/bin/sh\necho a mirrored exec function\n" * 1000
+    hexdigest = hashlib.sha256(content).hexdigest()
+    storage_name = f"artifacts/sha256/{hexdigest}"
+    (server.media / "artifacts" / "sha256").mkdir(parents=True)
+    (server.media / storage_name).write_bytes(content)
+    server.query(
+        "INSERT INTO catalogs_runtimeartifact (digest, size, storage_name, source_uri, created_at)"
+        " VALUES (?, ?, ?, '', '2026-01-01 00:00:00')",
+        (f"sha256:{hexdigest}", len(content), storage_name),
+    )
+    path = f"/c/blobs/sha256/{hexdigest}"
+    direct = httpx.get(server.base + path)
+    assert (
+        direct.content == b""
+        and direct.headers["X-Accel-Redirect"] == f"/_krm_media/{storage_name}"
+    )
+    response = httpx.get(base + path)
+    assert response.status_code == 200 and response.content == content
+    assert response.headers["Content-Length"] == str(len(content))
+    assert response.headers["ETag"] == f'"sha256:{hexdigest}"'
+    assert response.headers["X-Content-Digest"] == f"sha256:{hexdigest}"
+    assert response.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert "X-Accel-Redirect" not in response.headers
+    # nginx's internal location is not reachable from outside.
+    assert httpx.get(f"{base}/_krm_media/{storage_name}").status_code == 404

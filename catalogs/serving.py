@@ -233,7 +233,8 @@ def _refresh_after_commit(key: str, load: Callable[[], object | None]) -> None:
 
 def serving_latest_changed(*, publisher_slug: str, catalog_name: str) -> None:
     """A publish moved ``latest``: every process serves the new version once it commits."""
-    for key in [k for k in _pinned if k[1] == publisher_slug and k[2] == catalog_name]:
+    # list() copies the keys in one step: other threads may add entries meanwhile.
+    for key in [k for k in list(_pinned) if k[1] == publisher_slug and k[2] == catalog_name]:
         # Numbers are immutable, but a restored database or a recreated catalog may reuse them.
         _pinned.pop(key, None)
     _refresh_after_commit(

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -24,7 +24,7 @@ from django.core.files import File
 from django.core.files.move import file_move_safe
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
@@ -59,6 +59,7 @@ from catalogs.models import (
     RuntimeArtifact,
     SyncRun,
 )
+from catalogs.ratelimits import Deferral, upstream_hosts_admit
 from catalogs.selectors import user_is_mirror_operator
 from catalogs.services import Actor
 from catalogs.signatures import cosign_public_key_load, cosign_verify, sigstore_verify
@@ -340,7 +341,7 @@ def mirror_source_sync_request(
     locked = MirrorSource.objects.select_for_update().get(pk=source.pk)
     active = SyncRun.objects.filter(source=locked, status__in=ACTIVE).first()
     stale_before = timezone.now() - timedelta(minutes=settings.MIRROR_RUN_STALE_MINUTES)
-    if active is not None and (active.started_at or active.queued_at) < stale_before:
+    if active is not None and _last_sign_of(active) < stale_before:
         # Its job was lost for good (not just redelivered late): end it so syncs can go on.
         _transition(
             active,
@@ -363,6 +364,12 @@ def mirror_source_sync_request(
 
 
 # ----------------------------------------------------------------------------- sync runs
+
+
+def _last_sign_of(run: SyncRun) -> datetime:
+    """When ``run`` last showed life: started (else queued), or due back from a deferral."""
+    sign = run.started_at or run.queued_at
+    return max(sign, run.deferred_until) if run.deferred_until else sign
 
 
 def _transition(run: SyncRun, status: str, **fields: Any) -> None:
@@ -397,6 +404,27 @@ class _Outcome:
     last_modified: str = ""
     not_modified: bool = False
     downloaded: int = 0  # bytes read upstream: the document plus runtime artifacts
+
+
+def sync_run_admit(*, run_pk: int) -> Deferral | None:
+    """Take the upstream host's rate-limit slot for run ``run_pk``, or defer the run.
+
+    A deferred run stays queued (or running, for a redelivered job); ``deferrals`` counts the
+    deferrals and ``deferred_until`` says when its job comes back. A finished run is admitted
+    (``sync_run_execute`` leaves it alone).
+    """
+    run = SyncRun.objects.select_related("source").get(pk=run_pk)
+    if run.status in FINISHED:
+        return None
+    deferral = upstream_hosts_admit(urls=[run.source.url])
+    if deferral is None:
+        return None
+    SyncRun.objects.filter(pk=run_pk).update(
+        deferrals=F("deferrals") + 1,
+        deferred_until=timezone.now() + timedelta(seconds=deferral.retry_after),
+    )
+    logger.info("sync run %s deferred: %s", run_pk, deferral.message)
+    return deferral
 
 
 def sync_run_execute(

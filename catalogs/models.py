@@ -310,6 +310,8 @@ class TrialRun(models.Model):
     tried_write_outside = models.BooleanField(default=False)
     detail = models.TextField(blank=True)
     jail = models.CharField(max_length=200, blank=True)
+    # Times the trial was held back by an upstream host's rate limit before it ran.
+    deferrals = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -380,6 +382,10 @@ class SyncRun(models.Model):
         CatalogVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="sync_runs"
     )
     attempts = models.PositiveIntegerField(default=0)
+    # Times the run was held back by an upstream host's rate limit (UPSTREAM_RATE_LIMIT), and
+    # until when the last deferral holds it (its job is retried then).
+    deferrals = models.PositiveIntegerField(default=0)
+    deferred_until = models.DateTimeField(null=True, blank=True)
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import time
+from collections.abc import Callable
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from catalogs import services
 from catalogs.models import Catalog, CatalogVersion
+from catalogs.ratelimits import Deferral
 
 
 @shared_task
@@ -28,14 +31,33 @@ def catalog_version_verify_task(version_pk: int) -> dict:
     return {"version": version.number, "digest": version.digest, "ok": actual == version.digest}
 
 
-@shared_task
-def contribution_trials_run_task(contribution_pk: int) -> dict:
+def _wait_for_upstream(task: Task, admit: Callable[[], Deferral | None]) -> int:
+    """Call ``admit`` until an upstream host's rate limit lets the run start; deferrals so far.
+
+    With a broker the task is retried after the deferral (the worker is free meanwhile, and the
+    run is not failed); eager tasks have no queue to come back through, so they wait here.
+    """
+    waited = 0
+    while (deferral := admit()) is not None:
+        if not task.request.is_eager:
+            raise task.retry(countdown=deferral.retry_after)
+        waited += 1
+        time.sleep(deferral.retry_after)
+    return (task.request.retries or 0) + waited
+
+
+# Unbounded retries: only a rate-limit deferral retries these, and each one waits for a free slot.
+@shared_task(bind=True, max_retries=None)
+def contribution_trials_run_task(self: Task, contribution_pk: int) -> dict:
     """Run a contribution's function in the trial sandbox and record the runs."""
     from catalogs import trials
     from catalogs.models import Contribution
 
     contribution = Contribution.objects.get(pk=contribution_pk)
-    runs = trials.contribution_trials_run(contribution=contribution)
+    deferrals = _wait_for_upstream(
+        self, lambda: trials.contribution_trials_admit(contribution=contribution)
+    )
+    runs = trials.contribution_trials_run(contribution=contribution, deferrals=deferrals)
     return {"runs": [r.pk for r in runs], "flagged": any(r.flagged for r in runs)}
 
 
@@ -43,11 +65,12 @@ def contribution_trials_run_task(contribution_pk: int) -> dict:
 # the queue, the next worker restarts the run, and a finished run is never redone. ---
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
-def mirror_source_sync_task(run_pk: int) -> dict:
-    """Execute the queued sync run ``run_pk``."""
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
+def mirror_source_sync_task(self: Task, run_pk: int) -> dict:
+    """Execute the queued sync run ``run_pk`` once its upstream host's rate limit allows."""
     from catalogs import mirrors
 
+    _wait_for_upstream(self, lambda: mirrors.sync_run_admit(run_pk=run_pk))
     run = mirrors.sync_run_execute(run_pk=run_pk)
     return {"run": run.pk, "status": run.status, "reason": run.reason, "digest": run.digest}
 

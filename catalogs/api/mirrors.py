@@ -66,6 +66,8 @@ class SyncRunSerializer(serializers.ModelSerializer):
             "provenance",
             "verification",
             "attempts",
+            "deferrals",
+            "deferred_until",
             "queued_at",
             "started_at",
             "finished_at",

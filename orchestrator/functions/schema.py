@@ -482,7 +482,7 @@ def precheck(target: Any) -> None:
 
     ``target`` is the build's top ``orchestrator.build.Target`` (its ``k``, ``loader``,
     ``kfile`` and ``build`` are used). Resolution errors are left for the build to report
-    where it meets them; only schema problems are raised here.
+    where it meets them; only schema problems and revocations are raised here.
     """
     found: list[tuple[Located, Any]] = []
     _walk(target.k, target.loader, target.kfile, found)
@@ -490,15 +490,11 @@ def precheck(target: Any) -> None:
         return  # before any import of the function machinery: builds without functions stay light
     from orchestrator.errors import KrmError
     from orchestrator.functions.resolve import resolve
+    from orchestrator.functions.revocations import RevocationListError, RevokedError
 
     state = target.build
     ctx = state.functions()
     options = ctx.options
-    if options.skip_schema:
-        state.warnings.append(
-            "Warning: --skip-schema: functionConfigs were not checked against their schemas"
-        )
-        return
     checked: list[tuple[Located, Any]] = []
     for located, (k, loader, kfile) in found:
         config = located.config
@@ -509,10 +505,21 @@ def precheck(target: Any) -> None:
                 continue  # an explicit runtime: no catalog schema applies
             group, _, version = str(config.get("apiVersion")).rpartition("/")
             match = catalogs.find(group, str(config.get("kind")), version)
+        except (RevokedError, RevocationListError) as exc:
+            # A revoked function anywhere in the build stops it before any function runs, not
+            # only when the build reaches it (a function before it would already have run).
+            if not exc.file:
+                exc.file = kfile
+            raise
         except KrmError:
             continue
         if match is not None:
             checked.append((located, match))
+    if options.skip_schema:
+        state.warnings.append(
+            "Warning: --skip-schema: functionConfigs were not checked against their schemas"
+        )
+        return
     check_configs(checked, options, state.warnings)
     seen: set[str] = options.__dict__.setdefault("_schema_checked", set())
     seen.update(_key(located.config) for located, _ in found)

@@ -110,6 +110,28 @@ def test_revoked_version_is_refused_before_anything_runs(live_server, published,
     assert not (app / "ran-exec-function").exists()
 
 
+def test_a_revoked_later_function_stops_the_build_before_the_first_runs(
+    live_server, published, tmp_path
+):
+    """The app runs SetTier (exec) and then SetTeam (starlark): revoking SetTeam must stop the
+    build before SetTier runs, also with --skip-schema."""
+    url, _key, ca_file, token, _digest = published
+    resp = _revoke(
+        live_server, token, group="fn.example.com", kind="SetTeam", version="v1", reason="broken"
+    )
+    assert resp.status_code == 201, resp.text
+    app = _app(tmp_path)
+    for extra in ([], ["--skip-schema"]):
+        proc = _krm(app, f"--trusted-catalog={url}", *extra, ca_file=ca_file, home=tmp_path / "h")
+        assert proc.returncode == 1
+        assert proc.stdout == ""
+        assert proc.stderr.startswith(
+            f"Error: {app / 'kustomization.yaml'}: fn.example.com/v1 SetTeam from catalog {url} "
+            "is revoked: broken"
+        ), proc.stderr
+        assert not (app / "ran-exec-function").exists()
+
+
 def test_revoked_runtime_digest_is_refused(live_server, published, tmp_path):
     url, _key, ca_file, token, digest = published
     resp = _revoke(live_server, token, runtime_digest=digest, reason="broken")

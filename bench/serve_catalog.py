@@ -1,11 +1,15 @@
-"""Benchmark: serving catalog.yaml from the registry vs. the same bytes as a docker-registry blob.
+"""Benchmark: serving catalog.yaml — nginx in front of the registry (the deployed path), gunicorn
+alone, nginx serving the same file statically and Debian's docker-registry serving it as a blob.
 
 Generates a 200-function KEP-2906 catalog, imports it into a temporary SQLite database with
-``manage.py import_catalog``, serves it with gunicorn (2 workers, DEBUG off) and pushes the served
-bytes as a blob to Debian's ``docker-registry`` (distribution v2) running from a temporary config.
-Both are then loaded with ``wrk`` and compared: req/s, p99 latency and errors.
+``manage.py import_catalog``, serves it with gunicorn (2 workers, DEBUG off) behind Debian's nginx
+running ``deploy/nginx/krm-registry.conf.template`` (the same nginx also serves the file from disk
+on a second port, the static baseline), and pushes the served bytes as a blob to Debian's
+``docker-registry`` (distribution v2). All are loaded with ``wrk`` in one run: req/s, p50/p99,
+errors and the CPU seconds the servers used; then the targets: pinned ≥ 50 % of nginx static and
+≥ 5× docker-registry with 0 errors, latest ≥ 25 % of nginx static (exit 1 when one is missed).
 
-    .venv/bin/python bench/serve_catalog.py [--duration 20] [--connections 64]
+    .venv/bin/python bench/serve_catalog.py [--duration 20] [--connections 64] [--json out.json]
 """
 
 from __future__ import annotations
@@ -34,7 +38,14 @@ PUBLISHER = "bench"
 CATALOG = "functions"
 REPOSITORY = "bench/catalog"
 PLATFORMS = (("linux", "amd64"), ("linux", "arm64"), ("darwin", "arm64"))
-APT_PACKAGES = {"docker-registry": "docker-registry", "wrk": "wrk"}
+APT_PACKAGES = {"docker-registry": "docker-registry", "wrk": "wrk", "nginx": "nginx-light"}
+NGINX_TEMPLATE = ROOT / "deploy" / "nginx" / "krm-registry.conf.template"
+# The issue's targets: (what, numerator, denominator, at least).
+TARGETS = (
+    ("pinned >= 50% of nginx static", "pinned", "nginx-static", 0.5),
+    ("pinned >= 5x docker-registry", "pinned", "docker-registry", 5.0),
+    ("latest >= 25% of nginx static", "latest", "nginx-static", 0.25),
+)
 
 
 class BenchError(Exception):
@@ -237,9 +248,14 @@ def manage(env: dict[str, str], *args: str) -> str:
 
 
 def start_registry_app(
-    procs: Processes, workdir: Path, catalog_file: Path, workers: int, threads: int = 1
+    procs: Processes,
+    workdir: Path,
+    catalog_file: Path,
+    workers: int,
+    threads: int = 1,
+    extra_args: tuple[str, ...] = (),
 ) -> tuple[str, bytes]:
-    """Import the catalog and serve it with gunicorn; return the URL and the served bytes."""
+    """Import the catalog and serve it with gunicorn; return its base URL and the served bytes."""
     env = django_env(workdir)
     manage(env, "migrate", "--noinput")
     manage(env, "import_catalog", str(catalog_file), "--publisher", PUBLISHER, "--catalog", CATALOG)
@@ -260,11 +276,13 @@ def start_registry_app(
             str(threads),
             "--log-level",
             "warning",
+            *extra_args,
         ],
         env=env,
         log=workdir / "gunicorn.log",
     )
-    url = f"http://127.0.0.1:{port}/c/{PUBLISHER}/{CATALOG}/catalog.yaml"
+    base = f"http://127.0.0.1:{port}"
+    url = f"{base}/c/{PUBLISHER}/{CATALOG}/catalog.yaml"
     wait_http(url, procs, workdir)
     response = httpx.get(url, timeout=10)
     if response.status_code != 200:
@@ -273,7 +291,119 @@ def start_registry_app(
     header = response.headers.get("X-Content-Digest")
     if header != digest:
         raise BenchError(f"X-Content-Digest {header!r} does not match the body's {digest}")
-    return url, response.content
+    return base, response.content
+
+
+def render_nginx_site(values: dict[str, str], template: Path = NGINX_TEMPLATE) -> str:
+    """The deploy template with its ``${KRM_*}`` variables replaced, as the nginx image's envsubst
+    does; a variable without a value is an error (nginx would read ``${...}`` literally)."""
+    text = template.read_text()
+    missing = sorted(set(re.findall(r"\$\{(KRM_\w+)\}", text)) - set(values))
+    if missing:
+        raise BenchError(f"{template.name} needs values for {', '.join(missing)}")
+    return re.sub(r"\$\{(KRM_\w+)\}", lambda m: values[m.group(1)], text)
+
+
+def nginx_main_config(workdir: Path, site: Path, *, static_port: int, static_root: Path) -> str:
+    """A whole nginx.conf for a private instance in ``workdir`` (pid, logs, temp files there)
+    that includes ``site`` and serves ``static_root`` on ``static_port`` (the static baseline)."""
+    temp = workdir / "nginx-temp"
+    temp.mkdir(exist_ok=True)
+    # As root, nginx's workers would switch to nobody, who cannot enter pytest's or mkdtemp's 0700
+    # directories: keep them as the invoking user.
+    user = "user root root;" if os.geteuid() == 0 else ""
+    return f"""{user}
+worker_processes auto;
+daemon off;
+pid {workdir / "nginx.pid"};
+error_log {workdir / "nginx-error.log"} warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log {workdir / "nginx-access.log"} combined buffer=64k flush=1s;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    types {{ application/yaml yaml; }}
+    default_type application/octet-stream;
+    client_body_temp_path {temp}/body;
+    proxy_temp_path {temp}/proxy;
+    fastcgi_temp_path {temp}/fastcgi;
+    uwsgi_temp_path {temp}/uwsgi;
+    scgi_temp_path {temp}/scgi;
+    include {site};
+    server {{
+        listen 127.0.0.1:{static_port};
+        root {static_root};
+    }}
+}}
+"""
+
+
+def start_nginx(
+    procs: Processes,
+    workdir: Path,
+    *,
+    upstream: str,
+    static_root: Path,
+    microcache: str = "1s",
+    media_root: Path | None = None,
+) -> tuple[str, str]:
+    """Run Debian's nginx with the deploy config in front of ``upstream`` (host:port); return
+    the deployed base URL and the static baseline's base URL."""
+    port, static_port = free_port(), free_port()
+    cache = workdir / "nginx-cache"
+    cache.mkdir(exist_ok=True)
+    site = workdir / "krm-registry.conf"
+    site.write_text(
+        render_nginx_site(
+            {
+                "KRM_LISTEN": f"127.0.0.1:{port}",
+                "KRM_UPSTREAM": upstream,
+                "KRM_CACHE_DIR": str(cache),
+                "KRM_LATEST_MICROCACHE": microcache,
+                "KRM_MEDIA_ROOT": str(media_root or workdir / "media"),
+            }
+        )
+    )
+    conf = workdir / "nginx.conf"
+    conf.write_text(
+        nginx_main_config(workdir, site, static_port=static_port, static_root=static_root)
+    )
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    check = subprocess.run(
+        [nginx, "-t", "-q", "-p", str(workdir), "-c", str(conf)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if check.returncode != 0:
+        raise BenchError(f"nginx -t refused the config:\n{check.stderr}")
+    procs.start(
+        "nginx",
+        [nginx, "-p", str(workdir), "-c", str(conf)],
+        env=dict(os.environ),
+        log=workdir / "nginx.log",
+    )
+    base, static = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{static_port}"
+    wait_http(f"{static}/", procs, workdir)
+    return base, static
+
+
+def process_group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU seconds of the live processes of a process group (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The command name may hold spaces and parentheses: split after its closing one.
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
 
 
 def start_docker_registry(procs: Processes, workdir: Path, blob: bytes) -> str:
@@ -372,8 +502,18 @@ def run_wrk(url: str, *, threads: int, connections: int, duration: int) -> WrkRe
     return parse_wrk(proc.stdout)
 
 
+def check_deployed(url: str, body: bytes) -> None:
+    """``url`` through nginx answers ``body``, and from nginx's cache the second time."""
+    for _ in (1, 2):
+        response = httpx.get(url, timeout=10)
+        if response.status_code != 200 or response.content != body:
+            raise BenchError(f"GET {url} answered {response.status_code} with different bytes")
+    if response.headers.get("X-Cache-Status") != "HIT":
+        raise BenchError(f"GET {url} twice: not answered from nginx's cache: {response.headers}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print both sides and the ratio; exit 1 on a failed step."""
+    """Run the benchmark, print every server's figures and the targets; exit 1 on a miss."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=int, default=20, help="seconds per wrk run")
     parser.add_argument("--connections", type=int, default=64, help="wrk connections")
@@ -382,6 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--warmup", type=int, default=2, help="seconds of unmeasured load first")
     parser.add_argument("--rounds", type=int, default=1, help="measured runs of each server")
+    parser.add_argument("--microcache", default="1s", help="nginx's cache time for latest")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (logs, DB)")
     args = parser.parse_args(argv)
@@ -390,23 +531,58 @@ def main(argv: list[str] | None = None) -> int:
     procs = Processes()
     # A SIGTERM (e.g. a CI timeout) must still reach the finally below and stop the servers.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    load_before = os.getloadavg()
     try:
         ensure_tools()
         catalog_file = workdir / "catalog.yaml"
         catalog_file.write_bytes(generate_catalog(args.functions))
-        ours_url, body = start_registry_app(procs, workdir, catalog_file, args.workers)
-        theirs_url = start_docker_registry(procs, workdir, body)
-        print(f"catalog: {args.functions} functions, {len(body)} bytes served by both")
-        servers = [("registry", ours_url), ("docker-registry", theirs_url)]
+        gunicorn, body = start_registry_app(procs, workdir, catalog_file, args.workers)
+        static_root = workdir / "static"
+        static_root.mkdir()
+        (static_root / "catalog.yaml").write_bytes(body)
+        deployed, static = start_nginx(
+            procs,
+            workdir,
+            upstream=gunicorn.removeprefix("http://"),
+            static_root=static_root,
+            microcache=args.microcache,
+        )
+        blob_url = start_docker_registry(procs, workdir, body)
+        path = f"/c/{PUBLISHER}/{CATALOG}"
+        servers = [
+            ("nginx-static", f"{static}/catalog.yaml"),
+            ("pinned", f"{deployed}{path}/versions/1/catalog.yaml"),
+            ("latest", f"{deployed}{path}/catalog.yaml"),
+            ("gunicorn-pinned", f"{gunicorn}{path}/versions/1/catalog.yaml"),
+            ("docker-registry", blob_url),
+        ]
+        check_deployed(dict(servers)["pinned"], body)
+        check_deployed(dict(servers)["latest"], body)
+        if httpx.get(dict(servers)["nginx-static"]).content != body:
+            raise BenchError("nginx's static file differs from the served bytes")
+        print(f"catalog: {args.functions} functions, {len(body)} bytes served by all")
+        groups = [proc.pid for _, proc in procs.procs]
         load = {"threads": args.threads, "connections": args.connections}
-        for url in dict(servers).values():
+        for _, url in servers:
             if args.warmup:
                 run_wrk(url, **load, duration=args.warmup)
-        rounds: list[dict[str, WrkResult]] = []
+        rounds: list[dict[str, dict]] = []
         for number in range(args.rounds):
-            # Alternate who goes first so drifting load on a shared machine hits both alike.
+            # Alternate the order so drifting load on a shared machine hits all alike.
             order = servers if number % 2 == 0 else servers[::-1]
-            measured = {name: run_wrk(url, **load, duration=args.duration) for name, url in order}
+            measured: dict[str, dict] = {}
+            for name, url in order:
+                cpu_before = sum(process_group_cpu_seconds(g) for g in groups)
+                wrk_before = os.times()
+                result = run_wrk(url, **load, duration=args.duration)
+                wrk_after = os.times()
+                measured[name] = asdict(result) | {
+                    "errors": result.errors,
+                    "servers_cpu_s": sum(process_group_cpu_seconds(g) for g in groups) - cpu_before,
+                    "wrk_cpu_s": (wrk_after.children_user - wrk_before.children_user)
+                    + (wrk_after.children_system - wrk_before.children_system),
+                    "loadavg_1m": os.getloadavg()[0],
+                }
             rounds.append({name: measured[name] for name, _ in servers})
             procs.check_alive(workdir)
     except BenchError as exc:
@@ -418,39 +594,53 @@ def main(argv: list[str] | None = None) -> int:
             print(f"work dir kept: {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+    load_after = os.getloadavg()
 
     print(
         f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s --latency, "
-        f"gunicorn --workers {args.workers}, {args.rounds} round(s)"
+        f"gunicorn --workers {args.workers}, nginx microcache {args.microcache} for latest, "
+        f"{args.rounds} round(s); CPU s = servers' (nginx + gunicorn + docker-registry) / wrk's"
     )
     print(
-        f"{'round':<6}{'server':<16} {'req/s':>10} {'p50 ms':>9} {'p99 ms':>9} {'errors':>7} "
-        f"{'requests':>9}"
+        f"{'round':<6}{'server':<17} {'req/s':>10} {'p50 ms':>9} {'p99 ms':>9} {'errors':>7} "
+        f"{'requests':>9} {'CPU s':>13} {'load':>6}"
     )
-    ratios = []
     for number, measured in enumerate(rounds, 1):
         for name, r in measured.items():
             print(
-                f"{number:<6}{name:<16} {r.requests_per_sec:>10.1f} {r.p50_ms:>9.2f} "
-                f"{r.p99_ms:>9.2f} {r.errors:>7} {r.requests:>9}"
+                f"{number:<6}{name:<17} {r['requests_per_sec']:>10.1f} {r['p50_ms']:>9.2f} "
+                f"{r['p99_ms']:>9.2f} {r['errors']:>7} {r['requests']:>9} "
+                f"{r['servers_cpu_s']:>6.1f}/{r['wrk_cpu_s']:<6.1f} {r['loadavg_1m']:>6.2f}"
             )
-        ratios.append(
-            measured["registry"].requests_per_sec / measured["docker-registry"].requests_per_sec
+    targets = []
+    for label, numerator, denominator, at_least in TARGETS:
+        ratios = [
+            m[numerator]["requests_per_sec"] / m[denominator]["requests_per_sec"] for m in rounds
+        ]
+        ratio = statistics.median(ratios)
+        targets.append(
+            {"target": label, "ratio": ratio, "rounds": ratios, "met": ratio >= at_least}
         )
-    ratio = statistics.median(ratios)
-    per_round = ", ".join(f"{r:.2f}" for r in ratios)
-    print(f"ratio registry/docker-registry (req/s): {ratio:.2f} (median; rounds: {per_round})")
+    errors = {name: sum(m[name]["errors"] for m in rounds) for name in ("pinned", "latest")}
+    targets.append(
+        {"target": "0 errors (pinned, latest)", "errors": errors, "met": not any(errors.values())}
+    )
+    for t in targets:
+        figure = f"{t['ratio']:.2f}" if "ratio" in t else str(t["errors"])
+        print(f"{'met ' if t['met'] else 'MISSED'} {t['target']}: {figure}")
+    print(
+        f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
+        f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} ({os.cpu_count()} CPUs)"
+    )
     if args.json:
         payload = {
-            "rounds": [
-                {name: asdict(r) | {"errors": r.errors} for name, r in measured.items()}
-                for measured in rounds
-            ],
-            "ratios": ratios,
-            "ratio": ratio,
+            "rounds": rounds,
+            "targets": targets,
+            "loadavg_before": load_before,
+            "loadavg_after": load_after,
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
-    return 0
+    return 0 if all(t["met"] for t in targets) else 1
 
 
 if __name__ == "__main__":

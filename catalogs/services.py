@@ -20,7 +20,7 @@ from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
-from catalogs import blobstore, signing
+from catalogs import blobstore, serving, signing
 from catalogs.exceptions import (
     AlreadyExistsError,
     InvalidCatalogError,
@@ -434,6 +434,7 @@ def _catalog_version_insert(
     locked.latest_version = version
     locked.save(update_fields=["latest_version", "updated_at"])
     catalog.latest_version = version
+    serving.serving_latest_changed(publisher_slug=catalog.publisher.slug, catalog_name=locked.name)
     oci_catalog_version_store(version=version, pushed_manifest=oci_manifest)
     # Signed in the same transaction, so nothing serves it unsigned; a mirror's run verified
     # its upstream signature before it published.
@@ -464,6 +465,7 @@ def catalog_version_sign(
     if updated:
         version.signature = signature.signature_b64
         version.signing_key = signature.key
+        serving.serving_signature_changed(digest=version.digest)
     else:
         version.refresh_from_db(fields=["signature", "signing_key"])
     return version

@@ -5,6 +5,8 @@ from django.urls import path, re_path
 from catalogs import mirror_views, revocation_views, schema_views, views
 
 app_name = "catalogs"
+# The .sig URLs: the same views, answering with the signature instead of the bytes.
+SIGNATURE = {"signature": True}
 
 urlpatterns = [
     path(
@@ -33,17 +35,20 @@ urlpatterns = [
     path("<slug:publisher>/<slug:catalog>/catalog.yaml", views.catalog_latest, name="latest"),
     path(
         "<slug:publisher>/<slug:catalog>/catalog.yaml.sig",
-        views.catalog_latest_signature,
+        views.catalog_latest,
+        SIGNATURE,
         name="latest-sig",
     ),
     path(
         "<slug:publisher>/<slug:catalog>/versions/<int:number>/catalog.yaml.sig",
-        views.catalog_version_by_number_signature,
+        views.catalog_version_by_number,
+        SIGNATURE,
         name="version-sig",
     ),
     re_path(
         r"^(?P<publisher>[-\w]+)/(?P<catalog>[-\w]+)/sha256/(?P<hexdigest>[0-9a-fA-F]{64})/catalog\.yaml\.sig$",
-        views.catalog_version_by_digest_signature,
+        views.catalog_version_by_digest,
+        SIGNATURE,
         name="digest-sig",
     ),
     path(

@@ -1,7 +1,7 @@
 """Serving catalog versions as YAML: the URLs users pass to ``krm build --trusted-catalog``.
 
-Kept minimal on purpose (no DRF, no templates): one indexed query for the digest, the bytes from
-an in-process cache of immutable content.
+Kept minimal on purpose (no DRF, no templates): the digest, bytes and headers come from the serving
+cache (``catalogs.serving``), so a warm pinned URL runs no database query.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.views.decorators.http import require_safe
 
-from catalogs import selectors, services, signing
+from catalogs import services, serving, signing
 from catalogs.models import CatalogVersion
 
-IMMUTABLE_CACHE_CONTROL = "public, max-age=31536000, immutable"
+IMMUTABLE_CACHE_CONTROL = serving.IMMUTABLE_CACHE_CONTROL
 
 
 def _etag_matches(if_none_match: str, etag: str) -> bool:
@@ -29,108 +29,88 @@ def _etag_matches(if_none_match: str, etag: str) -> bool:
     return False
 
 
-def _serve(request: HttpRequest, digest: str | None, cache_control: str) -> HttpResponse:
-    """Answer with the bytes named by ``digest`` (or 304), with digest, ETag and caching headers."""
-    if digest is None:
+def _serve(
+    request: HttpRequest, digest: str | None, *, pinned: bool, signature: bool
+) -> HttpResponse:
+    """Answer with the version ``digest`` names, or its signature: precomputed bytes and headers.
+
+    ``pinned`` answers are immutable (the signature's for five minutes: a rotation may re-sign);
+    ``latest`` ones live ``CATALOG_LATEST_MAX_AGE`` seconds.
+    """
+    latest_cache_control = f"public, max-age={settings.CATALOG_LATEST_MAX_AGE}"
+    if signature:
+        return _serve_signature(
+            serving.serving_signature(digest),
+            serving.SIGNATURE_CACHE_CONTROL if pinned else latest_cache_control,
+        )
+    served = serving.serving_version(digest)
+    if served is None:
         raise Http404("No such catalog version.")
-    etag = f'"{digest}"'
     if_none_match = request.META.get("HTTP_IF_NONE_MATCH")
-    if if_none_match and _etag_matches(if_none_match, etag):
+    if if_none_match and _etag_matches(if_none_match, served.etag):
         response: HttpResponse = HttpResponseNotModified()
     else:
-        content = selectors.catalog_version_content(digest=digest)
-        if content is None:
-            raise Http404("No such catalog version.")
-        response = HttpResponse(content, content_type="application/yaml")
-    response["ETag"] = etag
-    response["X-Content-Digest"] = digest
-    response["Cache-Control"] = cache_control
+        response = HttpResponse(served.body, content_type=serving.YAML_CONTENT_TYPE)
+        response["Content-Length"] = served.content_length
+    response["ETag"] = served.etag
+    response["X-Content-Digest"] = served.digest
+    response["Cache-Control"] = IMMUTABLE_CACHE_CONTROL if pinned else latest_cache_control
     return response
 
 
-@require_safe
-def catalog_latest(request: HttpRequest, publisher: str, catalog: str) -> HttpResponse:
-    """The latest published version of a catalog."""
-    digest = selectors.catalog_serving_latest_digest(publisher_slug=publisher, catalog_name=catalog)
-    max_age = settings.CATALOG_LATEST_MAX_AGE
-    return _serve(request, digest, f"public, max-age={max_age}")
-
-
-@require_safe
-def catalog_version_by_number(
-    request: HttpRequest, publisher: str, catalog: str, number: int
-) -> HttpResponse:
-    """A version pinned by number; cacheable forever."""
-    digest = selectors.catalog_serving_digest_by_number(
-        publisher_slug=publisher, catalog_name=catalog, number=number
-    )
-    return _serve(request, digest, IMMUTABLE_CACHE_CONTROL)
-
-
-@require_safe
-def catalog_version_by_digest(
-    request: HttpRequest, publisher: str, catalog: str, hexdigest: str
-) -> HttpResponse:
-    """A version pinned by its sha256; cacheable forever."""
-    digest = f"sha256:{hexdigest.lower()}"
-    found = selectors.catalog_serving_has_digest(
-        publisher_slug=publisher, catalog_name=catalog, digest=digest
-    )
-    return _serve(request, digest if found else None, IMMUTABLE_CACHE_CONTROL)
-
-
-def _serve_signature(request: HttpRequest, digest: str | None, cache_control: str) -> HttpResponse:
+def _serve_signature(found: serving.ServedSignature | None, cache_control: str) -> HttpResponse:
     """The base64 signature over the bytes ``digest`` names (``cosign sign-blob`` format).
 
     A version published before signing existed is signed now, on first request.
     """
-    if digest is None:
-        raise Http404("No such catalog version.")
-    found = selectors.catalog_version_signature(digest=digest)
     if found is None:
         raise Http404("No such catalog version.")
-    pk, signature, key_id = found
+    signature, key_id = found.signature, found.key_id
     if not signature:
-        version = services.catalog_version_sign(version=CatalogVersion.objects.get(pk=pk))
+        version = services.catalog_version_sign(
+            version=CatalogVersion.objects.get(pk=found.version_id)
+        )
         assert version.signing_key is not None  # catalog_version_sign set it
         signature, key_id = version.signature, version.signing_key.key_id
-    response = HttpResponse(signature, content_type="text/plain; charset=us-ascii")
-    response["X-Content-Digest"] = digest
+    response = HttpResponse(signature, content_type=serving.SIGNATURE_CONTENT_TYPE)
+    response["X-Content-Digest"] = found.digest
     response["X-Signing-Key-Id"] = key_id
     response["Cache-Control"] = cache_control
     return response
 
 
-@require_safe
-def catalog_latest_signature(request: HttpRequest, publisher: str, catalog: str) -> HttpResponse:
-    """Signature of the latest version (``X-Content-Digest`` says which bytes it signs)."""
-    digest = selectors.catalog_serving_latest_digest(publisher_slug=publisher, catalog_name=catalog)
-    max_age = settings.CATALOG_LATEST_MAX_AGE
-    return _serve_signature(request, digest, f"public, max-age={max_age}")
+# Each view serves catalog.yaml, or with ``signature=True`` (set by the URLconf) catalog.yaml.sig.
 
 
 @require_safe
-def catalog_version_by_number_signature(
-    request: HttpRequest, publisher: str, catalog: str, number: int
+def catalog_latest(
+    request: HttpRequest, publisher: str, catalog: str, signature: bool = False
 ) -> HttpResponse:
-    """Signature of a version pinned by number."""
-    digest = selectors.catalog_serving_digest_by_number(
+    """The latest published version of a catalog (``X-Content-Digest`` says which bytes)."""
+    digest = serving.serving_latest_digest(publisher_slug=publisher, catalog_name=catalog)
+    return _serve(request, digest, pinned=False, signature=signature)
+
+
+@require_safe
+def catalog_version_by_number(
+    request: HttpRequest, publisher: str, catalog: str, number: int, signature: bool = False
+) -> HttpResponse:
+    """A version pinned by number; cacheable forever."""
+    digest = serving.serving_pinned_digest(
         publisher_slug=publisher, catalog_name=catalog, number=number
     )
-    # Not immutable: a rotation with --resign replaces it (the old one stays verifiable).
-    return _serve_signature(request, digest, "public, max-age=300")
+    return _serve(request, digest, pinned=True, signature=signature)
 
 
 @require_safe
-def catalog_version_by_digest_signature(
-    request: HttpRequest, publisher: str, catalog: str, hexdigest: str
+def catalog_version_by_digest(
+    request: HttpRequest, publisher: str, catalog: str, hexdigest: str, signature: bool = False
 ) -> HttpResponse:
-    """Signature of a version pinned by its sha256."""
-    digest = f"sha256:{hexdigest.lower()}"
-    found = selectors.catalog_serving_has_digest(
-        publisher_slug=publisher, catalog_name=catalog, digest=digest
+    """A version pinned by its sha256; cacheable forever."""
+    digest = serving.serving_pinned_digest(
+        publisher_slug=publisher, catalog_name=catalog, hexdigest=hexdigest
     )
-    return _serve_signature(request, digest if found else None, "public, max-age=300")
+    return _serve(request, digest, pinned=True, signature=signature)
 
 
 @require_safe

@@ -5,10 +5,12 @@
 #   chromium         the browser the web UI tests drive (with chromium-driver)
 #   git              git sources for the mirroring tests
 #   bwrap            bubblewrap, the jail of the trial sandbox (catalogs/sandbox.py)
+#   nginx            the deployed serving path in front of gunicorn (tests/deploy/test_nginx.py,
+#                    bench/serve_catalog.py run deploy/nginx/krm-registry.conf.template)
 # kubectl (the kustomize oracle) is part of this project's machine image; its absence is reported.
 set -euo pipefail
 
-declare -A need=([docker-registry]=docker-registry [skopeo]=skopeo [chromium]="chromium chromium-driver" [git]=git [bwrap]=bubblewrap)
+declare -A need=([docker-registry]=docker-registry [skopeo]=skopeo [chromium]="chromium chromium-driver" [git]=git [bwrap]=bubblewrap [nginx]=nginx-light)
 missing=()
 for cmd in "${!need[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=(${need[$cmd]})

@@ -22,6 +22,16 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["XDG_CONFIG_HOME"] = str(xdg / "config")
 
 
+@pytest.fixture(autouse=True)
+def _serving_cache_forgotten():
+    """Each test's rows are rolled back: the serving cache must not outlive them (a later test
+    publishing another version 1 of the same catalog would otherwise get this one's bytes)."""
+    yield
+    serving = sys.modules.get("catalogs.serving")
+    if serving is not None:
+        serving.serving_caches_clear()
+
+
 @pytest.fixture
 def demo_catalog_bytes() -> bytes:
     """The demo catalog document that ``load_demo`` publishes."""

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.core.handlers.wsgi import WSGIRequest
-from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
@@ -41,6 +41,7 @@ from catalogs.oci.errors import (
     UnsupportedError,
 )
 from catalogs.oci.models import OciUpload
+from catalogs.serving import serving_stored_file
 
 API_VERSION = ("Docker-Distribution-API-Version", "registry/2.0")
 NAME_RE = re.compile(r"^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$")
@@ -266,12 +267,17 @@ def _blob_get(request: HttpRequest, publisher: str, catalog: str, digest: str):
         _content_headers(response, digest=digest, size=blob.size)
     else:
         try:
-            handle = default_storage.open(blob.storage_name, "rb")
+            response = serving_stored_file(
+                storage_name=blob.storage_name,
+                size=blob.size,
+                content_type="application/octet-stream",
+            )
         except FileNotFoundError:
             # Its row outlived the file (storage cleaned by hand): unknown, not a server error.
             raise BlobUnknownError(f"blob unknown to registry: {digest}", detail={"digest": digest})
-        response = FileResponse(handle, content_type="application/octet-stream")
         _content_headers(response, digest=digest, size=blob.size)
+        if response.has_header("X-Accel-Redirect"):
+            del response["Content-Length"]  # the body is empty: nginx sends the file
     response["Accept-Ranges"] = "bytes"
     return response
 

@@ -2,7 +2,8 @@
 
 Environment variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL,
 CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL, KRM_ADDR,
-SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS, CACHE_URL.
+SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS, CACHE_URL,
+CATALOG_SERVING_CACHE_SECONDS, SERVE_X_ACCEL_REDIRECT.
 """
 
 import ipaddress
@@ -156,6 +157,18 @@ warnings.filterwarnings("ignore", message=r"No directory at: .*staticfiles")
 # what one invalidates (a publish, an API write) no other serves stale; the embedded default keeps a
 # per-process memory cache.
 CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+# The serving cache (catalogs.serving: which version `latest` is, signatures): same place, own
+# key prefix (and its own memory store when process-local).
+CACHES["serving"] = {**CACHES["default"], "KEY_PREFIX": "krm-serving"}
+_CACHE_SHARED = "locmem" not in CACHES["default"]["BACKEND"].lower()
+if not _CACHE_SHARED:
+    CACHES["serving"]["LOCATION"] = "krm-serving"
+# Seconds a web process trusts the serving cache for what can change (`latest`, a signature).
+# Publishes and re-signs rewrite the entries, but only a shared cache (CACHE_URL) carries that to
+# the other processes: with the per-process default, 0 (ask the database every time).
+CATALOG_SERVING_CACHE_SECONDS = env_int(
+    "CATALOG_SERVING_CACHE_SECONDS", 300 if _CACHE_SHARED else 0
+)
 
 # Celery: with no broker configured, tasks run eagerly in the calling process.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="")
@@ -229,6 +242,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * CATALOG_MAX_BYTES
 # Seconds a client is told to wait (Retry-After) when the database is busy (SQLite write lock).
 DATABASE_BUSY_RETRY_AFTER = env_int("DATABASE_BUSY_RETRY_AFTER", 2)
 CATALOG_LATEST_MAX_AGE = env_int("CATALOG_LATEST_MAX_AGE", 60)
+# With nginx in front (deploy/nginx/) and local storage: the internal location prefix under which
+# nginx sends stored files itself (e.g. /_krm_media/, an alias of MEDIA_ROOT); the registry then
+# answers blob downloads with X-Accel-Redirect and no body. Empty: Django streams them.
+SERVE_X_ACCEL_REDIRECT = env("SERVE_X_ACCEL_REDIRECT", default="")
 
 
 def public_url_from_addr(addr: str) -> str:

@@ -16,7 +16,17 @@ from registry.settings.base import env
 SECRET_KEY = "test-only-secret-key"
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "serving": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "krm-serving",
+        "KEY_PREFIX": "krm-serving",
+    },
+}
+# One process serves and publishes: its memory cache sees every invalidation (tests/conftest.py
+# empties it after each test, whose database rows are rolled back).
+CATALOG_SERVING_CACHE_SECONDS = 300
 REGISTRY_PUBLIC_URL = "http://testserver"
 WHITENOISE_AUTOREFRESH = True
 

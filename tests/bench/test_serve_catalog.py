@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import importlib.util
+import re
 import shutil
 import sys
 import threading
@@ -110,3 +111,46 @@ def test_docker_registry_serves_the_pushed_blob_and_is_stopped(tmp_path):
     assert all(proc.poll() is not None for proc in started)
     with pytest.raises(httpx.TransportError):
         httpx.get(url, timeout=2)
+
+
+def test_nginx_site_renders_every_variable_and_refuses_a_missing_one(tmp_path):
+    values = {
+        "KRM_LISTEN": "127.0.0.1:8080",
+        "KRM_UPSTREAM": "127.0.0.1:8000",
+        "KRM_CACHE_DIR": str(tmp_path),
+        "KRM_LATEST_MICROCACHE": "1s",
+        "KRM_MEDIA_ROOT": str(tmp_path / "media"),
+    }
+    rendered = bench.render_nginx_site(values)
+    assert re.search(r"\$\{KRM_\w+\}", rendered) is None
+    assert "server 127.0.0.1:8000;" in rendered and "listen 127.0.0.1:8080;" in rendered
+    del values["KRM_UPSTREAM"]
+    with pytest.raises(
+        bench.BenchError, match=r"^krm-registry.conf.template needs values for KRM_UPSTREAM$"
+    ):
+        bench.render_nginx_site(values)
+
+
+BUSY_THEN_SLEEP = """
+import time
+end = time.process_time() + 0.3
+while time.process_time() < end:
+    pass
+time.sleep(60)
+"""
+
+
+def test_process_group_cpu_seconds_counts_a_busy_child():
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", BUSY_THEN_SLEEP], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30  # the machine may be busy with other work
+        while bench.process_group_cpu_seconds(proc.pid) < 0.3:
+            assert time.monotonic() < deadline, "the busy child's CPU time was not counted"
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert bench.process_group_cpu_seconds(proc.pid) == 0

@@ -1,4 +1,4 @@
-"""deploy/compose.yaml parses and runs the five services with the production settings."""
+"""deploy/compose.yaml parses and runs its six services (nginx in front), production settings."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ def command(service: dict) -> str:
     return cmd if isinstance(cmd, str) else " ".join(cmd)
 
 
-def test_five_services(compose):
-    assert set(compose["services"]) == {"web", "worker", "beat", "postgres", "redis"}
+def test_six_services(compose):
+    assert set(compose["services"]) == {"nginx", "web", "worker", "beat", "postgres", "redis"}
 
 
 def test_commands(compose):
@@ -51,7 +51,16 @@ def test_commands(compose):
     assert command(services["beat"]).startswith("celery -A registry beat")
     assert services["postgres"]["image"].startswith("postgres:")
     assert services["redis"]["image"].startswith("redis:")
-    assert services["web"]["ports"] == ["${WEB_PORT:-8000}:8000"]
+    # Published through nginx, which renders deploy/nginx/'s template and proxies to web.
+    assert "ports" not in services["web"]
+    assert services["nginx"]["ports"] == ["${WEB_PORT:-8000}:8080"]
+    nginx_env = services["nginx"]["environment"]
+    assert (nginx_env["KRM_UPSTREAM"], nginx_env["KRM_LISTEN"]) == ("web:8000", "8080")
+    template, target = services["nginx"]["volumes"][0].split(":")[:2]
+    assert (COMPOSE.parent / template).is_file()
+    assert target.startswith("/etc/nginx/templates/") and target.endswith(".template")
+    rendered = (COMPOSE.parent / template).read_text()
+    assert set(re.findall(r"\$\{(KRM_\w+)\}", rendered)) <= set(nginx_env)
 
 
 SECRETS = {"SECRET_KEY": "s3cret", "SIGNING_KEY_PEM": "-----BEGIN PRIVATE KEY-----"}

@@ -141,12 +141,15 @@ def test_changed_bytes_are_refused(published, tmp_path):
 
 def test_signature_by_another_key_is_refused(published, tmp_path):
     from catalogs.models import CatalogVersion
+    from catalogs.serving import serving_caches_clear
 
     url, key, key_id, ca_file, _files = published
     version = CatalogVersion.objects.get()
     other = ec.generate_private_key(ec.SECP256R1())
     forged = base64.b64encode(other.sign(bytes(version.content), ec.ECDSA(hashes.SHA256())))
     CatalogVersion.objects.filter(pk=version.pk).update(signature=forged.decode())
+    # Written behind the services' back: the serving cache still holds the published signature.
+    serving_caches_clear()
     app = _app(tmp_path)
     proc = _krm(
         app,

@@ -127,13 +127,15 @@ def s3_endpoint():
 
 
 @pytest.fixture
-def s3_storage(s3_endpoint, settings):
+def s3_storage(s3_endpoint, settings, tmp_path):
     """The default storage on a fresh bucket of the S3 server (as STORAGE_BACKEND=s3 sets it),
-    with the per-process content caches emptied so that every read goes to the store."""
+    with the per-process content caches emptied so that every read goes to the store, and an
+    empty MEDIA_ROOT of its own (tests check that nothing lands on local disk)."""
     from tests.s3_server import bucket_empty, new_bucket, s3_client, storage_options
 
     client = s3_client(s3_endpoint)
     bucket = new_bucket(client)
+    settings.MEDIA_ROOT = str(tmp_path / "media")
     settings.STORAGE_BACKEND = "s3"
     settings.STORAGES = {**settings.STORAGES, "default": storage_options(s3_endpoint, bucket)}
     _content_caches_clear()

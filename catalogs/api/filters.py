@@ -60,7 +60,8 @@ class FunctionVersionFilter(django_filters.FilterSet):
 
 class FunctionSearchFilter(FunctionVersionFilter):
     """Function search plus the trust and capability filters of the search page and
-    ``/api/v1/search/`` (checkboxes on the page; ``verified=on`` or ``true`` in a query)."""
+    ``/api/v1/search/`` (the page's checkboxes send ``verified=on``; the API takes ``true`` or
+    ``false`` only)."""
 
     verified = django_filters.BooleanFilter(
         field_name="catalog_version__catalog__publisher__verified",

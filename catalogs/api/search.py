@@ -102,13 +102,27 @@ _PARAMETERS = [
         description="relevance (the default with `q`), name (the default without), updated "
         "(newest catalog version first), catalogs (carried by the most catalogs first).",
     ),
-    OpenApiParameter("page", OpenApiTypes.INT, description="From 1."),
+    OpenApiParameter("page", {"type": "integer", "minimum": 1}, description="From 1."),
     OpenApiParameter(
         "page_size",
-        OpenApiTypes.INT,
+        {"type": "integer", "minimum": 1, "maximum": search.MAX_PAGE_SIZE},
         description=f"1 to {search.MAX_PAGE_SIZE}; {search.DEFAULT_PAGE_SIZE} by default.",
     ),
 ]
+# The trust and capability filters: the page's checkboxes send ``on``; the API takes JSON-style
+# booleans only, as its schema says, and refuses anything else.
+_BOOLEAN_FILTERS = ("verified", "network", "storage", "mirrored", "signed")
+
+
+def _strict_booleans(params: Any) -> None:
+    """400 for a boolean filter that is not ``true`` or ``false``."""
+    errors = {
+        name: [f"Must be true or false, not {params.get(name)!r}."]
+        for name in _BOOLEAN_FILTERS
+        if name in params and params.get(name) not in ("true", "false")
+    }
+    if errors:
+        raise ValidationError(errors)
 
 
 def _page_url(request: Request, number: int) -> str:
@@ -138,6 +152,7 @@ class FunctionSearchView(GenericAPIView):
     )
     def get(self, request: Request) -> Response:
         params = request.query_params
+        _strict_booleans(params)
         flt = FunctionSearchFilter(params, queryset=self.get_queryset())
         if not flt.is_valid():
             raise ValidationError(flt.errors)

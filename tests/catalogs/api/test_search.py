@@ -94,6 +94,15 @@ def test_facets_and_page_links(registry):
         ("?page=0", 400, {"page": ["There is no page 0; pages start at 1."]}),
         ("?page=9", 404, {"detail": "There is no page 9: the results fill 1 page."}),
         ("?q=zzz&page=2", 404, {"detail": "There is no page 2: nothing matches."}),
+        ("?verified=on", 400, {"verified": ["Must be true or false, not 'on'."]}),
+        (
+            "?signed=&network=1",
+            400,
+            {
+                "network": ["Must be true or false, not '1'."],
+                "signed": ["Must be true or false, not ''."],
+            },
+        ),
         (
             "?runtime=wasm",
             400,
@@ -113,4 +122,7 @@ def test_the_schema_documents_the_search(client):
         params
     )
     assert set(params["sort"]["schema"]["enum"]) == {"relevance", "name", "updated", "catalogs"}
+    assert params["page"]["schema"] == {"type": "integer", "minimum": 1}
+    assert params["page_size"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 30}
+    assert params["verified"]["schema"] == {"type": "boolean"}
     assert {"200", "400", "404"} <= set(operation["responses"])

@@ -11,6 +11,7 @@ does not (Django's runserver).
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
@@ -19,6 +20,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from catalogs.api.handlers import database_busy_body, database_is_busy
 from catalogs.api.parsers import request_max_bytes
+from catalogs.exceptions import StorageError
+
+logger = logging.getLogger(__name__)
 
 _CHUNK = 64 * 1024
 
@@ -82,10 +86,13 @@ class RequestBodyLimitMiddleware:
         return None
 
 
-class DatabaseBusyMiddleware:
-    """Answer 503 with Retry-After, never 500, when a web page cannot get the write lock.
+class UnavailableMiddleware:
+    """Answer 503, never 500, when a page or a served file cannot be had for now: the write lock
+    is held (with Retry-After), or the object store cannot give bytes a row records (logged for
+    the operator: a missing object is lost data, not a passing fault).
 
-    The API maps the same error in catalogs.api.handlers; this covers the web pages.
+    The API maps the same errors in catalogs.api.handlers; this covers the web pages, the catalog
+    URLs and the OCI endpoint.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
@@ -95,12 +102,18 @@ class DatabaseBusyMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not database_is_busy(exception):
+        retry_after: int | None = None
+        if database_is_busy(exception):
+            body = database_busy_body()
+            retry_after = settings.DATABASE_BUSY_RETRY_AFTER
+        elif isinstance(exception, StorageError):
+            logger.error("object store: %s (%s %s)", exception, request.method, request.path)
+            body = {"detail": f"Stored content is unavailable: {exception}"}
+        else:
             return None
-        response: HttpResponse = JsonResponse(database_busy_body(), status=503)
+        response: HttpResponse = JsonResponse(body, status=503)
         if "text/html" in request.headers.get("Accept", ""):
-            response = HttpResponse(
-                database_busy_body()["detail"], status=503, content_type="text/plain"
-            )
-        response["Retry-After"] = str(settings.DATABASE_BUSY_RETRY_AFTER)
+            response = HttpResponse(body["detail"], status=503, content_type="text/plain")
+        if retry_after is not None:
+            response["Retry-After"] = str(retry_after)
         return response

@@ -90,5 +90,11 @@ class DeniedError(OciError):
     code, status = "DENIED", 403
 
 
+class UnavailableError(OciError):
+    """The object store refused or lost bytes (as Docker's distribution registry names it)."""
+
+    code, status = "UNAVAILABLE", 503
+
+
 class UnsupportedError(OciError):
     code, status = "UNSUPPORTED", 405

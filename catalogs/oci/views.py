@@ -7,6 +7,7 @@ spec's error format; HEAD answers carry the GET headers and no body.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable
 from functools import wraps
@@ -20,7 +21,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
-from catalogs.exceptions import NotAllowedError, NotFoundError, RegistryError
+from catalogs.exceptions import NotAllowedError, NotFoundError, RegistryError, StorageError
 from catalogs.oci import manifests as m
 from catalogs.oci import selectors, services
 from catalogs.oci.auth import Identity, challenge, identity_from_request, oci_token_issue
@@ -38,6 +39,7 @@ from catalogs.oci.errors import (
     OciError,
     SizeInvalidError,
     UnauthorizedError,
+    UnavailableError,
     UnsupportedError,
 )
 from catalogs.oci.models import OciUpload
@@ -46,6 +48,8 @@ from catalogs.serving import serving_stored_file
 API_VERSION = ("Docker-Distribution-API-Version", "registry/2.0")
 NAME_RE = re.compile(r"^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$")
 _ANY_NAME = re.compile(r"^[-\w.]+/[-\w.]+$")
+
+logger = logging.getLogger(__name__)
 
 
 def _error_response(request: HttpRequest, error: OciError, repository: str = "") -> HttpResponse:
@@ -78,6 +82,9 @@ def oci_view(method_handlers: dict[str, Callable[..., HttpResponse]]) -> Callabl
             return _error_response(request, DeniedError(exc.message), repository)
         except NotFoundError as exc:
             return _error_response(request, NameUnknownError(exc.message), repository)
+        except StorageError as exc:
+            logger.error("object store: %s (%s %s)", exc, request.method, request.path)
+            return _error_response(request, UnavailableError(exc.message), repository)
         except RegistryError as exc:
             return _error_response(request, ManifestInvalidError(exc.message), repository)
         response[API_VERSION[0]] = API_VERSION[1]

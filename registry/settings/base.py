@@ -65,7 +65,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "catalogs.middleware.DatabaseBusyMiddleware",
+    "catalogs.middleware.UnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "registry.urls"

@@ -245,3 +245,32 @@ def test_local_storage_writes_content_addressed_files_under_media_root(settings,
     assert sorted(p.name for p in (tmp_path / "blobs" / "sha256").iterdir()) == [digest[7:]]
     with pytest.raises(StorageError, match="does not match its digest"):
         blobstore.blob_put(content=b"other", digest=digest)
+
+
+def test_an_object_lost_from_the_store_is_a_503_that_says_so_not_a_500(
+    s3_storage, api, catalog, client, caplog
+):
+    """The row says the bytes exist, the store has lost them: the catalog URL and the OCI
+    endpoint answer 503 naming the digest, and the operator finds it in the log."""
+    from catalogs import serving
+
+    s3, bucket = s3_storage
+    assert _publish(api, ("example.co", "SetLabels", "v1")).status_code == 201
+    version = CatalogVersion.objects.get()
+    s3.delete_object(Bucket=bucket, Key=_key(version.digest))
+    _fresh_reads()
+    serving.serving_caches_clear()
+
+    pinned = client.get(f"/c/example-co/functions/sha256/{version.digest[7:]}/catalog.yaml")
+    assert pinned.status_code == 503
+    assert pinned.json() == {
+        "detail": "Stored content is unavailable: "
+        f"{version.digest} is recorded but missing from the object store."
+    }
+    assert f"{version.digest} is recorded but missing from the object store" in caplog.text
+    page = client.get(LATEST, HTTP_ACCEPT="text/html")
+    assert page.status_code == 503 and page["Content-Type"].startswith("text/plain")
+    layer = client.get(f"{REPO}/blobs/{version.digest}")
+    assert layer.status_code == 503
+    [error] = layer.json()["errors"]
+    assert error["code"] == "UNAVAILABLE" and version.digest in error["message"]

@@ -1,0 +1,324 @@
+"""The fast path for reading YAML: rapidyaml parses, emits JSON, and ``json`` builds the objects.
+
+PyYAML's C composer makes a Python node object per scalar and collection; on large streams
+(CRDs of several MB) that is most of a build's time. rapidyaml (``ryml``) parses into a C++
+tree and writes it out as JSON in C++; ``json.loads`` turns that into dicts and lists in C.
+The result must be exactly what ``yamlio``'s PyYAML path makes (go-yaml v3 core-schema typing,
+``ImplicitNullMap`` for ``key:`` with no value, the same errors), so this path only answers
+where it can prove it agrees, and returns ``None`` (read it with PyYAML) everywhere else:
+
+- Text it does not read the same way: tabs, carriage returns, characters libyaml refuses or
+  treats as line breaks, directives, anchors, aliases, tags, merge keys, explicit or
+  collection keys, simple keys libyaml finds too long, reserved indicators.
+- Plain scalars ryml's JSON types differently from go-yaml v3 (``~``, ``True``, ``0x1F``,
+  ``0644``, ``1_000``, ``.inf``, a key ``1.0``): every token that could be one is found with a
+  regular expression and compared, once per distinct token, against both readers.
+- Anything ryml or ``json`` rejects (so syntax errors keep PyYAML's messages), duplicate keys,
+  documents nested deeper than ryml's emitter allows (64 levels, below ``MAX_DEPTH``).
+
+Which map values were written with nothing after the colon is read off ryml's tree (its
+``VALNIL`` flag), only when the JSON holds a null map value at all.
+
+``KRM_YAML_FAST=0`` turns the path off (to compare, or to rule it out when debugging).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from orchestrator.resource import ImplicitNullMap
+
+ENV = "KRM_YAML_FAST"
+MIN_CHARS = 128 * 1024  # below this, until ryml is loaded, PyYAML is as quick as importing it
+SMALL_CHARS = 2048  # below this PyYAML is quicker even with ryml loaded
+
+_ryml: Any = None  # the ryml module, once imported
+last_reason = ""  # why the last text was left to PyYAML (for tests and debugging)
+
+
+class _Undecided(Exception):
+    """The fast path cannot vouch for this text: read it with PyYAML."""
+
+
+# Characters libyaml accepts and reads like ryml does (no tab, CR, NEL, LS, PS, BOM inside).
+_UNSAFE_CHAR = re.compile(
+    "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
+_UNSAFE_ASCII = re.compile("[^\n\x20-\x7e]")
+# Words and numbers whose plain-scalar typing may differ between the two readers (as values
+# or keys). Over-inclusive: also found inside longer scalars and quoted ones.
+_TOKEN = re.compile(
+    r"[\s\[{,:?\-]"
+    r"([-+]?(?:[0-9.][0-9A-Za-z_.+\-]*|inf|infinity|nan)|~|null|Null|NULL|True|TRUE|False|FALSE)"
+    r"(?=[\s,\[\]{}:]|\Z)"
+)
+# The same tokens as ryml's JSON shows them: whole strings (values or keys) and bare numbers.
+_JSON_TOKEN = re.compile(r'"[-+0-9.~nNTFi][0-9A-Za-z_.+\-]*"|[\[ ,:][-+0-9.][0-9A-Za-z_.+\-]*')
+_LONG_LINE = re.compile(r"\n[^\n]{1000}")
+_KEY_COLON = re.compile(r":(?=[\s,\[\]{}]|\Z)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+# token -> where the two readers disagree on it (see _disagreement)
+_DISAGREE: dict[str, tuple[str | None, str | None]] = {}
+
+
+def wanted(text: str) -> bool:
+    """Whether to try the fast path on ``text``: large enough to pay off, and not turned off.
+
+    ``KRM_YAML_FAST=0`` turns it off, ``KRM_YAML_FAST=always`` tries it on any size (tests).
+    """
+    n = len(text)
+    if n < SMALL_CHARS or (n < MIN_CHARS and _ryml is None):
+        return os.environ.get(ENV) == "always"
+    return os.environ.get(ENV) != "0"
+
+
+def _import_ryml() -> Any:
+    global _ryml
+    if _ryml is None:
+        import ryml  # type: ignore[import-untyped]
+
+        _ryml = ryml
+    return _ryml
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null: ryml prints its parse errors there before raising.
+
+    Only used while this is the process's only thread (checked by the caller), so no other
+    thread's output can be lost.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def _check_text(text: str) -> None:
+    """Raise _Undecided for text this path may read differently from libyaml."""
+    if "<<" in text:
+        raise _Undecided("merge key")
+    bad = _UNSAFE_ASCII if text.isascii() else _UNSAFE_CHAR
+    if bad.search(text):
+        raise _Undecided("character")
+    if text.startswith("%") or "\n%" in text:
+        raise _Undecided("directive")
+    if text[:1000].find("\n") < 0 and len(text) >= 1000 or _LONG_LINE.search(text):
+        for line in text.split("\n"):
+            # libyaml refuses a simple key whose ':' comes 1024 or more characters after it.
+            if len(line) >= 1000 and _KEY_COLON.search(line, 1000) is not None:
+                raise _Undecided("long key")
+
+
+def _tokens(text: str, pattern: re.Pattern[str] | None = None) -> set[str]:
+    """The distinct matches of ``pattern`` (_TOKEN) in ``text``, at whitespace speed.
+
+    The patterns look one character to each side, and whitespace counts as a boundary, so
+    matching the text's distinct whitespace-separated words, joined by spaces, finds the same.
+    """
+    words = " ".join(set(text.split()))
+    return set((pattern or _TOKEN).findall(" " + words + " "))
+
+
+def _maybe_tag(text: str) -> bool:
+    """Whether a ``!`` stands where a tag may (over-inclusive); the tree then tells."""
+    i = text.find("!")
+    while i >= 0:
+        if i == 0 or text[i - 1] in " \n[{,":
+            return True
+        i = text.find("!", i + 1)
+    return False
+
+
+def _disagreement(token: str, v3: Callable[[str], Any]) -> tuple[str | None, str | None]:
+    """Where ryml's JSON and go-yaml v3 typing differ on a plain ``token``, and how it shows.
+
+    Returns the JSON ryml writes for ``token`` as a value (when json would read it as something
+    else than v3 typing gives, and read it at all: invalid JSON fails the load anyway) and the
+    key ryml writes for it (when yamlio would use another key). ``(None, None)`` when they agree.
+    """
+    hit = _DISAGREE.get(token)
+    if hit is not None:
+        return hit
+    ryml = _ryml
+    value_json = ryml.emit_json(ryml.parse_in_arena(f"[{token}]".encode()))[1:-1]
+    key_json = ryml.emit_json(ryml.parse_in_arena(f"{{{token}: 0}}".encode()))[1:-4]
+    mine = v3(token)
+    bad_value: str | None = None
+    try:
+        value = json.loads(value_json, parse_constant=_reject)
+    except (_Undecided, ValueError):
+        pass
+    else:
+        same = type(value) is type(mine) and (value == mine or (value != value and mine != mine))
+        bad_value = None if same else value_json
+    key = json.loads(key_json)
+    from orchestrator.yamlio import scalar_text
+
+    result = (bad_value, None if key == scalar_text(mine) else key)
+    if len(_DISAGREE) < 10000:
+        _DISAGREE[token] = result
+    return result
+
+
+def _reject(name: str) -> Any:
+    raise _Undecided
+
+
+def _pairs_checking(bad_keys: frozenset[str]) -> Callable[[list[tuple[str, Any]]], Any]:
+    """json's object hook: a dict, refusing duplicate keys and keys ryml may have misread."""
+
+    def pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            raise _Undecided("duplicate key")  # PyYAML says where
+        if bad_keys and not bad_keys.isdisjoint(d):
+            raise _Undecided("key typing")
+        return d
+
+    return pairs
+
+
+def load_docs(text: str, data: bytes | None, v3: Callable[[str], Any]) -> list[Any] | None:
+    """The non-empty documents of ``text`` as yamlio makes them, or None to use PyYAML.
+
+    ``data`` is ``text`` as UTF-8 when the caller has it (saves encoding it again); ``v3``
+    gives the value go-yaml v3 typing gives a plain scalar.
+    """
+    global last_reason
+    if threading.active_count() != 1:
+        last_reason = "threads"
+        return None
+    try:
+        _check_text(text)
+        ryml = _import_ryml()
+        with _quiet_stderr():
+            bad_values: set[str] = set()
+            bad_keys: set[str] = set()
+            for token in _tokens(text):
+                value, key = _disagreement(token, v3)
+                if value is not None:
+                    bad_values.add(value)
+                if key is not None:
+                    bad_keys.add(key)
+            tree = ryml.parse_in_arena(text.encode("utf-8") if data is None else data)
+            js = ryml.emit_json(tree)
+        if js is None:
+            raise _Undecided("empty")
+        _check_json(js, text, bad_values)
+        nulls = '": null' in js
+        implicit = _scan_tree(tree, ryml, nulls) if nulls or _maybe_tag(text) else {}
+        hook = _pairs_checking(frozenset(bad_keys))
+        root = json.loads(js, object_pairs_hook=hook, parse_constant=_reject, strict=False)
+        docs = root if tree.is_stream(tree.root_id()) else [root]
+        if implicit:
+            _mark_implicit_nulls(tree, docs, implicit)
+    except (_Undecided, ValueError, RecursionError) as exc:
+        last_reason = f"{type(exc).__name__}: {exc}"
+        return None
+    except Exception as exc:
+        if type(exc).__module__.startswith("ryml"):
+            last_reason = f"ryml: {type(exc).__name__}"
+            return None
+        raise
+    last_reason = ""
+    return [d for d in docs if d is not None]
+
+
+def _check_json(js: str, text: str, bad_values: set[str]) -> None:
+    """Raise _Undecided when ryml's JSON shows something PyYAML may read differently."""
+    # An alias shows as "*name"; a plain scalar starting with @ or ` is an error for libyaml.
+    for start in ('"*', '"@', '"`'):
+        i = js.find(start)
+        while i >= 0:
+            if js[i - 1] != "\\":  # not an escaped quote inside a string: a string's start
+                raise _Undecided("alias or reserved indicator")
+            i = js.find(start, i + 1)
+    # Keys ryml rewrites even when quoted (nan and inf spellings).
+    if '".nan": ' in js or '".inf": ' in js or '"-.inf": ' in js:
+        raise _Undecided("nan or inf key")
+    if len(bad_values) <= 16:
+        seen = {v for v in bad_values if v in js}
+    else:
+        found = _tokens(js, _JSON_TOKEN)
+        seen = bad_values.intersection(m[1:] if m[0] in "[ ,:" else m for m in found)
+    if seen:
+        raise _Undecided(f"scalar {min(seen)}")
+    if "\\" in text and not js.isascii() and _SURROGATE.search(js):
+        raise _Undecided("surrogate")  # an escaped lone surrogate
+
+
+def _scan_tree(tree: Any, ryml: Any, nulls: bool) -> dict[int, list[str]]:
+    """Map nodes holding ``key:`` (no value) -> those keys; _Undecided when a tag is used."""
+    tags = ryml.KEYTAG | ryml.VALTAG
+    has_any = ryml._ryml.Tree_type_has_any  # the C functions: no Python frame per node
+    found: dict[int, list[str]] = {}
+    if not nulls:
+        for node in range(tree.size()):
+            if has_any(tree, node, tags):
+                raise _Undecided("tag")
+        return found
+    valnil, keyval = ryml.VALNIL, ryml.KEYVAL
+    has_all = ryml._ryml.Tree_type_has_all
+    for node in range(tree.size()):
+        if has_any(tree, node, tags | valnil):
+            if has_any(tree, node, tags):
+                raise _Undecided("tag")
+            if has_all(tree, node, keyval):
+                parent = tree.parent(node)
+                found.setdefault(parent, []).append(bytes(tree.key(node)).decode("utf-8"))
+    return found
+
+
+def _mark_implicit_nulls(tree: Any, docs: list[Any], found: dict[int, list[str]]) -> None:
+    """Turn maps with ``key:`` (no value) into ImplicitNullMaps, as yamlio's constructor does."""
+    stream = tree.is_stream(tree.root_id())
+    for parent, keys in found.items():
+        path = _path(tree, parent, stream)
+        holder: Any = docs
+        step: Any = path[0]
+        for nxt in path[1:]:
+            holder = holder[step]
+            step = nxt
+        current = holder[step]
+        if tree.is_flow(parent):
+            for k in keys:
+                current[k] = ""
+        holder[step] = ImplicitNullMap(current, frozenset(keys))
+
+
+def _path(tree: Any, node: int, stream: bool) -> list[Any]:
+    """Keys and indexes from the document list down to ``node``."""
+    steps: list[Any] = []
+    while True:
+        parent = tree.parent(node)
+        if parent == ryml_none():
+            break
+        if tree.is_map(parent):
+            steps.append(bytes(tree.key(node)).decode("utf-8"))
+        else:
+            steps.append(tree.child_pos(parent, node))
+        node = parent
+    if not stream:
+        steps.append(0)
+    steps.reverse()
+    return steps
+
+
+def ryml_none() -> int:
+    """ryml's "no node" id."""
+    return int(_ryml.NONE)

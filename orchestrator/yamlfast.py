@@ -59,10 +59,26 @@ _TOKEN = re.compile(
     r"([-+]?(?:[0-9.][0-9A-Za-z_.+\-]*|inf|infinity|nan)|~|null|Null|NULL|True|TRUE|False|FALSE)"
     r"(?=[\s,\[\]{}:]|\Z)"
 )
-# The same tokens as ryml's JSON shows them: whole strings (values or keys) and bare numbers.
-_JSON_TOKEN = re.compile(r'"[-+0-9.~nNTFi][0-9A-Za-z_.+\-]*"|[\[ ,:][-+0-9.][0-9A-Za-z_.+\-]*')
 _LONG_LINE = re.compile(r"\n[^\n]{1000}")
 _KEY_COLON = re.compile(r":(?=[\s,\[\]{}]|\Z)")
+# Text libyaml refuses where ryml reads on (over-inclusive): ':' right before a flow indicator;
+# '?' or ':' starting a flow entry or a value; a line starting with ':' after one with a flow
+# collection (a flow key over two lines); a block scalar header with more than indicators and a
+# comment; a quote and ':' (checked further: a quoted key over several lines).
+_FLOW_COLON = re.compile(r":[,?\[\]{}]")
+_FLOW_ENTRY = re.compile(r"[\[{,] *[?:]")
+_VALUE_START = re.compile(r": +[?:]\S")
+_LINE_START = re.compile(r"\n( *[:|>][^\n]*)")
+_FLOW_KEY_LINES = re.compile(r"[{\[][^\n]*\n *:[ \n]")
+_HEADER = r"[|>](?!(?:[-+][1-9]?|[1-9][-+]?)?(?: +#[^\n]*| *)(?:\n|\Z))"
+_BAD_HEADER = re.compile(r"[:?-] +" + _HEADER)
+_BAD_HEADER_LINES = re.compile(r"[:?-] *\n *" + _HEADER)
+_QUOTE_COLON = re.compile(r"['\"] *:[ \n]")
+# In ryml's JSON: a string starting with a character no plain scalar may start with in libyaml
+# (it came from a quoted scalar, or from text libyaml refuses); aliases, anchors and tags are
+# found in the tree (_scan_tree).
+_INDICATOR_START = re.compile(r'"[@`#|>%]')
+_CLOSER_START = tuple(a + '"' + b for a in "[, \n" for b in "]},")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 # token -> where the two readers disagree on it (see _disagreement)
@@ -108,39 +124,71 @@ def _quiet_stderr() -> Iterator[None]:
         os.close(null)
 
 
-def _check_text(text: str) -> None:
-    """Raise _Undecided for text this path may read differently from libyaml."""
-    if "<<" in text:
+def _lines(text: str) -> str:
+    """The distinct lines of ``text`` joined by newlines (large manifests repeat most lines)."""
+    return "\n" + "\n".join(set(text.split("\n"))) + "\n"
+
+
+def _check_text(text: str, lines: str) -> None:
+    """Raise _Undecided for text this path may read differently from libyaml.
+
+    ``lines`` is _lines(text): the checks that look within one line run on it.
+    """
+    if not text.endswith("\n"):
+        # A block scalar on the last line: libyaml keeps no line break there, ryml adds one.
+        raise _Undecided("no final line break")
+    if text.startswith(("|", ">", "...")):
+        raise _Undecided("block scalar or document end at the start")
+    if "<<" in lines:
         raise _Undecided("merge key")
-    bad = _UNSAFE_ASCII if text.isascii() else _UNSAFE_CHAR
-    if bad.search(text):
+    if (_UNSAFE_ASCII if lines.isascii() else _UNSAFE_CHAR).search(lines):
         raise _Undecided("character")
-    if text.startswith("%") or "\n%" in text:
+    if "\n%" in lines:
         raise _Undecided("directive")
-    if text[:1000].find("\n") < 0 and len(text) >= 1000 or _LONG_LINE.search(text):
-        for line in text.split("\n"):
+    if "\n..." in lines:
+        raise _Undecided("document end")  # libyaml wants a "---" after it, ryml does not
+    for pattern in (_FLOW_COLON, _FLOW_ENTRY, _VALUE_START, _BAD_HEADER):
+        if pattern.search(lines):
+            raise _Undecided(f"text libyaml refuses ({pattern.pattern})")
+    for line in _LINE_START.findall(lines):
+        # The two-line checks, for each place such a line is (CEL rules often start with ':').
+        needle = "\n" + line + "\n"
+        i = text.find(needle)
+        while i >= 0:
+            pair = text[text.rfind("\n", 0, i) + 1 : i] + needle
+            for pattern in (_FLOW_KEY_LINES, _BAD_HEADER_LINES):
+                if pattern.search(pair):
+                    raise _Undecided(f"text libyaml refuses ({pattern.pattern})")
+            i = text.find(needle, i + 1)
+    for m in _QUOTE_COLON.finditer(lines):
+        start = m.start()
+        line = lines.rfind("\n", 0, start) + 1
+        if "'" not in lines[line:start] and '"' not in lines[line:start]:
+            raise _Undecided("quoted key over several lines")
+    if _LONG_LINE.search(lines):
+        for line in lines.split("\n"):
             # libyaml refuses a simple key whose ':' comes 1024 or more characters after it.
             if len(line) >= 1000 and _KEY_COLON.search(line, 1000) is not None:
                 raise _Undecided("long key")
 
 
-def _tokens(text: str, pattern: re.Pattern[str] | None = None) -> set[str]:
-    """The distinct matches of ``pattern`` (_TOKEN) in ``text``, at whitespace speed.
+def _tokens(lines: str) -> set[str]:
+    """The distinct _TOKEN matches in ``lines``, at whitespace speed.
 
-    The patterns look one character to each side, and whitespace counts as a boundary, so
-    matching the text's distinct whitespace-separated words, joined by spaces, finds the same.
+    _TOKEN looks one character to each side, and whitespace counts as a boundary, so matching
+    the distinct whitespace-separated words, joined by spaces, finds the same tokens.
     """
-    words = " ".join(set(text.split()))
-    return set((pattern or _TOKEN).findall(" " + words + " "))
+    return set(_TOKEN.findall(" " + " ".join(set(lines.split())) + " "))
 
 
-def _maybe_tag(text: str) -> bool:
-    """Whether a ``!`` stands where a tag may (over-inclusive); the tree then tells."""
-    i = text.find("!")
-    while i >= 0:
-        if i == 0 or text[i - 1] in " \n[{,":
-            return True
-        i = text.find("!", i + 1)
+def _maybe_property(lines: str) -> bool:
+    """Whether a ``!``, ``&`` or ``*`` stands where a tag, anchor or alias may (over-inclusive)."""
+    for char in "!&*":
+        i = lines.find(char)
+        while i >= 0:
+            if lines[i - 1] in " \n[{,":
+                return True
+            i = lines.find(char, i + 1)
     return False
 
 
@@ -204,12 +252,13 @@ def load_docs(text: str, data: bytes | None, v3: Callable[[str], Any]) -> list[A
         last_reason = "threads"
         return None
     try:
-        _check_text(text)
+        lines = _lines(text)
+        _check_text(text, lines)
         ryml = _import_ryml()
         with _quiet_stderr():
             bad_values: set[str] = set()
             bad_keys: set[str] = set()
-            for token in _tokens(text):
+            for token in _tokens(lines):
                 value, key = _disagreement(token, v3)
                 if value is not None:
                     bad_values.add(value)
@@ -221,7 +270,7 @@ def load_docs(text: str, data: bytes | None, v3: Callable[[str], Any]) -> list[A
             raise _Undecided("empty")
         _check_json(js, text, bad_values)
         nulls = '": null' in js
-        implicit = _scan_tree(tree, ryml, nulls) if nulls or _maybe_tag(text) else {}
+        implicit = _scan_tree(tree, ryml, nulls) if nulls or _maybe_property(lines) else {}
         hook = _pairs_checking(frozenset(bad_keys))
         root = json.loads(js, object_pairs_hook=hook, parse_constant=_reject, strict=False)
         docs = root if tree.is_stream(tree.root_id()) else [root]
@@ -241,43 +290,44 @@ def load_docs(text: str, data: bytes | None, v3: Callable[[str], Any]) -> list[A
 
 def _check_json(js: str, text: str, bad_values: set[str]) -> None:
     """Raise _Undecided when ryml's JSON shows something PyYAML may read differently."""
-    # An alias shows as "*name"; a plain scalar starting with @ or ` is an error for libyaml.
-    for start in ('"*', '"@', '"`'):
-        i = js.find(start)
-        while i >= 0:
-            if js[i - 1] != "\\":  # not an escaped quote inside a string: a string's start
-                raise _Undecided("alias or reserved indicator")
-            i = js.find(start, i + 1)
-    # Keys ryml rewrites even when quoted (nan and inf spellings).
-    if '".nan": ' in js or '".inf": ' in js or '"-.inf": ' in js:
-        raise _Undecided("nan or inf key")
-    if len(bad_values) <= 16:
-        seen = {v for v in bad_values if v in js}
-    else:
-        found = _tokens(js, _JSON_TOKEN)
-        seen = bad_values.intersection(m[1:] if m[0] in "[ ,:" else m for m in found)
-    if seen:
-        raise _Undecided(f"scalar {min(seen)}")
-    if "\\" in text and not js.isascii() and _SURROGATE.search(js):
+    if js[:2] in ('"]', '"}', '",'):
+        raise _Undecided(f"string starting with {js[1]}")
+    # JSON strings hold no line break: the checks run on the distinct lines.
+    lines = _lines(js)
+    for m in _INDICATOR_START.finditer(lines):
+        if lines[m.start() - 1] != "\\":  # a string's start, not an escaped quote inside one
+            raise _Undecided(f"string starting with {m.group()[1]}")
+    for start in _CLOSER_START:
+        if start in lines:
+            raise _Undecided(f"string starting with {start[2]}")
+    # Keys ryml rewrites even when quoted (nan and inf spellings), and empty keys (libyaml
+    # refuses ``: value``; ryml reads a null key).
+    for key in ('".nan": ', '".inf": ', '"-.inf": ', '"": '):
+        if key in lines:
+            raise _Undecided(f"key {key}")
+    for value in bad_values:
+        if value in lines:
+            raise _Undecided(f"scalar {value}")
+    if "\\" in text and not lines.isascii() and _SURROGATE.search(lines):
         raise _Undecided("surrogate")  # an escaped lone surrogate
 
 
 def _scan_tree(tree: Any, ryml: Any, nulls: bool) -> dict[int, list[str]]:
-    """Map nodes holding ``key:`` (no value) -> those keys; _Undecided when a tag is used."""
-    tags = ryml.KEYTAG | ryml.VALTAG
+    """Map nodes holding ``key:`` (no value) -> those keys; _Undecided for a tag, anchor, alias."""
+    tags = ryml.KEYTAG | ryml.VALTAG | ryml.KEYANCH | ryml.VALANCH | ryml.KEYREF | ryml.VALREF
     has_any = ryml._ryml.Tree_type_has_any  # the C functions: no Python frame per node
     found: dict[int, list[str]] = {}
     if not nulls:
         for node in range(tree.size()):
             if has_any(tree, node, tags):
-                raise _Undecided("tag")
+                raise _Undecided("tag, anchor or alias")
         return found
     valnil, keyval = ryml.VALNIL, ryml.KEYVAL
     has_all = ryml._ryml.Tree_type_has_all
     for node in range(tree.size()):
         if has_any(tree, node, tags | valnil):
             if has_any(tree, node, tags):
-                raise _Undecided("tag")
+                raise _Undecided("tag, anchor or alias")
             if has_all(tree, node, keyval):
                 parent = tree.parent(node)
                 found.setdefault(parent, []).append(bytes(tree.key(node)).decode("utf-8"))

@@ -21,8 +21,8 @@ from typing import Any
 import yaml
 from yaml._yaml import CEmitter
 
-from orchestrator.errors import YamlError
 from orchestrator import yamlfast
+from orchestrator.errors import YamlError
 from orchestrator.resource import ImplicitNullMap
 from orchestrator.yamllimits import check_text, decode_error
 

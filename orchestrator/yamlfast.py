@@ -109,9 +109,12 @@ def _import_ryml() -> Any:
 def _quiet_stderr() -> Iterator[None]:
     """Send file descriptor 2 to /dev/null: ryml prints its parse errors there before raising.
 
-    Only used while this is the process's only thread (checked by the caller), so no other
-    thread's output can be lost.
+    Only while this is the process's only thread (as in ``krm``), so no other thread's output
+    can be lost; with other threads running (a web server), a parse error leaves ryml's message.
     """
+    if threading.active_count() != 1:
+        yield
+        return
     sys.stderr.flush()
     saved = os.dup(2)
     null = os.open(os.devnull, os.O_WRONLY)
@@ -248,9 +251,6 @@ def load_docs(text: str, data: bytes | None, v3: Callable[[str], Any]) -> list[A
     gives the value go-yaml v3 typing gives a plain scalar.
     """
     global last_reason
-    if threading.active_count() != 1:
-        last_reason = "threads"
-        return None
     try:
         lines = _lines(text)
         _check_text(text, lines)

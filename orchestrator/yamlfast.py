@@ -24,11 +24,9 @@ Which map values were written with nothing after the colon is read off ryml's tr
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -43,43 +41,67 @@ _ryml: Any = None  # the ryml module, once imported
 last_reason = ""  # why the last text was left to PyYAML (for tests and debugging)
 
 
+class _Lazy:
+    """A regular expression compiled when first used: importing this module stays quick."""
+
+    __slots__ = ("pattern", "_compiled")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def _get(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern)
+        return self._compiled
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self._get().search(text, pos)
+
+    def findall(self, text: str) -> list[Any]:
+        return self._get().findall(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self._get().finditer(text)
+
+
 class _Undecided(Exception):
     """The fast path cannot vouch for this text: read it with PyYAML."""
 
 
 # Characters libyaml accepts and reads like ryml does (no tab, CR, NEL, LS, PS, BOM inside).
-_UNSAFE_CHAR = re.compile(
+_UNSAFE_CHAR = _Lazy(
     "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
 )
-_UNSAFE_ASCII = re.compile("[^\n\x20-\x7e]")
+_UNSAFE_ASCII = _Lazy("[^\n\x20-\x7e]")
 # Words and numbers whose plain-scalar typing may differ between the two readers (as values
 # or keys). Over-inclusive: also found inside longer scalars and quoted ones.
-_TOKEN = re.compile(
+_TOKEN = _Lazy(
     r"[\s\[{,:?\-]"
     r"([-+]?(?:[0-9.][0-9A-Za-z_.+\-]*|inf|infinity|nan)|~|null|Null|NULL|True|TRUE|False|FALSE)"
     r"(?=[\s,\[\]{}:]|\Z)"
 )
-_LONG_LINE = re.compile(r"\n[^\n]{1000}")
-_KEY_COLON = re.compile(r":(?=[\s,\[\]{}]|\Z)")
+_LONG_LINE = _Lazy(r"\n[^\n]{1000}")
+_KEY_COLON = _Lazy(r":(?=[\s,\[\]{}]|\Z)")
 # Text libyaml refuses where ryml reads on (over-inclusive): ':' right before a flow indicator;
 # '?' or ':' starting a flow entry or a value; a line starting with ':' after one with a flow
 # collection (a flow key over two lines); a block scalar header with more than indicators and a
 # comment; a quote and ':' (checked further: a quoted key over several lines).
-_FLOW_COLON = re.compile(r":[,?\[\]{}]")
-_FLOW_ENTRY = re.compile(r"[\[{,] *[?:]")
-_VALUE_START = re.compile(r": +[?:]\S")
-_LINE_START = re.compile(r"\n( *[:|>][^\n]*)")
-_FLOW_KEY_LINES = re.compile(r"[{\[][^\n]*\n *:[ \n]")
+_FLOW_COLON = _Lazy(r":[,?\[\]{}]")
+_FLOW_ENTRY = _Lazy(r"[\[{,] *[?:]")
+_VALUE_START = _Lazy(r": +[?:]\S")
+_LINE_START = _Lazy(r"\n( *[:|>][^\n]*)")
+_FLOW_KEY_LINES = _Lazy(r"[{\[][^\n]*\n *:[ \n]")
 _HEADER = r"[|>](?!(?:[-+][1-9]?|[1-9][-+]?)?(?: +#[^\n]*| *)(?:\n|\Z))"
-_BAD_HEADER = re.compile(r"[:?-] +" + _HEADER)
-_BAD_HEADER_LINES = re.compile(r"[:?-] *\n *" + _HEADER)
-_QUOTE_COLON = re.compile(r"['\"] *:[ \n]")
+_BAD_HEADER = _Lazy(r"[:?-] +" + _HEADER)
+_BAD_HEADER_LINES = _Lazy(r"[:?-] *\n *" + _HEADER)
+_QUOTE_COLON = _Lazy(r"['\"] *:[ \n]")
 # In ryml's JSON: a string starting with a character no plain scalar may start with in libyaml
 # (it came from a quoted scalar, or from text libyaml refuses); aliases, anchors and tags are
 # found in the tree (_scan_tree).
-_INDICATOR_START = re.compile(r'"[@`#|>%]')
+_INDICATOR_START = _Lazy(r'"[@`#|>%]')
 _CLOSER_START = tuple(a + '"' + b for a in "[, \n" for b in "]},")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = _Lazy("[\ud800-\udfff]")
 
 # token -> where the two readers disagree on it (see _disagreement)
 _DISAGREE: dict[str, tuple[str | None, str | None]] = {}
@@ -112,7 +134,8 @@ def _quiet_stderr() -> Iterator[None]:
     Only while this is the process's only thread (as in ``krm``), so no other thread's output
     can be lost; with other threads running (a web server), a parse error leaves ryml's message.
     """
-    if threading.active_count() != 1:
+    threading = sys.modules.get("threading")  # not imported: no other thread was started
+    if threading is not None and threading.active_count() != 1:
         yield
         return
     sys.stderr.flush()
@@ -205,6 +228,8 @@ def _disagreement(token: str, v3: Callable[[str], Any]) -> tuple[str | None, str
     hit = _DISAGREE.get(token)
     if hit is not None:
         return hit
+    import json
+
     ryml = _ryml
     value_json = ryml.emit_json(ryml.parse_in_arena(f"[{token}]".encode()))[1:-1]
     key_json = ryml.emit_json(ryml.parse_in_arena(f"{{{token}: 0}}".encode()))[1:-4]
@@ -251,6 +276,8 @@ def load_docs(text: str, data: bytes | None, v3: Callable[[str], Any]) -> list[A
     gives the value go-yaml v3 typing gives a plain scalar.
     """
     global last_reason
+    import json
+
     try:
         lines = _lines(text)
         _check_text(text, lines)

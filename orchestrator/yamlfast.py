@@ -96,6 +96,7 @@ _HEADER = r"[|>](?!(?:[-+][1-9]?|[1-9][-+]?)?(?: +#[^\n]*| *)(?:\n|\Z))"
 _BAD_HEADER = _Lazy(r"[:?-] +" + _HEADER)
 _BAD_HEADER_LINES = _Lazy(r"[:?-] *\n *" + _HEADER)
 _QUOTE_COLON = _Lazy(r"['\"] *:[ \n]")
+_SEQUENCE_AFTER = _Lazy(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two entries
 # In ryml's JSON: a string starting with a character no plain scalar may start with in libyaml
 # (it came from a quoted scalar, or from text libyaml refuses); aliases, anchors and tags are
 # found in the tree (_scan_tree).
@@ -173,7 +174,7 @@ def _check_text(text: str, lines: str) -> None:
         raise _Undecided("directive")
     if "\n..." in lines:
         raise _Undecided("document end")  # libyaml wants a "---" after it, ryml does not
-    for pattern in (_FLOW_COLON, _FLOW_ENTRY, _VALUE_START, _BAD_HEADER):
+    for pattern in (_FLOW_COLON, _FLOW_ENTRY, _VALUE_START, _BAD_HEADER, _SEQUENCE_AFTER):
         if pattern.search(lines):
             raise _Undecided(f"text libyaml refuses ({pattern.pattern})")
     for line in _LINE_START.findall(lines):

@@ -141,6 +141,17 @@ def test_reads_a_manifest_and_marks_implicit_nulls() -> None:
         ("a: @x\n", "reserved indicator"),
         ("a: [\n", "syntax error"),
         ("%YAML 1.1\n---\na: 1\n", "directive"),
+        # Found by fuzzing: text libyaml refuses and ryml reads.
+        ('- "/a" - b\n', "entry after a quoted scalar"),
+        (": v\n", "empty key"),
+        ("a: 1\n...\nb: 2\n", "content after a document end"),
+        ("k: |+2  keep\n", "block scalar header"),
+        ("k:\n | - 3\n", "block scalar header on its own line"),
+        ("k: [1, {b:?}]\n", "colon before a flow indicator"),
+        ("k: [?1, 2]\n", "question mark starting a flow entry"),
+        ("k: {x\n  : [1,2]}\n", "flow key over two lines"),
+        ("k: 'multi\n  line': v\n", "quoted key over two lines"),
+        ("k: ]\n", "plain scalar starting with ]"),
     ],
 )
 def test_declines_what_it_cannot_vouch_for(text: str, why: str) -> None:

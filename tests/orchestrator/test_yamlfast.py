@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 import os
 import subprocess
 import sys
@@ -315,3 +316,29 @@ def documents(draw: Any, depth: int = 0) -> str:
 def test_random_documents(docs: list[str], start: bool) -> None:
     text = ("---\n" if start else "") + "\n---\n".join(docs) + "\n"
     check(text)
+
+
+# ----------------------------------------------------------------------------- mutated files
+
+_PIECES = [*" \n:-,[]{}'\"#|>?!&*%@`~\\.0123456789abxyz", "  ", ": ", "- ", "\n  ", "---", "..."]
+
+
+def test_mutated_corpus_files() -> None:
+    """Corpus files with a few random edits: mostly invalid YAML, which must stay declined."""
+    rng = random.Random(12)
+    small = [p for p in yaml_files(CORPUS) if p.stat().st_size < 4000]
+    decided = 0
+    for i in range(3000):
+        text = small[i % len(small)].read_text(encoding="utf-8", errors="replace")
+        for _ in range(rng.randint(1, 3)):
+            pos = rng.randrange(len(text) + 1)
+            piece = rng.choice(_PIECES) if rng.random() < 0.8 else rng.choice(SCALARS)
+            op = rng.random()
+            if op < 0.4:
+                text = text[:pos] + piece + text[pos:]
+            elif op < 0.7:
+                text = text[:pos] + text[pos + rng.randint(1, 3) :]
+            else:
+                text = text[:pos] + piece + text[pos + 1 :]
+        decided += check(text if text.endswith("\n") else text + "\n")
+    assert decided > 500

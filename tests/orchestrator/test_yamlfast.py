@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 import os
+import random
 import subprocess
 import sys
 from collections.abc import Iterator

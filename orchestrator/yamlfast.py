@@ -8,18 +8,25 @@ The result must be exactly what ``yamlio``'s PyYAML path makes (go-yaml v3 core-
 where it can prove it agrees, and returns ``None`` (read it with PyYAML) everywhere else:
 
 - Text it does not read the same way: tabs, carriage returns, characters libyaml refuses or
-  treats as line breaks, directives, anchors, aliases, tags, merge keys, explicit or
-  collection keys, simple keys libyaml finds too long, reserved indicators.
+  treats as line breaks, directives, merge keys, no final line break; and text libyaml refuses
+  where ryml reads on (found by fuzzing against PyYAML: see tests/orchestrator/test_yamlfast.py),
+  such as a reserved indicator starting a scalar, a bad block scalar header, content after a
+  document end, ``?`` or ``:`` starting a flow entry, simple keys libyaml finds too long.
+- Anchors, aliases and tags (ryml's tree flags them, looked at when the text may hold one).
 - Plain scalars ryml's JSON types differently from go-yaml v3 (``~``, ``True``, ``0x1F``,
   ``0644``, ``1_000``, ``.inf``, a key ``1.0``): every token that could be one is found with a
-  regular expression and compared, once per distinct token, against both readers.
+  regular expression, compared once per distinct token against both readers, and looked for
+  in the JSON as ryml would show it.
 - Anything ryml or ``json`` rejects (so syntax errors keep PyYAML's messages), duplicate keys,
-  documents nested deeper than ryml's emitter allows (64 levels, below ``MAX_DEPTH``).
+  documents nested deeper than ryml's emitter allows (64 levels, below ``MAX_DEPTH``: the depth
+  and alias limits of ``yamllimits`` hold for what this path accepts).
 
 Which map values were written with nothing after the colon is read off ryml's tree (its
-``VALNIL`` flag), only when the JSON holds a null map value at all.
+``VALNIL`` flag), only when the JSON holds a null map value at all. ryml prints its parse
+errors on file descriptor 2; that is sent to /dev/null while it parses (single-threaded only).
 
-``KRM_YAML_FAST=0`` turns the path off (to compare, or to rule it out when debugging).
+``KRM_YAML_FAST=0`` turns the path off (to compare, or to rule it out when debugging);
+``KRM_YAML_FAST=always`` uses it for texts of any size (tests).
 """
 
 from __future__ import annotations
@@ -139,7 +146,8 @@ def _quiet_stderr() -> Iterator[None]:
     if threading is not None and threading.active_count() != 1:
         yield
         return
-    sys.stderr.flush()
+    if sys.stderr is not None:
+        sys.stderr.flush()
     saved = os.dup(2)
     null = os.open(os.devnull, os.O_WRONLY)
     try:
@@ -384,7 +392,7 @@ def _path(tree: Any, node: int, stream: bool) -> list[Any]:
     steps: list[Any] = []
     while True:
         parent = tree.parent(node)
-        if parent == ryml_none():
+        if parent == _ryml.NONE:
             break
         if tree.is_map(parent):
             steps.append(bytes(tree.key(node)).decode("utf-8"))
@@ -395,8 +403,3 @@ def _path(tree: Any, node: int, stream: bool) -> list[Any]:
         steps.append(0)
     steps.reverse()
     return steps
-
-
-def ryml_none() -> int:
-    """ryml's "no node" id."""
-    return int(_ryml.NONE)

@@ -7,7 +7,13 @@ with gunicorn as ``serve_catalog.py`` does (2 workers, DEBUG off) and loads each
 URL and each list endpoint's throughput against the catalog URL's. Targets: 0 non-2xx anywhere,
 every list endpoint within 3× of the catalog URL (exit 1 when not met).
 
-    .venv/bin/python bench/load_api.py [--duration 20] [--connections 64] [--json out.json]
+The web processes share a cache as production's ``CACHE_URL`` makes them: a private
+``redis-server`` on a free port (``--cache none`` runs without one: list pages are then rendered
+on every request, see catalogs/api/cache.py). The table also shows each run's CPU seconds
+of gunicorn (all workers) per 1,000 requests.
+
+    .venv/bin/python bench/load_api.py [--duration 20] [--connections 64] [--cache redis|none]
+        [--json out.json]
 """
 
 from __future__ import annotations
@@ -79,6 +85,33 @@ def ensure_wrk() -> None:
         raise BenchError(f"apt-get install wrk failed:\n{proc.stderr[-2000:]}")
 
 
+def ensure_redis() -> str:
+    """The redis-server program, or an error that says how to install it."""
+    found = shutil.which("redis-server")
+    if found is None:
+        raise BenchError(
+            "redis-server is missing; install it with: apt-get install -y redis-server"
+        )
+    return found
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and its children (gunicorn workers)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    for one in pids:
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
 def run_wrk(url: str, *, token: str, connections: int, duration: int) -> WrkResult:
     proc = subprocess.run(
         [
@@ -106,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=int, default=20, help="seconds per wrk run")
     parser.add_argument("--connections", type=int, default=64, help="wrk connections")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument(
+        "--cache",
+        choices=["redis", "none"],
+        default="redis",
+        help="the shared cache of the web processes (default: a private redis-server)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
 
@@ -113,9 +152,29 @@ def main(argv: list[str] | None = None) -> int:
     procs = Processes()
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     results: dict[str, WrkResult] = {}
+    cpu_per_1000: dict[str, float] = {}
     try:
         ensure_wrk()
         env = django_env(workdir)
+        if args.cache == "redis":
+            redis_port = free_port()
+            procs.start(
+                "redis",
+                [
+                    ensure_redis(),
+                    "--port",
+                    str(redis_port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ],
+                env=env,
+                log=workdir / "redis.log",
+            )
+            env["CACHE_URL"] = f"redis://127.0.0.1:{redis_port}/0"
         catalog_file = workdir / "catalog.yaml"
         catalog_file.write_bytes(generate_catalog(200))
         manage(env, "migrate", "--noinput")
@@ -162,11 +221,15 @@ def main(argv: list[str] | None = None) -> int:
             if check.status_code != 200:
                 raise BenchError(f"GET {path} answered {check.status_code}: {check.text[:300]}")
         uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        master = next(proc.pid for name, proc in procs.procs if name == "gunicorn")
         for name, path in urls.items():
             run_wrk(base + path, token=token, connections=args.connections, duration=2)  # warm
+            cpu = process_tree_cpu(master)
             results[name] = run_wrk(
                 base + path, token=token, connections=args.connections, duration=args.duration
             )
+            requests = results[name].requests_per_sec * args.duration
+            cpu_per_1000[name] = (process_tree_cpu(master) - cpu) / max(requests, 1) * 1000
             procs.check_alive(workdir)
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -177,18 +240,21 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"wrk -t2 -c{args.connections} -d{args.duration}s --latency, gunicorn --workers "
-        f"{args.workers}; before: {uptime}"
+        f"{args.workers}, cache {args.cache}; before: {uptime}"
     )
     after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(f"after: {after}")
     reference = results["catalog URL"].requests_per_sec
-    print(f"{'endpoint':<15} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>6}")
+    print(
+        f"{'endpoint':<15} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>6} "
+        f"{'cpu s/1k':>9}"
+    )
     failed = False
     for name, r in results.items():
         ratio = reference / r.requests_per_sec if r.requests_per_sec else float("inf")
         print(
             f"{name:<15} {r.requests_per_sec:>9.1f} {r.p50_ms:>8.1f} {r.p99_ms:>8.1f} "
-            f"{r.errors:>7} {ratio:>6.2f}"
+            f"{r.errors:>7} {ratio:>6.2f} {cpu_per_1000.get(name, 0.0):>9.2f}"
         )
         failed |= r.errors > 0 or ratio > 3.0
     print(
@@ -196,7 +262,10 @@ def main(argv: list[str] | None = None) -> int:
         "NOT MET" if failed else "met",
     )
     if args.json:
-        payload = {name: asdict(r) | {"errors": r.errors} for name, r in results.items()}
+        payload = {
+            name: asdict(r) | {"errors": r.errors, "cpu_s_per_1000": cpu_per_1000.get(name)}
+            for name, r in results.items()
+        }
         args.json.write_text(json.dumps({"uptime": [uptime, after], "results": payload}, indent=2))
     return 1 if failed else 0
 

@@ -118,7 +118,9 @@ class CatalogVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_text(self, obj: CatalogVersion) -> str:
-        return bytes(obj.content).decode("utf-8", errors="replace")
+        from catalogs.selectors import catalog_version_bytes
+
+        return catalog_version_bytes(version=obj).decode("utf-8", errors="replace")
 
     def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return request.user.is_active and request.user.is_staff

@@ -37,7 +37,7 @@ from catalogs.models import (
     ReviewEvent,
     ReviewEventAction,
 )
-from catalogs.selectors import signed_in
+from catalogs.selectors import catalog_version_bytes, signed_in
 from orchestrator.catalog import API_VERSION, CatalogError, parse_catalog
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import FunctionDefinition as ParsedFunction
@@ -237,8 +237,7 @@ def catalog_parsed_latest(*, catalog: Catalog) -> ParsedCatalog | None:
     version = catalog.latest_version
     if version is None:
         return None
-    content = CatalogVersion.objects.values_list("content", flat=True).get(pk=version.pk)
-    return parse_catalog(bytes(content))
+    return parse_catalog(catalog_version_bytes(version=version))
 
 
 def catalog_with_function(*, catalog: Catalog, function: ParsedFunction) -> ParsedCatalog:
@@ -410,7 +409,7 @@ def contribution_list(
     """Contributions, newest activity first, optionally by status, catalog and author."""
     qs = Contribution.objects.select_related(
         "catalog__publisher", "author", "reviewer", "published_version__catalog__publisher"
-    ).defer("published_version__content")
+    )
     if status:
         qs = qs.filter(status=status)
     if catalog is not None:

@@ -96,3 +96,7 @@ class SyncInProgressError(AlreadyExistsError):
 
 class MirrorCatalogReadOnlyError(RegistryError):
     """A publish into a mirror's catalog from anywhere but a running sync of its source."""
+
+
+class StorageError(RegistryError):
+    """The object store refused or lost bytes: nothing that would name them was recorded."""

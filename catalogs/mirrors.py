@@ -12,23 +12,22 @@ import logging
 import os
 import re
 import tempfile
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from django.conf import settings
-from django.core.files import File
-from django.core.files.move import file_move_safe
-from django.core.files.storage import FileSystemStorage, default_storage
+from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
-from catalogs import services
+from catalogs import blobstore, services
 from catalogs.exceptions import (
     AlreadyExistsError,
     DigestMismatchError,
@@ -37,6 +36,7 @@ from catalogs.exceptions import (
     InvalidInputError,
     NotAllowedError,
     NotFoundError,
+    StorageError,
     SyncError,
     SyncInProgressError,
 )
@@ -46,12 +46,14 @@ from catalogs.fetchers.base import (
     credentials_parse,
     scheme_of,
     url_has_credentials,
+    url_secret_query_names,
 )
 from catalogs.fetchers.git import COMMIT_RE, parse_git_ref
 from catalogs.fetchers.https import HttpsSession
 from catalogs.fetchers.oci import OciClient, parse_oci_ref
 from catalogs.models import (
     Catalog,
+    CatalogVersion,
     DriftEvent,
     FunctionDefinition,
     MirrorSource,
@@ -59,7 +61,8 @@ from catalogs.models import (
     RuntimeArtifact,
     SyncRun,
 )
-from catalogs.selectors import user_is_mirror_operator
+from catalogs.ratelimits import Deferral, upstream_hosts_admit
+from catalogs.selectors import catalog_version_bytes, user_is_mirror_operator
 from catalogs.services import Actor
 from catalogs.signatures import cosign_public_key_load, cosign_verify, sigstore_verify
 from orchestrator.catalog import Catalog as ParsedCatalog
@@ -82,9 +85,7 @@ TRANSITIONS: dict[str, set[str]] = {
 
 def mirror_source_list() -> QuerySet[MirrorSource]:
     """Every mirror source with its catalog and latest version."""
-    return MirrorSource.objects.select_related(
-        "catalog__publisher", "catalog__latest_version"
-    ).defer("catalog__latest_version__content")
+    return MirrorSource.objects.select_related("catalog__publisher", "catalog__latest_version")
 
 
 def mirror_source_get(*, pk: int) -> MirrorSource:
@@ -171,6 +172,16 @@ def _source_checked(
             "A source URL must not contain a user name, password or token (user:secret@host): "
             "sources, runs and pages show their URL. Put credentials in the MIRROR_CREDENTIALS "
             'setting instead, per host: {"host": {"token": "..."}} or '
+            '{"host": {"username": "...", "password": "..."}}.'
+        )
+    secret_names = url_secret_query_names(url)
+    if secret_names:
+        # The names only, never the values (the message is shown wherever errors are).
+        names = ", ".join(f"{name}=" for name in secret_names)
+        raise InvalidInputError(
+            f"A source URL must not carry a token, key or signature in its query string "
+            f"({names}): sources, runs and pages show their URL. Put credentials in the "
+            'MIRROR_CREDENTIALS setting instead, per host: {"host": {"token": "..."}} or '
             '{"host": {"username": "...", "password": "..."}}.'
         )
     try:
@@ -340,7 +351,7 @@ def mirror_source_sync_request(
     locked = MirrorSource.objects.select_for_update().get(pk=source.pk)
     active = SyncRun.objects.filter(source=locked, status__in=ACTIVE).first()
     stale_before = timezone.now() - timedelta(minutes=settings.MIRROR_RUN_STALE_MINUTES)
-    if active is not None and (active.started_at or active.queued_at) < stale_before:
+    if active is not None and _last_sign_of(active) < stale_before:
         # Its job was lost for good (not just redelivered late): end it so syncs can go on.
         _transition(
             active,
@@ -363,6 +374,12 @@ def mirror_source_sync_request(
 
 
 # ----------------------------------------------------------------------------- sync runs
+
+
+def _last_sign_of(run: SyncRun) -> datetime:
+    """When ``run`` last showed life: started (else queued), or due back from a deferral."""
+    sign = run.started_at or run.queued_at
+    return max(sign, run.deferred_until) if run.deferred_until else sign
 
 
 def _transition(run: SyncRun, status: str, **fields: Any) -> None:
@@ -399,6 +416,27 @@ class _Outcome:
     downloaded: int = 0  # bytes read upstream: the document plus runtime artifacts
 
 
+def sync_run_admit(*, run_pk: int) -> Deferral | None:
+    """Take the upstream host's rate-limit slot for run ``run_pk``, or defer the run.
+
+    A deferred run stays queued (or running, for a redelivered job); ``deferrals`` counts the
+    deferrals and ``deferred_until`` says when its job comes back. A finished run is admitted
+    (``sync_run_execute`` leaves it alone).
+    """
+    run = SyncRun.objects.select_related("source").get(pk=run_pk)
+    if run.status in FINISHED:
+        return None
+    deferral = upstream_hosts_admit(urls=[run.source.url])
+    if deferral is None:
+        return None
+    SyncRun.objects.filter(pk=run_pk).update(
+        deferrals=F("deferrals") + 1,
+        deferred_until=timezone.now() + timedelta(seconds=deferral.retry_after),
+    )
+    logger.info("sync run %s deferred: %s", run_pk, deferral.message)
+    return deferral
+
+
 def sync_run_execute(
     *, run_pk: int, progress: Callable[[str, int, int], None] | None = None
 ) -> SyncRun:
@@ -416,7 +454,7 @@ def sync_run_execute(
             outcome = _sync_fetch_and_verify(source=source, scratch=scratch, progress=progress)
             run = _sync_commit(run_pk=run.pk, outcome=outcome)
             return _revocations_carry(source=source, run=run)
-        except SyncError as exc:
+        except (SyncError, StorageError) as exc:
             return _sync_fail(run_pk=run.pk, reason=exc.message)
         except Exception as exc:  # noqa: BLE001  (a run must end with a reason, whatever broke)
             logger.exception("sync run %s failed unexpectedly", run.pk)
@@ -567,7 +605,7 @@ def _unchanged(base: _Outcome, *, source: MirrorSource, limits: Limits) -> _Outc
     base.not_modified = True
     latest = source.catalog.latest_version
     if source.mirror_runtimes and latest is not None:
-        served = services.catalog_document_parse(content=bytes(latest.content))
+        served = services.catalog_document_parse(content=catalog_version_bytes(version=latest))
         base.images = _container_images_resolve(
             doc=served.to_dict(), limits=limits, provenance=base.provenance
         )
@@ -695,30 +733,18 @@ def _container_images_resolve(
 
 
 def _store_blobs(staged: list[_Staged], created: list[str]) -> dict[str, str]:
-    """Move verified artifacts into storage by digest; names written now go into ``created``."""
+    """Copy verified artifacts into the object store; names new to it go in ``created``."""
     names = {}
     for item in staged:
-        existing = RuntimeArtifact.objects.filter(digest=item.digest).first()
-        if existing is not None and default_storage.exists(existing.storage_name):
-            names[item.digest] = existing.storage_name
+        if item.digest in names:
             continue
-        name = blob_storage_name(item.digest)
-        if not default_storage.exists(name):
-            if isinstance(default_storage, FileSystemStorage):
-                # Fast path on local storage: the verified scratch file is moved, not copied.
-                target = default_storage.path(name)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                try:
-                    file_move_safe(item.path, target, allow_overwrite=False)
-                except FileExistsError:
-                    # Another source stored the same bytes meanwhile: the name names the bytes.
-                    names[item.digest] = name
-                    continue
-            else:
-                with open(item.path, "rb") as handle:
-                    name = default_storage.save(name, File(handle))
+        name = blobstore.blob_name(item.digest)
+        existed = default_storage.exists(name)
+        names[item.digest] = blobstore.blob_put_file(
+            path=item.path, digest=item.digest, size=item.size
+        )
+        if not existed:
             created.append(name)
-        names[item.digest] = name
     return names
 
 
@@ -796,45 +822,72 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
 # ----------------------------------------------------------------------------- blob GC
 
 
-@dataclass(frozen=True)
-class BlobCollection:
-    """What a blob garbage collection found: names deleted, and unreferenced ones kept (young)."""
+BlobCollection = blobstore.StorageCollection
 
-    deleted: list[str]
-    kept_young: list[str]
+
+def _referenced_digests() -> set[str]:
+    """Every digest a row names: versions, revocation lists, OCI manifests and blobs, artifacts."""
+    from catalogs.models import OciBlob, OciManifest, RevocationList
+
+    digests: set[str] = set()
+    for model in (CatalogVersion, RevocationList, OciManifest, OciBlob, RuntimeArtifact):
+        digests.update(model.objects.values_list("digest", flat=True).distinct())
+    return digests
+
+
+def _is_referenced(name: str) -> bool:
+    """Whether a row names the object ``name`` (asked again right before deleting it)."""
+    from catalogs.models import OciBlob, OciManifest, OciUpload, RevocationList
+
+    prefix = blobstore.UPLOAD_PREFIX + "/"
+    if name.startswith(prefix):
+        try:
+            upload_id = uuid.UUID(name.removeprefix(prefix))
+        except ValueError:
+            return False  # not a session's name: nothing can refer to it
+        return OciUpload.objects.filter(uuid=upload_id).exists()
+    digest = "sha256:" + name.rsplit("/", 1)[-1]
+    if RuntimeArtifact.objects.filter(Q(storage_name=name) | Q(digest=digest)).exists():
+        return True
+    return any(
+        model.objects.filter(digest=digest).exists()
+        for model in (CatalogVersion, RevocationList, OciManifest, OciBlob)
+    )
 
 
 def blob_garbage_collect(
-    *, grace: timedelta | None = None, dry_run: bool = False
-) -> BlobCollection:
-    """Delete stored blobs that no RuntimeArtifact row references and that are older than ``grace``.
+    *,
+    grace: timedelta | None = None,
+    dry_run: bool = False,
+    upload_age: timedelta | None = None,
+) -> blobstore.StorageCollection:
+    """The one garbage collection of stored bytes, for every storage backend (local, S3).
 
-    A sync stores its blobs just before the transaction that records them; a worker that dies in
-    between leaves a blob nothing refers to. The grace period (BLOB_GC_GRACE_MINUTES) keeps the
-    blobs of syncs still running. Works through the Django storage API only, so any storage
-    backend (local files, S3) is collected the same way.
+    First the database side: OCI upload sessions idle for ``upload_age`` (OCI_UPLOAD_GC_MINUTES)
+    and uploaded
+    OCI blobs no manifest references (``oci_uploads_gc``). Then the store: objects under the
+    blob and upload prefixes that no row names and that are older than ``grace``
+    (BLOB_GC_GRACE_MINUTES) are deleted. Bytes are always written before the row that names
+    them commits, so a process that dies in between leaves such an object; the grace period
+    keeps those of publishes, syncs and uploads still running. Uses the Django storage API only.
     """
+    from catalogs.models import OciUpload
+    from catalogs.oci.services import oci_uploads_gc
+
     if grace is None:
         grace = timedelta(minutes=settings.BLOB_GC_GRACE_MINUTES)
-    prefix = settings.MIRROR_BLOB_PREFIX
-    try:
-        _, names = default_storage.listdir(prefix)
-    except FileNotFoundError:
-        return BlobCollection(deleted=[], kept_young=[])
-    referenced = set(RuntimeArtifact.objects.values_list("storage_name", flat=True))
-    cutoff = timezone.now() - grace
-    deleted, young = [], []
-    for name in sorted(names):
-        path = f"{prefix}/{name}"
-        if path in referenced:
-            continue
-        if default_storage.get_modified_time(path) > cutoff:
-            young.append(path)
-            continue
-        # Checked again right before deleting: a sync may have recorded it meanwhile.
-        if RuntimeArtifact.objects.filter(storage_name=path).exists():
-            continue
-        if not dry_run:
-            default_storage.delete(path)
-        deleted.append(path)
-    return BlobCollection(deleted=deleted, kept_young=young)
+    sessions = oci_blobs = 0
+    if not dry_run:
+        sessions, oci_blobs = oci_uploads_gc(older_than=upload_age)
+    names = {blobstore.blob_name(d) for d in _referenced_digests()}
+    names.update(RuntimeArtifact.objects.values_list("storage_name", flat=True))
+    deleted, young = blobstore.storage_garbage_collect(
+        referenced_names=names,
+        is_referenced=_is_referenced,
+        live_uploads=[str(u) for u in OciUpload.objects.values_list("uuid", flat=True)],
+        grace=grace,
+        dry_run=dry_run,
+    )
+    return blobstore.StorageCollection(
+        deleted=deleted, kept_young=young, sessions=sessions, oci_blobs=oci_blobs
+    )

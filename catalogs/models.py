@@ -93,12 +93,14 @@ class SigningKey(models.Model):
 
 
 class CatalogVersion(models.Model):
-    """One immutable published version of a catalog: its canonical YAML bytes and their digest."""
+    """One immutable published version of a catalog: the digest and size of its canonical YAML.
+
+    The bytes themselves (canonical YAML as produced by orchestrator.catalog, served byte for
+    byte) live in the object store under their digest: ``catalogs.blobstore``.
+    """
 
     catalog = models.ForeignKey(Catalog, on_delete=models.PROTECT, related_name="versions")
     number = models.PositiveIntegerField()
-    # Canonical YAML as produced by orchestrator.catalog; served byte for byte.
-    content = models.BinaryField()
     digest = models.CharField(max_length=71, db_index=True)  # "sha256:" + 64 hex
     size = models.PositiveIntegerField()
     document_name = models.CharField(max_length=253, blank=True)
@@ -130,6 +132,13 @@ class CatalogVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.catalog}@{self.number}"
+
+    @property
+    def content(self) -> bytes:
+        """The version's bytes, read from the object store (once per process)."""
+        from catalogs.selectors import catalog_version_bytes
+
+        return catalog_version_bytes(version=self)
 
 
 class FunctionDefinition(models.Model):
@@ -310,6 +319,8 @@ class TrialRun(models.Model):
     tried_write_outside = models.BooleanField(default=False)
     detail = models.TextField(blank=True)
     jail = models.CharField(max_length=200, blank=True)
+    # Times the trial was held back by an upstream host's rate limit before it ran.
+    deferrals = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -380,6 +391,10 @@ class SyncRun(models.Model):
         CatalogVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="sync_runs"
     )
     attempts = models.PositiveIntegerField(default=0)
+    # Times the run was held back by an upstream host's rate limit (UPSTREAM_RATE_LIMIT), and
+    # until when the last deferral holds it (its job is retried then).
+    deferrals = models.PositiveIntegerField(default=0)
+    deferred_until = models.DateTimeField(null=True, blank=True)
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -446,7 +461,7 @@ class RevocationList(models.Model):
 
     catalog = models.ForeignKey(Catalog, on_delete=models.PROTECT, related_name="revocation_lists")
     sequence = models.PositiveIntegerField()
-    content = models.BinaryField()
+    # The exact YAML served is in the object store under ``digest`` (catalogs.blobstore).
     digest = models.CharField(max_length=71)
     signature = models.TextField()
     signing_key = models.ForeignKey(
@@ -464,6 +479,13 @@ class RevocationList(models.Model):
 
     def __str__(self) -> str:
         return f"{self.catalog} revocations#{self.sequence}"
+
+    @property
+    def content(self) -> bytes:
+        """The list's YAML, read from the object store (once per process)."""
+        from catalogs.selectors import stored_content
+
+        return stored_content(digest=self.digest)
 
 
 class Revocation(models.Model):

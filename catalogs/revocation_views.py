@@ -43,7 +43,9 @@ def revocation_list_view(
     if if_none_match and _etag_matches(if_none_match, etag):
         response: HttpResponse = HttpResponseNotModified()
     else:
-        response = HttpResponse(bytes(listed.content), content_type="application/yaml")
+        response = HttpResponse(
+            revocations.revocation_list_content(listed=listed), content_type="application/yaml"
+        )
     response["ETag"] = etag
     return _headers(response, listed, sequence is not None)
 

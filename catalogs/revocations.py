@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from catalogs import signing
+from catalogs import blobstore, signing
 from catalogs.exceptions import AlreadyExistsError, InvalidInputError
 from catalogs.models import (
     Catalog,
@@ -32,7 +32,7 @@ from catalogs.models import (
     RevocationList,
     RevocationReason,
 )
-from catalogs.selectors import signed_in
+from catalogs.selectors import signed_in, stored_content
 from catalogs.services import Actor, publisher_check_can_write
 
 API_VERSION = "config.kubernetes.io/v1alpha1"
@@ -187,15 +187,21 @@ def revocation_create(
     return row
 
 
+def revocation_list_content(*, listed: RevocationList) -> bytes:
+    """The exact YAML of list ``listed`` as served (from the object store, cached)."""
+    return stored_content(digest=listed.digest)
+
+
 def revocation_list_publish(*, catalog: Catalog, sequence: int) -> RevocationList:
     """Write, sign and store list ``sequence`` (and, with OCI on, its referrer artifact)."""
     content = revocation_list_document(catalog=catalog, sequence=sequence)
     signature = signing.sign_bytes(content)
+    # In the object store before the row that names it (StorageError: nothing recorded).
+    digest = blobstore.blob_put(content=content)
     listed = RevocationList.objects.create(
         catalog=catalog,
         sequence=sequence,
-        content=content,
-        digest="sha256:" + hashlib.sha256(content).hexdigest(),
+        digest=digest,
         signature=signature.signature_b64,
         signing_key=signature.key,
     )
@@ -214,7 +220,7 @@ def _oci_referrer_store(*, listed: RevocationList) -> str | None:
     manifest = OciManifest.objects.filter(catalog_version_id=catalog.latest_version_id).first()
     if manifest is None:
         return None
-    content = bytes(listed.content)
+    content = revocation_list_content(listed=listed)
     empty = b"{}"
     empty_digest = "sha256:" + hashlib.sha256(empty).hexdigest()
     oci_manifest = json.dumps(

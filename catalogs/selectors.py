@@ -10,13 +10,16 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AuthUser
 from django.db import connection
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
-from catalogs.exceptions import NotFoundError
+from catalogs import blobstore
+from catalogs.exceptions import NotFoundError, StorageError
 from catalogs.models import (
     Catalog,
     CatalogQuerySet,
     CatalogVersion,
+    FunctionDefinition,
     FunctionVersion,
     Publisher,
     SigningKey,
@@ -75,9 +78,7 @@ def publisher_get(*, slug: str) -> Publisher:
 
 def catalog_list(*, publisher_slug: str | None = None) -> CatalogQuerySet:
     """Catalogs, optionally of one publisher, with their latest version and mirror joined in."""
-    qs = Catalog.objects.select_related(
-        "publisher", "latest_version__signing_key", "mirror_source"
-    ).defer("latest_version__content")
+    qs = Catalog.objects.select_related("publisher", "latest_version__signing_key", "mirror_source")
     if publisher_slug is not None:
         qs = qs.filter(publisher__slug=publisher_slug)
     return qs
@@ -96,7 +97,6 @@ def catalog_version_list(*, catalog: Catalog) -> QuerySet[CatalogVersion]:
     return (
         CatalogVersion.objects.filter(catalog=catalog)
         .select_related("catalog__publisher", "created_by", "signing_key")
-        .defer("content")
         .order_by("-number")
     )
 
@@ -107,7 +107,7 @@ def catalog_version_with_content(*, catalog: Catalog, parsed: Any) -> CatalogVer
     import hashlib
 
     digest = "sha256:" + hashlib.sha256(parsed.canonical_bytes()).hexdigest()
-    return CatalogVersion.objects.filter(catalog=catalog, digest=digest).defer("content").first()
+    return CatalogVersion.objects.filter(catalog=catalog, digest=digest).first()
 
 
 def catalog_version_get(*, catalog: Catalog, number: int) -> CatalogVersion:
@@ -125,9 +125,12 @@ def function_version_list(*, all_versions: bool = False) -> QuerySet[FunctionVer
     """Function versions, by default only those of each catalog's latest version."""
     qs = FunctionVersion.objects.select_related(
         "function", "catalog_version__catalog__publisher", "catalog_version__signing_key"
-    ).defer("catalog_version__content")
+    )
     if not all_versions:
-        qs = qs.filter(catalog_version__latest_of__isnull=False)
+        # An IN over the latest versions' ids: the database looks up each catalog's rows by
+        # their index instead of scanning every function version ever published.
+        latest = Catalog.objects.filter(latest_version__isnull=False).values("latest_version_id")
+        qs = qs.filter(catalog_version_id__in=Subquery(latest))
     return qs
 
 
@@ -227,16 +230,51 @@ _content_cache = _ContentCache(max_bytes=64 * 1024 * 1024)
 
 
 def catalog_version_content(*, digest: str) -> bytes | None:
-    """The canonical bytes stored under ``digest``, from memory when already served once."""
+    """The canonical bytes of the version(s) ``digest``, from memory when already served once.
+
+    None when no version has this digest. The bytes come from the object store (by digest);
+    a version whose object is missing raises StorageError.
+    """
     content = _content_cache.get(digest)
     if content is None:
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT content FROM {_V} WHERE digest = %s LIMIT 1", (digest,))
+            cursor.execute(f"SELECT size FROM {_V} WHERE digest = %s LIMIT 1", (digest,))
             row = cursor.fetchone()
         if row is None:
             return None
-        content = bytes(row[0])
+        content = _stored_bytes(digest=digest, size=int(row[0]))
         _content_cache.put(digest, content)
+    return content
+
+
+def _stored_bytes(*, digest: str, size: int) -> bytes:
+    """The bytes ``digest`` from the object store, checked against the size its row records."""
+    content = blobstore.blob_read(digest)
+    if content is None:
+        raise StorageError(f"{digest} is recorded but missing from the object store.")
+    if len(content) != size:
+        raise StorageError(f"{digest} has {len(content)} bytes in the object store, not {size}.")
+    return content
+
+
+def stored_content(*, digest: str) -> bytes:
+    """Immutable bytes recorded under ``digest`` (a revocation list…), read from the store once
+    per process and checked against the digest; StorageError when missing."""
+    content = _content_cache.get(digest)
+    if content is None:
+        content = blobstore.blob_read(digest)
+        if content is None or blobstore.sha256_digest(content) != digest:
+            raise StorageError(f"{digest} is recorded but missing from the object store.")
+        _content_cache.put(digest, content)
+    return content
+
+
+def catalog_version_bytes(*, version: CatalogVersion) -> bytes:
+    """The canonical bytes of ``version`` (cached like ``catalog_version_content``)."""
+    content = _content_cache.get(version.digest)
+    if content is None:
+        content = _stored_bytes(digest=version.digest, size=version.size)
+        _content_cache.put(version.digest, content)
     return content
 
 
@@ -266,7 +304,20 @@ def catalog_list_featured(*, limit: int = 6) -> CatalogQuerySet:
     return (
         catalog_list()
         .published()
-        .annotate(function_count=Count("latest_version__functions"))
+        # A correlated count per catalog uses the definitions' catalog_version index; a join
+        # with GROUP BY over every selected column took 10 ms over 1,000 functions.
+        .annotate(
+            function_count=Coalesce(
+                Subquery(
+                    FunctionDefinition.objects.filter(catalog_version=OuterRef("latest_version"))
+                    .order_by()
+                    .values("catalog_version")
+                    .annotate(n=Count("pk"))
+                    .values("n")
+                ),
+                0,
+            )
+        )
         .order_by(
             "-publisher__verified",
             "-function_count",

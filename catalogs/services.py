@@ -20,7 +20,7 @@ from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
-from catalogs import signing
+from catalogs import blobstore, signing
 from catalogs.exceptions import (
     AlreadyExistsError,
     InvalidCatalogError,
@@ -42,6 +42,7 @@ from catalogs.models import (
 from catalogs.oci.models import OciManifest, OciTag
 from catalogs.oci.services import oci_artifact_store, oci_catalog_version_store
 from catalogs.selectors import (
+    catalog_version_bytes,
     publisher_slug_is_reserved,
     signed_in,
     user_is_mirror_operator,
@@ -390,6 +391,9 @@ def catalog_version_publish(
         # A pushed manifest names its layer's digest: those bytes are served, not re-serialised.
         served = content if oci_manifest is not None and isinstance(content, bytes) else None
         prepared = catalog_document_prepare(content=content, served=served)
+    # The bytes are in the object store before any row names them (a refused write raises
+    # StorageError here: nothing is published). Outside the transaction: no lock is held.
+    blobstore.blob_put(content=prepared.canonical, digest=prepared.digest)
     with transaction.atomic():
         return _catalog_version_insert(
             catalog=catalog,
@@ -413,11 +417,7 @@ def _catalog_version_insert(
     locked = Catalog.objects.select_for_update().get(pk=catalog.pk)
     # Again under the lock: a source may have been attached since the check above.
     _check_not_mirror(catalog=locked, sync_run=sync_run)
-    existing = (
-        CatalogVersion.objects.filter(catalog=locked, digest=prepared.digest)
-        .defer("content")
-        .first()
-    )
+    existing = CatalogVersion.objects.filter(catalog=locked, digest=prepared.digest).first()
     if existing is not None:
         return existing, False
 
@@ -425,7 +425,6 @@ def _catalog_version_insert(
     version = CatalogVersion.objects.create(
         catalog=locked,
         number=number,
-        content=prepared.canonical,
         digest=prepared.digest,
         size=len(prepared.canonical),
         document_name=str(prepared.parsed.name or ""),
@@ -456,7 +455,7 @@ def catalog_version_sign(
     if version.signature and not resign:
         return version
     if content is None:
-        content = bytes(CatalogVersion.objects.values_list("content", flat=True).get(pk=version.pk))
+        content = catalog_version_bytes(version=version)
     signature = signing.sign_bytes(content)
     rows = CatalogVersion.objects.filter(pk=version.pk)
     if not resign:
@@ -505,7 +504,7 @@ def _oci_signature_store(*, version: CatalogVersion, resign: bool) -> str | None
 def catalog_versions_sign(*, resign: bool = False) -> int:
     """Sign every version lacking a signature (every version with ``resign``); the number."""
     count = 0
-    versions = CatalogVersion.objects.defer("content").order_by("pk")
+    versions = CatalogVersion.objects.order_by("pk")
     if not resign:
         unsigned = Q(signature="")
         if settings.SIGNING_OCI_ARTIFACTS:

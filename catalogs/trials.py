@@ -22,8 +22,9 @@ from django.db import transaction
 
 from catalogs import sandbox
 from catalogs.contributions import contribution_definition_parse
-from catalogs.exceptions import InvalidInputError
+from catalogs.exceptions import InvalidInputError, RegistryError
 from catalogs.models import Contribution, TrialRun, TrialRunStatus
+from catalogs.ratelimits import Deferral, upstream_hosts_admit
 from orchestrator import yamlio
 from orchestrator.errors import KrmError
 from orchestrator.functions import fetch
@@ -198,9 +199,37 @@ def _flags(outcome: sandbox.TrialOutcome, expected: list[dict[str, Any]] | None)
     return flags
 
 
+def _upstream_urls(runtime: dict[str, Any], examples: list[str]) -> list[str]:
+    """The URLs a trial reads: the runtime it would run and its runnable examples."""
+    urls: list[str] = []
+    star = runtime.get("starlark")
+    if star is not None:
+        urls.append(star if isinstance(star, str) else str(star.get("uri") or ""))
+    elif runtime.get("exec") is not None:
+        for p in runtime["exec"].get("platforms", []):
+            if p.get("os") == "linux" and p.get("arch") == _arch():
+                urls.append(str(p.get("uri") or ""))
+                break
+    urls += [e for e in examples[:MAX_EXAMPLES] if urlsplit(e).path.endswith((".yaml", ".yml"))]
+    return [u for u in urls if _downloadable(u)]
+
+
+def contribution_trials_admit(*, contribution: Contribution) -> Deferral | None:
+    """Take a rate-limit slot on each upstream host the trial reads, or say how long to wait."""
+    try:
+        definition = contribution_definition_parse(content=contribution.content)
+    except RegistryError:
+        return None  # the run itself meets the same error and reports it
+    version = definition.function.versions[-1]
+    return upstream_hosts_admit(urls=_upstream_urls(version.runtime, version.examples))
+
+
 @transaction.atomic
-def contribution_trials_run(*, contribution: Contribution) -> list[TrialRun]:
-    """Run the contribution's function (its last version) on each example; record each run."""
+def contribution_trials_run(*, contribution: Contribution, deferrals: int = 0) -> list[TrialRun]:
+    """Run the contribution's function (its last version) on each example; record each run.
+
+    ``deferrals``: how often an upstream host's rate limit held the trial back (recorded).
+    """
     definition = contribution_definition_parse(content=contribution.content)
     version = definition.function.versions[-1]
     runs = []
@@ -238,6 +267,7 @@ def contribution_trials_run(*, contribution: Contribution) -> list[TrialRun]:
                 tried_write_outside=outcome.tried_write_outside,
                 detail=outcome.detail,
                 jail=outcome.jail,
+                deferrals=deferrals,
             )
         )
     return runs

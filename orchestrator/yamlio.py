@@ -19,9 +19,8 @@ from functools import cmp_to_key
 from typing import Any
 
 import yaml
-from yaml._yaml import CEmitter
 
-from orchestrator import yamlfast
+from orchestrator import yamlemit, yamlfast
 from orchestrator.errors import YamlError
 from orchestrator.resource import ImplicitNullMap
 from orchestrator.yamllimits import check_text, decode_error
@@ -524,38 +523,97 @@ _DUMP_FLOAT = re.compile(
 )
 
 
-class Dumper(CEmitter):
-    """libyaml's emitter configured like go-yaml v2's (2-space indent, width 80, unicode)."""
+_DUMPER: list[Any] = []
 
-    resolve = _dump_resolve
 
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        """No path-dependent resolvers."""
+def _dumper_class() -> Any:
+    """libyaml's emitter configured like go-yaml v2's (made on first use: the fast writer
+    in yamlemit needs it only for the documents it defers)."""
+    if _DUMPER:
+        return _DUMPER[0]
+    from yaml._yaml import CEmitter
 
-    def ascend_resolver(self) -> None:
-        """No path-dependent resolvers."""
+    class Dumper(CEmitter):
+        """libyaml's emitter configured like go-yaml v2's (2-space indent, width 80, unicode)."""
 
-    def __init__(self, stream: Any) -> None:
-        CEmitter.__init__(
-            self,
-            stream,
-            canonical=False,
-            indent=2,
-            width=80,
-            allow_unicode=True,
-            line_break="\n",
-            encoding=None,
-            explicit_start=False,
-            explicit_end=False,
-            version=None,
-            tags=None,
-        )
+        resolve = _dump_resolve
+
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            """No path-dependent resolvers."""
+
+        def ascend_resolver(self) -> None:
+            """No path-dependent resolvers."""
+
+        def __init__(self, stream: Any) -> None:
+            CEmitter.__init__(
+                self,
+                stream,
+                canonical=False,
+                indent=2,
+                width=80,
+                allow_unicode=True,
+                line_break="\n",
+                encoding=None,
+                explicit_start=False,
+                explicit_end=False,
+                version=None,
+                tags=None,
+            )
+
+    _DUMPER.append(Dumper)
+    return Dumper
+
+
+def _plain_implicit(s: str) -> bool:
+    """True when ``_dump_resolve`` types the plain scalar ``s`` as a string (no libyaml tag)."""
+    if s in ("null", "~", "Null", "NULL", "true", "false"):
+        return False
+    return not (s and s[0] in _NUM_START and (_GO_INT.match(s) or _DUMP_FLOAT.match(s)))
+
+
+_NUMBER_CACHE: dict[float, str | None] = {}
+
+
+def _number_text(v: Any) -> str | None:
+    """The plain text of an int or float, or None when libyaml would need a tag."""
+    if v.__class__ is int:
+        return str(v)
+    hit = _NUMBER_CACHE.get(v, 0)
+    if hit == 0:
+        text = format_float(v)
+        # _node tags it int or float; it is written plain only if it resolves back.
+        hit = text if (_GO_INT.match(text) or _DUMP_FLOAT.match(text)) else None
+        if len(_NUMBER_CACHE) < 10000:
+            _NUMBER_CACHE[v] = hit
+    return hit  # type: ignore[return-value]
+
+
+_WRITER = yamlemit.Writer(
+    str_style=_str_style,
+    plain_implicit=_plain_implicit,
+    sorted_keys=go_sorted_keys,
+    scalar_text=scalar_text,
+    number_text=_number_text,
+)
+
+
+def fast_dump(obj: Any) -> str:
+    """``dump`` by the fast writer alone (raises ``yamlemit.Fallback`` where it defers)."""
+    return _WRITER.dump(obj)
 
 
 def dump(obj: Any) -> str:
     """One object as kustomize prints it (no document separator)."""
+    try:
+        return _WRITER.dump(obj)
+    except yamlemit.Fallback:
+        return libyaml_dump(obj)
+
+
+def libyaml_dump(obj: Any) -> str:
+    """``dump`` through PyYAML nodes and libyaml's emitter (the reference writer)."""
     stream = io.StringIO()
-    emitter = Dumper(stream)
+    emitter = _dumper_class()(stream)
     emitter.open()
     emitter.serialize(_node(obj))
     emitter.close()

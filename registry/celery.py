@@ -18,11 +18,11 @@ app.conf.beat_schedule = {
         "task": "catalogs.tasks.mirror_sources_sync_due_task",
         "schedule": 60.0,
     },
-    # OCI upload sessions and uploaded blobs no manifest references (OCI_UPLOAD_GC_MINUTES).
-    "oci-uploads-gc": {"task": "catalogs.tasks.oci_uploads_gc_task", "schedule": 900.0},
-    # Blobs left unreferenced by a worker that died mid-commit (BLOB_GC_GRACE_MINUTES).
+    # The one storage GC: stale OCI upload sessions and uploaded blobs no manifest references
+    # (OCI_UPLOAD_GC_MINUTES), and stored objects no row names (BLOB_GC_GRACE_MINUTES), on
+    # local files and S3 alike.
     "blobs-garbage-collect": {
         "task": "catalogs.tasks.blobs_garbage_collect_task",
-        "schedule": 3600.0,
+        "schedule": 900.0,
     },
 }

@@ -4,8 +4,9 @@ Two kinds of figures, so that N gunicorn processes report one truth:
 - request counts and durations are counted in each process; with ``PROMETHEUS_MULTIPROC_DIR``
   set (the deployments set it) prometheus-client keeps them in files there and a scrape of any
   process adds up every process's files;
-- everything the database knows (sync runs by status, published versions, stored bytes) and the
-  broker's backlog are read at scrape time, so they are the same whichever process answers.
+- everything the database knows (sync runs by status, the mirror backlog, published versions,
+  stored bytes) and the broker's queue depth are read at scrape time, so they are the same
+  whichever process answers.
 
 ``/metrics`` answers only to the addresses in ``METRICS_ALLOWED_IPS`` (loopback by default) or to
 a request carrying ``Authorization: Bearer <METRICS_TOKEN>`` when that is set; anyone else gets
@@ -117,6 +118,7 @@ class RegistryCollector(Collector):
         for status in SyncRun.Status.values:
             runs.add_metric([status], counts.get(status, 0))
         yield runs
+        yield from _backlog_families()
 
         yield GaugeMetricFamily(
             "krm_catalog_versions",
@@ -138,6 +140,33 @@ class RegistryCollector(Collector):
             total = model.objects.order_by().aggregate(total=Sum("size"))["total"] or 0
             stored.add_metric([kind], total)
         yield stored
+
+
+def _backlog_families() -> Iterator[GaugeMetricFamily]:
+    """Mirror sources waiting for a sync, and how long the oldest queued run has waited."""
+    from django.utils import timezone
+
+    from catalogs.mirrors import mirror_sources_due
+    from catalogs.models import SyncRun
+
+    now = timezone.now()
+    queued = SyncRun.objects.filter(status=SyncRun.Status.QUEUED)
+    backlog = GaugeMetricFamily(
+        "krm_mirror_backlog",
+        "Mirror sources waiting for a sync: due (interval passed, no run yet), queued (a run "
+        "waits for a worker), deferred (of the queued, held back by an upstream rate limit).",
+        labels=["state"],
+    )
+    backlog.add_metric(["due"], mirror_sources_due(now=now).count())
+    backlog.add_metric(["queued"], queued.count())
+    backlog.add_metric(["deferred"], queued.filter(deferred_until__gt=now).count())
+    yield backlog
+    oldest = queued.order_by("queued_at").values_list("queued_at", flat=True).first()
+    yield GaugeMetricFamily(
+        "krm_mirror_backlog_oldest_seconds",
+        "Seconds the oldest queued sync run has waited (0 when none waits).",
+        value=(now - oldest).total_seconds() if oldest else 0.0,
+    )
 
 
 @cache
@@ -228,6 +257,16 @@ def metrics_response(request: HttpRequest) -> HttpResponse:
     response = HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
     response["Cache-Control"] = "no-store"
     return response
+
+
+# The URL pattern name of the OCI blob view, which the WSGI fast path answers for.
+OCI_BLOB_VIEW = "oci:blob"
+
+
+def count_oci_blob_fast_path(method: str, seconds: float) -> None:
+    """Count a blob the OCI fast path (catalogs.oci.wsgi) answered, as if the view had."""
+    REQUEST_SECONDS.labels(OCI_BLOB_VIEW).observe(seconds)
+    REQUESTS.labels(OCI_BLOB_VIEW, method, "200").inc()
 
 
 class MetricsMiddleware:

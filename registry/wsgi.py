@@ -11,5 +11,6 @@ application: Callable[..., Iterable[bytes]] = get_wsgi_application()
 
 # Imported once Django is set up: it reads the OCI endpoint's serving cache.
 from catalogs.oci.wsgi import OciBlobFastPath  # noqa: E402
+from registry.metrics import count_oci_blob_fast_path  # noqa: E402
 
-application = OciBlobFastPath(application)
+application = OciBlobFastPath(application, on_served=count_oci_blob_fast_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -25,6 +26,17 @@ def pytest_configure(config: pytest.Config) -> None:
 def demo_catalog_bytes() -> bytes:
     """The demo catalog document that ``load_demo`` publishes."""
     return DEMO_CATALOG.read_bytes()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_api_list_cache() -> None:
+    """Each test starts a new generation of cached API list pages: a test's rows are rolled
+    back, not deleted, so no write tells the cache that the pages stored during it are gone."""
+    apps = sys.modules.get("django.apps")
+    if apps is not None and apps.apps.ready:
+        from catalogs.api import cache
+
+        cache.invalidate()
 
 
 @pytest.fixture
@@ -89,3 +101,41 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if ran:
         count = len(list(SCREENSHOTS.glob("*.png")))
         terminalreporter.write_line(f"browser screenshots ({count}): {SCREENSHOTS}")
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A real S3-compatible server (moto's) on loopback: CI's (KRM_TEST_S3_ENDPOINT) or our own."""
+    from tests.s3_server import moto_server
+
+    shared = os.environ.get("KRM_TEST_S3_ENDPOINT")
+    if shared:
+        yield shared
+        return
+    with moto_server() as url:
+        yield url
+
+
+@pytest.fixture
+def s3_storage(s3_endpoint, settings):
+    """The default storage on a fresh bucket of the S3 server (as STORAGE_BACKEND=s3 sets it),
+    with the per-process content caches emptied so that every read goes to the store."""
+    from tests.s3_server import bucket_empty, new_bucket, s3_client, storage_options
+
+    client = s3_client(s3_endpoint)
+    bucket = new_bucket(client)
+    settings.STORAGE_BACKEND = "s3"
+    settings.STORAGES = {**settings.STORAGES, "default": storage_options(s3_endpoint, bucket)}
+    _content_caches_clear()
+    yield client, bucket
+    _content_caches_clear()
+    bucket_empty(client, bucket)
+    client.delete_bucket(Bucket=bucket)
+
+
+def _content_caches_clear() -> None:
+    from catalogs import selectors
+    from catalogs.oci.selectors import oci_caches_clear
+
+    oci_caches_clear()
+    selectors._content_cache.__init__(max_bytes=selectors._content_cache.max_bytes)  # type: ignore[misc]

@@ -18,9 +18,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogs import contributions, selectors
+from catalogs.api.cache import cached_list
 from catalogs.api.parsers import CatalogJSONParser
 from catalogs.api.serializers import absolute_url, catalog_version_url, fast_reverse
-from catalogs.exceptions import InvalidInputError, NotFoundError
+from catalogs.exceptions import InvalidInputError
 from catalogs.models import Contribution, ContributionStatus, ReviewEvent
 from catalogs.services import OversizedDocument
 
@@ -114,13 +115,6 @@ class ContributionQuerySerializer(serializers.Serializer):
     mine = serializers.BooleanField(
         required=False, default=False, help_text="Only my contributions (reviewers see all)."
     )
-
-    def validate_catalog(self, value: str):
-        publisher, _, name = value.partition("/")
-        try:
-            return selectors.catalog_get(publisher_slug=publisher, name=name)
-        except NotFoundError as err:
-            raise serializers.ValidationError(err.message)
 
 
 class ReviewEventSerializer(serializers.ModelSerializer):
@@ -242,11 +236,16 @@ class ContributionViewSet(viewsets.GenericViewSet):
         return Response(body, status=code, headers=headers)
 
     @extend_schema(parameters=[ContributionQuerySerializer])
+    @cached_list("user")
     def list(self, request: Request) -> Response:
         """Reviewers see every contribution (the review queue); others see their own."""
         query = ContributionQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        filters = query.validated_data
+        filters = dict(query.validated_data)
+        if filters.get("catalog"):
+            # A well-formed name of no catalog is 404, like the catalog's own URL.
+            publisher, _, name = filters["catalog"].partition("/")
+            filters["catalog"] = selectors.catalog_get(publisher_slug=publisher, name=name)
         mine = filters["mine"] or not contributions.user_can_review(user=request.user)
         if mine:
             assert selectors.signed_in(request.user)  # IsAuthenticated

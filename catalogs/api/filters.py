@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import django_filters
+from django import forms
 from django.db.models import QuerySet
 
 from catalogs.models import Catalog, FunctionVersion
@@ -55,3 +56,56 @@ class FunctionVersionFilter(django_filters.FilterSet):
     def filter_runtime(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         """Functions with a runtime of this kind."""
         return queryset.filter(runtime_kinds_index__contains=f"|{value.lower()}|")
+
+
+class FunctionSearchFilter(FunctionVersionFilter):
+    """Function search plus the trust and capability filters of the search page and
+    ``/api/v1/search/`` (checkboxes on the page; ``verified=on`` or ``true`` in a query)."""
+
+    verified = django_filters.BooleanFilter(
+        field_name="catalog_version__catalog__publisher__verified",
+        widget=forms.CheckboxInput,
+        label="Verified publisher",
+        method="filter_true",
+    )
+    network = django_filters.BooleanFilter(
+        field_name="requires_network",
+        widget=forms.CheckboxInput,
+        label="Needs network",
+        method="filter_true",
+    )
+    storage = django_filters.BooleanFilter(
+        field_name="requires_storage_mount",
+        widget=forms.CheckboxInput,
+        label="Needs storage mount",
+        method="filter_true",
+    )
+
+    mirrored = django_filters.BooleanFilter(
+        widget=forms.CheckboxInput, label="Mirrored", method="filter_mirrored"
+    )
+    signed = django_filters.BooleanFilter(
+        widget=forms.CheckboxInput, label="Signed by this registry", method="filter_signed"
+    )
+
+    class Meta(FunctionVersionFilter.Meta):
+        fields = [
+            *FunctionVersionFilter.Meta.fields,
+            *["verified", "network", "storage", "mirrored", "signed"],
+        ]
+
+    def filter_mirrored(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
+        """Functions of catalogs mirrored from elsewhere."""
+        if not value:
+            return queryset
+        return queryset.filter(catalog_version__catalog__mirror_source__isnull=False)
+
+    def filter_signed(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
+        """Functions of versions the registry signed (every version, once signed)."""
+        if not value:
+            return queryset
+        return queryset.filter(catalog_version__signing_key__isnull=False)
+
+    def filter_true(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
+        """An unticked box means "any", not "false"."""
+        return queryset.filter(**{name: True}) if value else queryset

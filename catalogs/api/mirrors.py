@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogs import mirrors
-from catalogs.api.serializers import catalog_latest_url
+from catalogs.api.cache import cached_list
+from catalogs.api.serializers import absolute_url, catalog_latest_url, fast_reverse
 from catalogs.models import DriftEvent, MirrorSource, SyncRun
 from catalogs.selectors import user_is_mirror_operator
 
@@ -25,9 +25,8 @@ class IsMirrorOperator(permissions.BasePermission):
 
 
 def sync_run_url(request, run: SyncRun) -> str:
-    """Absolute URL of a run in the API."""
-    path = reverse("api:sync-run-detail", kwargs={"pk": run.pk})
-    return request.build_absolute_uri(path) if request is not None else path
+    """Absolute URL of a run in the API (a list renders one per row: reversed once)."""
+    return absolute_url(request, fast_reverse("api:sync-run-detail", pk=run.pk))
 
 
 class DriftEventSerializer(serializers.ModelSerializer):
@@ -66,6 +65,8 @@ class SyncRunSerializer(serializers.ModelSerializer):
             "provenance",
             "verification",
             "attempts",
+            "deferrals",
+            "deferred_until",
             "queued_at",
             "started_at",
             "finished_at",
@@ -140,9 +141,7 @@ class MirrorSourceSerializer(serializers.ModelSerializer):
         return latest.digest if latest else None
 
     def _url(self, name: str, obj: MirrorSource) -> str:
-        request = self.context.get("request")
-        path = reverse(name, kwargs={"pk": obj.pk})
-        return request.build_absolute_uri(path) if request is not None else path
+        return absolute_url(self.context.get("request"), fast_reverse(name, pk=obj.pk))
 
     def get_runs_url(self, obj: MirrorSource) -> str:
         return self._url("api:source-runs", obj)
@@ -202,6 +201,7 @@ class MirrorSourceViewSet(viewsets.GenericViewSet):
     def get_queryset(self):
         return mirrors.mirror_source_list()
 
+    @cached_list("user")
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
@@ -235,6 +235,7 @@ class MirrorSourceViewSet(viewsets.GenericViewSet):
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
     @extend_schema(responses=SyncRunSerializer(many=True))
+    @cached_list("user")
     def runs(self, request: Request, pk: int) -> Response:
         source = mirrors.mirror_source_get(pk=int(pk))
         page = self.paginate_queryset(

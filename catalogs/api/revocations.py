@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogs import revocations, selectors
+from catalogs.api.cache import cached_list
 from catalogs.models import Revocation, RevocationReason
 
 
@@ -63,6 +64,7 @@ class RevocationViewSet(viewsets.GenericViewSet):
         )
         return revocations.revocation_list(catalog=catalog)
 
+    @cached_list("public")
     def list(self, request: Request, publisher: str, catalog: str) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

@@ -40,6 +40,51 @@ _WRITE_ANSWERS = {
 }
 
 
+# Django refuses the NUL character in every text it validates (form and serializer fields:
+# "Null characters are not allowed."), so the schema says a text input cannot carry one.
+NO_NUL = "^[^\\x00]*$"
+
+
+def _no_nul(schema: dict[str, Any], components: dict[str, Any], seen: set[str]) -> None:
+    """Give every free-text string of an input schema the NO_NUL pattern (following $refs)."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        if name not in seen and name in components:
+            seen.add(name)
+            _no_nul(components[name], components, seen)
+        return
+    if schema.get("type") == "string" and not {"pattern", "enum", "format"} & schema.keys():
+        schema["pattern"] = NO_NUL
+    for key in ("properties", "patternProperties"):
+        for child in (schema.get(key) or {}).values():
+            _no_nul(child, components, seen)
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            _no_nul(schema[key], components, seen)
+    for key in ("oneOf", "anyOf", "allOf"):
+        for child in schema.get(key) or []:
+            _no_nul(child, components, seen)
+
+
+def forbid_nul_in_inputs(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: query parameters and JSON/form request bodies."""
+    components = result.get("components", {}).get("schemas", {})
+    seen: set[str] = set()
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "query":
+                    _no_nul(parameter.get("schema", {}), components, seen)
+            content = (operation.get("requestBody") or {}).get("content", {})
+            for media_type, body in content.items():
+                if "json" in media_type or "form" in media_type:
+                    _no_nul(body.get("schema", {}), components, seen)
+    return result
+
+
 def add_problem_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: add the problem answers to every API operation."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from catalogs.api import contributions, mirrors, revocations, views
+from catalogs.api import contributions, mirrors, revocations, search, views
 
 app_name = "api"
 
@@ -45,6 +45,7 @@ urlpatterns = [
         revocations.RevocationViewSet.as_view({"get": "list", "post": "create"}),
         name="revocation-list",
     ),
+    path("search/", search.FunctionSearchView.as_view(), name="search"),
     path(
         "functions/",
         views.FunctionVersionViewSet.as_view({"get": "list"}),

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from catalogs import selectors, services, signing
 from catalogs.api import serializers
+from catalogs.api.cache import cached_list
 from catalogs.api.filters import CatalogFilter, FunctionVersionFilter
 from catalogs.api.parsers import (
     CatalogJSONParser,
@@ -33,6 +34,7 @@ class PublisherViewSet(viewsets.GenericViewSet):
     def get_queryset(self):
         return selectors.publisher_list()
 
+    @cached_list("public")
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
@@ -65,6 +67,7 @@ class CatalogViewSet(viewsets.GenericViewSet):
     def get_queryset(self):
         return selectors.catalog_list()
 
+    @cached_list("public")
     def list(self, request: Request) -> Response:
         queryset = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(queryset)
@@ -109,6 +112,7 @@ class CatalogVersionViewSet(viewsets.GenericViewSet):
         )
         return selectors.catalog_version_list(catalog=catalog)
 
+    @cached_list("public")
     def list(self, request: Request, publisher: str, catalog: str) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
@@ -164,6 +168,10 @@ class FunctionVersionViewSet(
     def get_queryset(self):
         return selectors.function_version_list()
 
+    @cached_list("public")
+    def list(self, request: Request, *args, **kwargs) -> Response:
+        return super().list(request, *args, **kwargs)
+
 
 def _validated(serializer_class: type, data: object) -> dict:
     """Validate ``data`` with ``serializer_class`` (400 on errors) and return the clean values."""
@@ -218,5 +226,6 @@ class ApiRootView(APIView):
             name.removesuffix("-list") + "s": request.build_absolute_uri(reverse(f"api:{name}"))
             for name in names
         }
+        links["search"] = request.build_absolute_uri(reverse("api:search"))
         links["schema"] = request.build_absolute_uri(reverse("schema"))
         return Response(links)

@@ -8,7 +8,7 @@ import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from catalogs.exceptions import DestinationRefusedError, FetchError
 
@@ -68,6 +68,60 @@ def credential_for(url: str, *, limits: Limits) -> Credential | None:
     if parts.port is not None and f"{host}:{parts.port}" in by_host:
         return by_host[f"{host}:{parts.port}"]
     return by_host.get(host)
+
+
+# Query parameters that carry a secret: tokens and keys, and the signatures of pre-signed URLs
+# (S3 X-Amz-*, Google X-Goog-*, Azure SAS sig, CloudFront Signature/Key-Pair-Id).
+_SECRET_QUERY_NAMES = frozenset(
+    {
+        "access_token",
+        "accesstoken",
+        "api_key",
+        "api-key",
+        "apikey",
+        "auth",
+        "authorization",
+        "awsaccesskeyid",
+        "client_secret",
+        "googleaccessid",
+        "id_token",
+        "jwt",
+        "key",
+        "key-pair-id",
+        "oauth_token",
+        "passwd",
+        "password",
+        "private_token",
+        "private-token",
+        "pwd",
+        "refresh_token",
+        "secret",
+        "sig",
+        "signature",
+        "token",
+        "x-amz-credential",
+        "x-amz-security-token",
+        "x-amz-signature",
+        "x-goog-credential",
+        "x-goog-signature",
+    }
+)
+_SECRET_QUERY_WORDS = ("token", "secret", "password", "signature", "credential")
+
+
+def url_secret_query_names(url: str) -> list[str]:
+    """Names of the query parameters of ``url`` that look like a credential, as written."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:  # not a URL at all: the fetcher's own check says why
+        return []
+    found: list[str] = []
+    for name, _ in parse_qsl(query, keep_blank_values=True):
+        folded = name.strip().lower()
+        secret = folded in _SECRET_QUERY_NAMES or any(w in folded for w in _SECRET_QUERY_WORDS)
+        if secret and name not in found:
+            found.append(name)
+    return found
 
 
 def url_has_credentials(url: str) -> bool:

@@ -1,7 +1,8 @@
 """Records of the OCI side: stored manifests, tags, blobs that are not catalog bytes, uploads.
 
-A catalog is one OCI repository, ``<publisher>/<catalog>``. The catalog layer's bytes are the
-version's own ``content`` (never copied); other blobs (configs, signature payloads) live here.
+A catalog is one OCI repository, ``<publisher>/<catalog>``. The catalog layer is the version's
+own bytes (never copied); other blobs (configs, signature payloads) are recorded here. All bytes
+are in the object store by digest (``catalogs.blobstore``); these rows only name them.
 Imported by ``catalogs.models`` so that Django registers them with the ``catalogs`` app.
 """
 
@@ -21,7 +22,7 @@ class OciManifest(models.Model):
     )
     digest = models.CharField(max_length=71)  # "sha256:" + 64 hex
     media_type = models.CharField(max_length=255)
-    content = models.BinaryField()
+    # Its bytes are in the object store under ``digest`` (catalogs.blobstore).
     size = models.PositiveIntegerField()
     # For the referrers API: the manifest this one refers to, its artifactType (or config media
     # type) and annotations, copied once so a listing never parses manifests.
@@ -48,6 +49,13 @@ class OciManifest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.catalog_id}@{self.digest}"
+
+    @property
+    def content(self) -> bytes:
+        """Its bytes, read from the object store (once per process)."""
+        from catalogs.selectors import stored_content
+
+        return stored_content(digest=self.digest)
 
 
 class OciTag(models.Model):
@@ -76,7 +84,7 @@ class OciBlob(models.Model):
     )
     digest = models.CharField(max_length=71)
     size = models.PositiveIntegerField()
-    content = models.BinaryField()
+    # Its bytes are in the object store under ``digest`` (catalogs.blobstore).
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -87,6 +95,13 @@ class OciBlob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.catalog_id}@{self.digest}"
+
+    @property
+    def content(self) -> bytes:
+        """Its bytes, read from the object store (once per process)."""
+        from catalogs.selectors import stored_content
+
+        return stored_content(digest=self.digest)
 
 
 class OciUpload(models.Model):
@@ -99,7 +114,7 @@ class OciUpload(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, related_name="+"
     )
-    content = models.BinaryField(default=b"")
+    # The bytes received so far are the object ``uploads/<uuid>`` (catalogs.blobstore).
     size = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -14,7 +14,7 @@ from catalogs.models import Catalog, CatalogVersion, Publisher, RuntimeArtifact
 from catalogs.oci.errors import NameUnknownError
 from catalogs.oci.manifests import EMPTY_BLOB, EMPTY_DIGEST
 from catalogs.oci.models import OciBlob, OciManifest, OciTag
-from catalogs.selectors import _ContentCache
+from catalogs.selectors import _ContentCache, _stored_bytes
 
 
 def oci_repository_get(*, publisher_slug: str, catalog_name: str) -> Catalog:
@@ -58,19 +58,20 @@ _RAV = RuntimeArtifact.catalog_versions.through._meta.db_table
 _REPO = f"JOIN {_C} c ON c.id = x.catalog_id JOIN {_P} p ON p.id = c.publisher_id"
 _WHERE = "p.slug = %s AND c.name = %s"
 # Kind 1: catalog bytes of a version; 2: a stored blob; 3: a mirrored runtime artifact (a file).
+# The rows give sizes; the bytes of all three are in the object store by digest.
 _SQL_BLOB = (
-    f"SELECT 1, x.content, NULL, x.size FROM {_V} x {_REPO} WHERE {_WHERE} AND x.digest = %s "
-    f"UNION ALL SELECT 2, x.content, NULL, x.size FROM {_B} x {_REPO} "
+    f"SELECT 1, NULL, x.size FROM {_V} x {_REPO} WHERE {_WHERE} AND x.digest = %s "
+    f"UNION ALL SELECT 2, NULL, x.size FROM {_B} x {_REPO} "
     f"WHERE {_WHERE} AND x.digest = %s "
-    f"UNION ALL SELECT 3, NULL, a.storage_name, a.size FROM {_RA} a "
+    f"UNION ALL SELECT 3, a.storage_name, a.size FROM {_RA} a "
     f"JOIN {_RAV} l ON l.runtimeartifact_id = a.id JOIN {_V} x ON x.id = l.catalogversion_id "
     f"{_REPO} WHERE {_WHERE} AND a.digest = %s"
 )
 _SQL_MANIFEST_BY_DIGEST = (
-    f"SELECT x.digest, x.media_type, x.content FROM {_M} x {_REPO} WHERE {_WHERE} AND x.digest = %s"
+    f"SELECT x.digest, x.media_type, x.size FROM {_M} x {_REPO} WHERE {_WHERE} AND x.digest = %s"
 )
 _SQL_MANIFEST_BY_TAG = (
-    f"SELECT m.digest, m.media_type, m.content FROM {_T} x JOIN {_M} m ON m.id = x.manifest_id "
+    f"SELECT m.digest, m.media_type, m.size FROM {_T} x JOIN {_M} m ON m.id = x.manifest_id "
     f"{_REPO} WHERE {_WHERE} AND x.name = %s"
 )
 
@@ -83,8 +84,13 @@ _BLOB_CACHE_MAX = 10_000
 _manifest_cache: dict[tuple[str, str, str], Manifest] = {}
 
 
-def oci_blob_find(*, publisher_slug: str, catalog_name: str, digest: str) -> Blob | None:
-    """The blob ``digest`` of repository ``publisher/catalog`` or None (no repo check)."""
+def oci_blob_find(
+    *, publisher_slug: str, catalog_name: str, digest: str, load: bool = True
+) -> Blob | None:
+    """The blob ``digest`` of repository ``publisher/catalog`` or None (no repo check).
+
+    With ``load=False`` only whether it exists and its size (no bytes read from the store).
+    """
     key = (publisher_slug, catalog_name, digest)
     cached = _blob_cache.get(key)
     if cached is not None:
@@ -100,10 +106,14 @@ def oci_blob_find(*, publisher_slug: str, catalog_name: str, digest: str) -> Blo
         row = cursor.fetchone()
     if row is None:
         return None
-    kind, content, storage_name, size = row
-    blob = Blob(
-        digest, int(size), bytes(content) if content is not None else None, storage_name or ""
-    )
+    kind, storage_name, size = row
+    if not load:
+        return Blob(digest, int(size), None, storage_name or "")
+    if kind == 3:
+        blob = Blob(digest, int(size), None, storage_name or "")
+    else:
+        content = _blob_bytes.get(digest) or _stored_bytes(digest=digest, size=int(size))
+        blob = Blob(digest, int(size), content, "")
     if kind != 2 and len(_blob_cache) < _BLOB_CACHE_MAX:
         _blob_cache[key] = Blob(digest, blob.size, None, blob.storage_name)
         if blob.content is not None:
@@ -126,7 +136,10 @@ def oci_manifest_find(*, publisher_slug: str, catalog_name: str, reference: str)
         row = cursor.fetchone()
     if row is None:
         return None
-    manifest = Manifest(row[0], row[1], bytes(row[2]))
+    cached = _manifest_cache.get((publisher_slug, catalog_name, row[0]))
+    if cached is not None:
+        return cached
+    manifest = Manifest(row[0], row[1], _stored_bytes(digest=row[0], size=int(row[2])))
     if len(_manifest_cache) < _BLOB_CACHE_MAX:
         _manifest_cache[(publisher_slug, catalog_name, manifest.digest)] = manifest
     return manifest
@@ -136,7 +149,10 @@ def oci_repository_has_blob(*, catalog: Catalog, digest: str) -> bool:
     """Whether ``digest`` is a blob of ``catalog``'s repository (for manifest validation)."""
     return (
         oci_blob_find(
-            publisher_slug=catalog.publisher.slug, catalog_name=catalog.name, digest=digest
+            publisher_slug=catalog.publisher.slug,
+            catalog_name=catalog.name,
+            digest=digest,
+            load=False,
         )
         is not None
     )

@@ -17,6 +17,7 @@ from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
 
+from catalogs import blobstore
 from catalogs.exceptions import InvalidCatalogError, NotAllowedError
 from catalogs.models import Catalog, CatalogVersion, MirrorSource
 from catalogs.oci import manifests as m
@@ -127,9 +128,9 @@ def _blob_put(*, catalog: Catalog, digest: str, content: bytes) -> None:
         )
     if digest == m.EMPTY_DIGEST:
         return  # served from a constant in every repository
-    OciBlob.objects.get_or_create(
-        catalog=catalog, digest=digest, defaults={"size": len(content), "content": content}
-    )
+    # Stored (and checked) before the row that names it, whether or not the row exists yet.
+    blobstore.blob_put(content=content, digest=digest)
+    OciBlob.objects.get_or_create(catalog=catalog, digest=digest, defaults={"size": len(content)})
 
 
 def _tag_set(*, catalog: Catalog, name: str, manifest: OciManifest) -> None:
@@ -141,12 +142,12 @@ def _manifest_row(
 ) -> OciManifest:
     digest = m.sha256_digest(content)
     config = parsed.get("config") or {}
+    blobstore.blob_put(content=content, digest=digest)
     row, created = OciManifest.objects.get_or_create(
         catalog=catalog,
         digest=digest,
         defaults={
             "media_type": parsed["mediaType"],
-            "content": content,
             "size": len(content),
             "subject_digest": (parsed.get("subject") or {}).get("digest", ""),
             # The referrers API's rule: artifactType, else the config's media type.
@@ -254,7 +255,7 @@ def oci_catalog_versions_backfill() -> int:
     missing = CatalogVersion.objects.filter(oci_manifest__isnull=True).select_related(
         "catalog__publisher"
     )
-    for version in missing.defer("content").order_by("catalog_id", "number"):
+    for version in missing.order_by("catalog_id", "number"):
         with transaction.atomic():
             oci_catalog_version_store(version=version)
         count += 1
@@ -377,19 +378,17 @@ def oci_manifest_push(
 
 
 def _layer_bytes(*, catalog: Catalog, digest: str) -> bytes:
-    blob = OciBlob.objects.filter(catalog=catalog, digest=digest).values_list("content").first()
-    if blob is None:
-        blob = (
-            CatalogVersion.objects.filter(catalog=catalog, digest=digest)
-            .values_list("content")
-            .first()
-        )
-    if blob is None:
+    known = (
+        OciBlob.objects.filter(catalog=catalog, digest=digest).exists()
+        or CatalogVersion.objects.filter(catalog=catalog, digest=digest).exists()
+    )
+    content = blobstore.blob_read(digest) if known else None
+    if content is None:
         raise ManifestBlobUnknownError(
             f"manifest references {digest}, unknown to repository {catalog}",
             detail={"digest": digest},
         )
-    return bytes(blob[0])
+    return content
 
 
 # ----------------------------------------------------------------------------- blob uploads
@@ -445,10 +444,11 @@ def oci_upload_append(*, upload: OciUpload, content: bytes, content_range: str =
             )
     _check_size(locked.size + len(content))
     if content:
+        # The bytes so far, then the row's size: an update lost after the write is cut off.
+        so_far = blobstore.upload_read(upload_id=str(locked.uuid), size=locked.size)
+        blobstore.upload_write(upload_id=str(locked.uuid), content=so_far + content)
         OciUpload.objects.filter(pk=locked.pk).update(
-            content=bytes(locked.content) + content,
-            size=locked.size + len(content),
-            updated_at=timezone.now(),
+            size=locked.size + len(content), updated_at=timezone.now()
         )
         locked.refresh_from_db()
     return locked
@@ -461,9 +461,11 @@ def oci_upload_finish(
     """Close a session (PUT ?digest=): the whole blob must hash to ``digest``."""
     _check_digest(digest)
     upload = oci_upload_append(upload=upload, content=content, content_range=content_range)
-    data = bytes(upload.content)
+    data = blobstore.upload_read(upload_id=str(upload.uuid), size=upload.size)
     _blob_put(catalog=upload.catalog, digest=digest, content=data)
+    upload_id = str(upload.uuid)
     upload.delete()
+    transaction.on_commit(lambda: blobstore.upload_delete(upload_id))
     return digest
 
 
@@ -471,6 +473,8 @@ def oci_upload_finish(
 def oci_upload_cancel(*, upload: OciUpload) -> None:
     """Drop an upload session (DELETE)."""
     OciUpload.objects.filter(pk=upload.pk).delete()
+    upload_id = str(upload.uuid)
+    transaction.on_commit(lambda: blobstore.upload_delete(upload_id))
 
 
 @transaction.atomic
@@ -483,6 +487,7 @@ def oci_uploads_gc(*, older_than: timedelta | None = None) -> tuple[int, int]:
     if older_than is None:
         older_than = timedelta(minutes=settings.OCI_UPLOAD_GC_MINUTES)
     cutoff = timezone.now() - older_than
+    # Their bytes (``uploads/<uuid>``) go with the storage GC's next pass over the store.
     sessions, _ = OciUpload.objects.filter(updated_at__lt=cutoff).delete()
     referenced: dict[int, set[str]] = {}
     for catalog_id, references in OciManifest.objects.values_list("catalog_id", "references"):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import cast
 
-import django_filters
 from django import forms
 from django.conf import settings
 from django.contrib.auth.forms import UserCreationForm
 from django.db.models import QuerySet
 
-from catalogs.api.filters import FunctionVersionFilter
+from catalogs.api.filters import FunctionSearchFilter  # noqa: F401 (the search page's filters)
 from catalogs.mirrors import MIRROR_SOURCE_FIELDS
 from catalogs.models import Catalog, ContributionStatus, Publisher
 from catalogs.services import OversizedDocument
@@ -263,55 +262,3 @@ class ReviewFilterForm(forms.Form):
 
 class SignUpForm(UserCreationForm):
     """Self sign-up (only when SIGNUP_ENABLED)."""
-
-
-class FunctionSearchFilter(FunctionVersionFilter):
-    """The API's search plus the web's trust and capability filters (checkboxes)."""
-
-    verified = django_filters.BooleanFilter(
-        field_name="catalog_version__catalog__publisher__verified",
-        widget=forms.CheckboxInput,
-        label="Verified publisher",
-        method="filter_true",
-    )
-    network = django_filters.BooleanFilter(
-        field_name="requires_network",
-        widget=forms.CheckboxInput,
-        label="Needs network",
-        method="filter_true",
-    )
-    storage = django_filters.BooleanFilter(
-        field_name="requires_storage_mount",
-        widget=forms.CheckboxInput,
-        label="Needs storage mount",
-        method="filter_true",
-    )
-
-    mirrored = django_filters.BooleanFilter(
-        widget=forms.CheckboxInput, label="Mirrored", method="filter_mirrored"
-    )
-    signed = django_filters.BooleanFilter(
-        widget=forms.CheckboxInput, label="Signed by this registry", method="filter_signed"
-    )
-
-    class Meta(FunctionVersionFilter.Meta):
-        fields = [
-            *FunctionVersionFilter.Meta.fields,
-            *["verified", "network", "storage", "mirrored", "signed"],
-        ]
-
-    def filter_mirrored(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
-        """Functions of catalogs mirrored from elsewhere."""
-        if not value:
-            return queryset
-        return queryset.filter(catalog_version__catalog__mirror_source__isnull=False)
-
-    def filter_signed(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
-        """Functions of versions the registry signed (every version, once signed)."""
-        if not value:
-            return queryset
-        return queryset.filter(catalog_version__signing_key__isnull=False)
-
-    def filter_true(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
-        """An unticked box means "any", not "false"."""
-        return queryset.filter(**{name: True}) if value else queryset

@@ -3,12 +3,12 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from catalogs.web import mirror_pages, publisher_pages, revocation_pages, views
+from catalogs.web import mirror_pages, publisher_pages, revocation_pages, search_pages, views
 
 app_name = "web"
 
 urlpatterns = [
-    path("", views.search, name="search"),
+    path("", search_pages.search_page, name="search"),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(template_name="catalogs/registration/login.html"),

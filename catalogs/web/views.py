@@ -22,8 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
-from catalogs import contributions, mirrors, selectors, services, trials
-from catalogs.collisions import function_collisions
+from catalogs import contributions, function_pages, mirrors, selectors, services, trials
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
@@ -92,24 +91,7 @@ def _owned_publishers(user) -> Any:
     return Publisher.objects.filter(owners=user)
 
 
-# --------------------------------------------------------------------------- browse and search
-
-
-def search(request: HttpRequest) -> HttpResponse:
-    """Full-text search and filters over the functions of every catalog's latest version."""
-    qs = selectors.function_version_list().order_by("group", "kind", "name", "pk")
-    flt = forms.FunctionSearchFilter(request.GET or None, queryset=qs)
-    results = flt.qs if flt.is_bound and flt.is_valid() else qs
-    page = Paginator(results, PAGE_SIZE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    context = {
-        "filter": flt,
-        "page": page,
-        "query": query.urlencode(),
-        "catalogs": selectors.catalog_list().published()[:50] if not request.GET else None,
-    }
-    return _render(request, "search.html", context)
+# ------------------------------------------------- browse (the search page: web/search_pages.py)
 
 
 def _trust_view(parsed, source: str) -> dict[str, Any]:
@@ -161,99 +143,17 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
     return _render(request, "catalog_detail.html", context)
 
 
-def _schema_rows(schema: Any, prefix: str = "", required: set | None = None, depth: int = 0):
-    """openAPIV3Schema properties as flat rows: field path, type, required, description."""
-    rows: list[dict[str, Any]] = []
-    if not isinstance(schema, dict) or depth > 20:
-        return rows
-    props = schema.get("properties") or {}
-    req = set(schema.get("required") or [])
-    for name, sub in props.items():
-        if not isinstance(sub, dict):
-            continue
-        path = f"{prefix}.{name}" if prefix else name
-        kind = sub.get("type", "")
-        if kind == "array" and isinstance(sub.get("items"), dict):
-            kind = f"array of {sub['items'].get('type', 'object')}"
-        rows.append(
-            {
-                "path": path,
-                "type": kind,
-                "required": name in req,
-                "description": sub.get("description", ""),
-                "enum": sub.get("enum") or [],
-                "default": sub.get("default"),
-            }
-        )
-        rows += _schema_rows(sub, path, depth=depth + 1)
-        if isinstance(sub.get("items"), dict):
-            rows += _schema_rows(sub["items"], f"{path}[]", depth=depth + 1)
-    return rows
-
-
-def _schema_modeline(request: HttpRequest, cat: Catalog, fn: Any, v: Any) -> str:
-    """The yaml-language-server line pointing editors at this version's JSON Schema."""
-    from catalogs.schema_views import CORE_GROUP
-
-    assert cat.latest_version is not None  # a catalog with a function has a version
-    url = reverse(
-        "catalogs:function_schema",
-        args=[
-            cat.publisher.slug,
-            cat.name,
-            cat.latest_version.number,
-            fn.group or CORE_GROUP,
-            fn.kind,
-            v.name,
-        ],
-    )
-    return f"# yaml-language-server: $schema={request.build_absolute_uri(url)}"
-
-
 @domain_errors
 def function_detail(
     request: HttpRequest, publisher: str, catalog: str, group: str, kind: str
 ) -> HttpResponse:
-    """One function of a catalog's latest version: versions, runtimes, badges, schema."""
-    cat = _catalog(publisher, catalog)
-    fn = (
-        FunctionDefinition.objects.filter(
-            catalog_version=cat.latest_version, group=group, kind=kind
-        )
-        .prefetch_related("versions")
-        .first()
-        if cat.latest_version
-        else None
+    """One function of a catalog's latest version: how to use it, versions and what changed."""
+    context = function_pages.function_page(
+        catalog=_catalog(publisher, catalog),
+        group=group,
+        kind=kind,
+        absolute_url=request.build_absolute_uri,
     )
-    if fn is None:
-        raise Http404(f"Catalog '{cat}' has no function {group}/{kind}.")
-    versions = []
-    for v in sorted(fn.versions.all(), key=lambda v: v.position):
-        schema = (v.schema or {}).get("openAPIV3Schema") if isinstance(v.schema, dict) else None
-        runtime = v.runtime or {}
-        versions.append(
-            {
-                "row": v,
-                "exec_platforms": (runtime.get("exec") or {}).get("platforms", []),
-                "container": runtime.get("container"),
-                "image_digest": image_digest(runtime.get("container")),
-                "starlark": runtime.get("starlark"),
-                "schema_rows": _schema_rows(schema),
-                "has_schema": bool(schema),
-                "modeline": _schema_modeline(request, cat, fn, v) if schema else None,
-                "collisions": function_collisions(version=v),
-            }
-        )
-    # Maintainers once: the function's, else the versions' when they all agree; a version
-    # lists its own only where they differ.
-    per_version = {tuple(item["row"].maintainers or []) for item in versions}
-    maintainers = list(fn.maintainers or [])
-    if not maintainers and len(per_version) == 1:
-        maintainers = list(next(iter(per_version)))
-    for item in versions:
-        own = list(item["row"].maintainers or [])
-        item["own_maintainers"] = own if own and own != maintainers else []
-    context = {"catalog": cat, "function": fn, "versions": versions, "maintainers": maintainers}
     return _render(request, "function_detail.html", context)
 
 

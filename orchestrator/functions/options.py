@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.errors import KrmError
@@ -18,40 +17,102 @@ class FunctionError(KrmError):
     """A function could not be resolved, fetched, started, or it failed."""
 
 
-@dataclass
 class FnOptions:
-    """What the user allowed on the command line, for every function of one build."""
+    """What the user allowed on the command line, for every function of one build.
 
-    enable_exec: bool = False
-    # --enable-alpha-plugins: run container functions whose image the repository names itself
-    # (a runtime: field or the config.kubernetes.io/function annotation), as kustomize asks.
-    enable_alpha_plugins: bool = False
-    network: bool = False
-    # --mount values, docker's syntax: type=bind,src=...,dst=...[,rw]
-    mounts: list[str] = field(default_factory=list)
-    # --env values: KEY=VALUE, or KEY to pass the caller's value through
-    env: list[str] = field(default_factory=list)
-    offline: bool = False
-    container_runtime: str | None = None
-    results_dir: str | None = None
-    cache_dir: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    max_download: int = DEFAULT_MAX_DOWNLOAD
-    max_unpacked: int = DEFAULT_MAX_UNPACKED
-    max_files: int = DEFAULT_MAX_FILES
-    # Which runtime to use when a catalog offers several (first available wins).
-    runtime_preference: tuple[str, ...] = ("starlark", "exec", "container")
-    # --catalog-key files: public keys that must have signed every catalog without a key of its
-    # own in the config file's trust section.
-    catalog_keys: list[str] = field(default_factory=list)
-    # --strict-catalogs: a function defined differently in a later trusted catalog is an error.
-    strict_catalogs: bool = False
-    # CA bundle for https downloads; None: the system's (or SSL_CERT_FILE, as curl and git do).
-    ca_file: str | None = None
-    # --skip-schema: do not check functionConfigs against their catalog schema (a warning says so)
-    skip_schema: bool = False
-    # Filled by the engine: one kpt results entry per function run of this build, in order.
-    results_log: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    A plain class rather than a dataclass: every ``krm build`` makes one, and importing
+    ``dataclasses`` (with ``inspect``) would cost each run about a tenth of a small build.
+    """
+
+    _FIELDS = (
+        "enable_exec",
+        "enable_alpha_plugins",
+        "network",
+        "mounts",
+        "env",
+        "offline",
+        "container_runtime",
+        "results_dir",
+        "cache_dir",
+        "timeout",
+        "max_download",
+        "max_unpacked",
+        "max_files",
+        "runtime_preference",
+        "catalog_keys",
+        "strict_catalogs",
+        "ca_file",
+        "skip_schema",
+        "results_log",
+    )
+
+    def __init__(
+        self,
+        enable_exec: bool = False,
+        # --enable-alpha-plugins: run container functions whose image the repository names
+        # itself (a runtime: field or the config.kubernetes.io/function annotation), as
+        # kustomize asks.
+        enable_alpha_plugins: bool = False,
+        network: bool = False,
+        # --mount values, docker's syntax: type=bind,src=...,dst=...[,rw]
+        mounts: list[str] | None = None,
+        # --env values: KEY=VALUE, or KEY to pass the caller's value through
+        env: list[str] | None = None,
+        offline: bool = False,
+        container_runtime: str | None = None,
+        results_dir: str | None = None,
+        cache_dir: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_download: int = DEFAULT_MAX_DOWNLOAD,
+        max_unpacked: int = DEFAULT_MAX_UNPACKED,
+        max_files: int = DEFAULT_MAX_FILES,
+        # Which runtime to use when a catalog offers several (first available wins).
+        runtime_preference: tuple[str, ...] = ("starlark", "exec", "container"),
+        # --catalog-key files: public keys that must have signed every catalog without a key
+        # of its own in the config file's trust section.
+        catalog_keys: list[str] | None = None,
+        # --strict-catalogs: a function defined differently in a later trusted catalog is an
+        # error.
+        strict_catalogs: bool = False,
+        # CA bundle for https downloads; None: the system's (or SSL_CERT_FILE, as curl and
+        # git do).
+        ca_file: str | None = None,
+        # --skip-schema: do not check functionConfigs against their catalog schema (a warning
+        # says so)
+        skip_schema: bool = False,
+        # Filled by the engine: one kpt results entry per function run of this build, in order.
+        results_log: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.enable_exec = enable_exec
+        self.enable_alpha_plugins = enable_alpha_plugins
+        self.network = network
+        self.mounts: list[str] = [] if mounts is None else mounts
+        self.env: list[str] = [] if env is None else env
+        self.offline = offline
+        self.container_runtime = container_runtime
+        self.results_dir = results_dir
+        self.cache_dir = cache_dir
+        self.timeout = timeout
+        self.max_download = max_download
+        self.max_unpacked = max_unpacked
+        self.max_files = max_files
+        self.runtime_preference = runtime_preference
+        self.catalog_keys: list[str] = [] if catalog_keys is None else catalog_keys
+        self.strict_catalogs = strict_catalogs
+        self.ca_file = ca_file
+        self.skip_schema = skip_schema
+        self.results_log: list[dict[str, Any]] = [] if results_log is None else results_log
+
+    def __repr__(self) -> str:
+        shown = (f"{f}={getattr(self, f)!r}" for f in self._FIELDS if f != "results_log")
+        return f"FnOptions({', '.join(shown)})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
 
     def cache_root(self) -> str:
         """$XDG_CACHE_HOME/krm (or ~/.cache/krm), unless cache_dir is set."""
@@ -74,10 +135,33 @@ class FnOptions:
         return out
 
 
-@dataclass
 class FnOutcome:
     """What one function run produced: the new resource list and its results."""
 
-    resources: list[Any]
-    results: list[dict[str, Any]] = field(default_factory=list)
-    stderr: str = ""
+    def __init__(
+        self,
+        resources: list[Any],
+        results: list[dict[str, Any]] | None = None,
+        stderr: str = "",
+    ) -> None:
+        self.resources = resources
+        self.results: list[dict[str, Any]] = [] if results is None else results
+        self.stderr = stderr
+
+    def __repr__(self) -> str:
+        return (
+            f"FnOutcome(resources={self.resources!r}, results={self.results!r}, "
+            f"stderr={self.stderr!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, FnOutcome)
+        return (self.resources, self.results, self.stderr) == (
+            other.resources,
+            other.results,
+            other.stderr,
+        )
+
+    __hash__ = None  # type: ignore[assignment]

@@ -19,7 +19,6 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.functions.options import FnOptions, FunctionError
@@ -51,15 +50,32 @@ class FunctionConfigError(FunctionError):
         super().__init__("\n".join(lines))
 
 
-@dataclass
 class Problem:
     """One way a functionConfig breaks its schema."""
 
-    file: str | None
-    line: int | None
-    path: str
-    message: str
-    function: str
+    def __init__(
+        self, file: str | None, line: int | None, path: str, message: str, function: str
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.path = path
+        self.message = message
+        self.function = function
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.file, self.line, self.path, self.message, self.function)
+
+    def __repr__(self) -> str:
+        return "Problem(file={!r}, line={!r}, path={!r}, message={!r}, function={!r})".format(
+            *self._key()
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Problem):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __str__(self) -> str:
         where = self.file or "<inline>"
@@ -69,16 +85,39 @@ class Problem:
         return f"{where}: {field_path}: {self.message} [{self.function}]"
 
 
-@dataclass
 class Located:
     """A functionConfig found in the tree, and how to find its node again for line numbers."""
 
-    config: dict[str, Any]
-    file: str | None  # the file the config is written in
-    doc: int = 0  # index among the file's non-empty documents
-    prefix: list[str | int] = field(default_factory=list)  # path to it inside that document
-    # For inline YAML text in a kustomization (the scalar at ``prefix``): the document's index.
-    inline_doc: int | None = None
+    def __init__(
+        self,
+        config: dict[str, Any],
+        file: str | None,  # the file the config is written in
+        doc: int = 0,  # index among the file's non-empty documents
+        prefix: list[str | int] | None = None,  # path to it inside that document
+        # For inline YAML text in a kustomization (the scalar at ``prefix``): the document's
+        # index.
+        inline_doc: int | None = None,
+    ) -> None:
+        self.config = config
+        self.file = file
+        self.doc = doc
+        self.prefix: list[str | int] = [] if prefix is None else prefix
+        self.inline_doc = inline_doc
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.config, self.file, self.doc, self.prefix, self.inline_doc)
+
+    def __repr__(self) -> str:
+        return "Located(config={!r}, file={!r}, doc={!r}, prefix={!r}, inline_doc={!r})".format(
+            *self._key()
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Located):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 # ----------------------------------------------------------------------------- conversion
@@ -177,16 +216,21 @@ def function_schema(version: Any) -> dict[str, Any] | None:
 # ----------------------------------------------------------------------------- validation
 
 
-@dataclass
 class _Compiled:
     """A catalog version's schema, compiled once per build."""
 
-    schema: dict[str, Any]
-    # The fast yes/no (orchestrator.catalog.schema_predicate); None when the schema uses a
-    # keyword it lacks. jsonschema (~100 ms to import, more to check a schema against the
-    # metaschema) is loaded only to explain a no, or for those schemas.
-    fast: Callable[[Any], bool] | None
-    slow: Any = None  # the jsonschema validator, or the SchemaError of a broken schema
+    def __init__(
+        self,
+        schema: dict[str, Any],
+        # The fast yes/no (orchestrator.catalog.schema_predicate); None when the schema uses
+        # a keyword it lacks. jsonschema (~100 ms to import, more to check a schema against
+        # the metaschema) is loaded only to explain a no, or for those schemas.
+        fast: Callable[[Any], bool] | None,
+        slow: Any = None,  # the jsonschema validator, or the SchemaError of a broken schema
+    ) -> None:
+        self.schema = schema
+        self.fast = fast
+        self.slow = slow
 
 
 def _compiled(version: Any, options: FnOptions) -> _Compiled | None:
@@ -482,7 +526,7 @@ def precheck(target: Any) -> None:
 
     ``target`` is the build's top ``orchestrator.build.Target`` (its ``k``, ``loader``,
     ``kfile`` and ``build`` are used). Resolution errors are left for the build to report
-    where it meets them; only schema problems are raised here.
+    where it meets them; only schema problems and revocations are raised here.
     """
     found: list[tuple[Located, Any]] = []
     _walk(target.k, target.loader, target.kfile, found)
@@ -490,15 +534,11 @@ def precheck(target: Any) -> None:
         return  # before any import of the function machinery: builds without functions stay light
     from orchestrator.errors import KrmError
     from orchestrator.functions.resolve import resolve
+    from orchestrator.functions.revocations import RevocationListError, RevokedError
 
     state = target.build
     ctx = state.functions()
     options = ctx.options
-    if options.skip_schema:
-        state.warnings.append(
-            "Warning: --skip-schema: functionConfigs were not checked against their schemas"
-        )
-        return
     checked: list[tuple[Located, Any]] = []
     for located, (k, loader, kfile) in found:
         config = located.config
@@ -509,10 +549,21 @@ def precheck(target: Any) -> None:
                 continue  # an explicit runtime: no catalog schema applies
             group, _, version = str(config.get("apiVersion")).rpartition("/")
             match = catalogs.find(group, str(config.get("kind")), version)
+        except (RevokedError, RevocationListError) as exc:
+            # A revoked function anywhere in the build stops it before any function runs, not
+            # only when the build reaches it (a function before it would already have run).
+            if not exc.file:
+                exc.file = kfile
+            raise
         except KrmError:
             continue
         if match is not None:
             checked.append((located, match))
+    if options.skip_schema:
+        state.warnings.append(
+            "Warning: --skip-schema: functionConfigs were not checked against their schemas"
+        )
+        return
     check_configs(checked, options, state.warnings)
     seen: set[str] = options.__dict__.setdefault("_schema_checked", set())
     seen.update(_key(located.config) for located, _ in found)

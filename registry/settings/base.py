@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_celery_beat",
     "catalogs",
 ]
 
@@ -174,7 +175,7 @@ REST_FRAMEWORK = {
     # Token first: a request without (valid) credentials gets 401 with "WWW-Authenticate: Token"
     # (DRF takes the challenge from the first class); a signed-in user who may not act gets 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "catalogs.api.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
@@ -191,6 +192,13 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "catalogs.api.handlers.exception_handler",
 }
 
+# API list pages are cached until a write (catalogs/api/cache.py): "auto" caches them when
+# CACHE_URL names a cache every process shares, "on" always (one process), "off" never.
+API_LIST_CACHE = env.str("API_LIST_CACHE", default="auto").lower()
+if API_LIST_CACHE not in ("auto", "on", "off"):
+    raise ImproperlyConfigured(f"API_LIST_CACHE must be auto, on or off, not {API_LIST_CACHE!r}.")
+API_LIST_CACHE_SECONDS = env_int("API_LIST_CACHE_SECONDS", 300)
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "KRM Catalog Registry API",
     "DESCRIPTION": "Publish, version and search catalogs of KRM functions (KEP-2906).",
@@ -204,6 +212,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "catalogs.api.schema.add_problem_responses",
+        "catalogs.api.schema.forbid_nul_in_inputs",
     ],
     "ENUM_NAME_OVERRIDES": {
         "StatusEnum": "catalogs.models.SyncRun.Status",
@@ -296,6 +305,49 @@ MIRROR_BLOB_PREFIX = "blobs/sha256"
 # by `manage.py gc_blobs` / the hourly beat task once older than this; keep it above the
 # longest sync.
 BLOB_GC_GRACE_MINUTES = env_int("BLOB_GC_GRACE_MINUTES", 24 * 60)
+
+# --- Many workers (issue 15): upstream hosts are shared by every worker. ---
+# At most this many sync runs and trial runs start against one upstream host per window, counted
+# across all workers, in the notation of the `limits` library: "10/second", "120/minute",
+# "1 per 2 seconds". Empty turns the limit off. A run over the limit is not failed: its job is
+# retried when the window has room (SyncRun.deferrals counts how often).
+UPSTREAM_RATE_LIMIT = env("UPSTREAM_RATE_LIMIT", default="")
+# Per-host exceptions as JSON, e.g. {"github.com": "5/second", "ghcr.io": ""} ("" = no limit).
+UPSTREAM_RATE_LIMITS = env.json("UPSTREAM_RATE_LIMITS", default={})
+# Where the counts live, as a `limits` storage URL: a Redis URL shared by every worker (e.g.
+# redis://redis:6379/2). Empty means the Celery broker when it is Redis, else this process's
+# memory (one process: the embedded default, with eager tasks).
+UPSTREAM_RATE_LIMIT_STORAGE_URL = env("UPSTREAM_RATE_LIMIT_STORAGE_URL", default="")
+
+
+def _rate_limit_checked(name: str, value: object) -> None:
+    from limits import parse
+
+    if value == "":
+        return
+    try:
+        parse(str(value))
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name}: {value!r} is not a rate limit; write it like '10/second', '120/minute' "
+            "or '1 per 2 seconds'."
+        ) from None
+
+
+_rate_limit_checked("UPSTREAM_RATE_LIMIT", UPSTREAM_RATE_LIMIT)
+if not isinstance(UPSTREAM_RATE_LIMITS, dict):
+    raise ImproperlyConfigured(
+        "UPSTREAM_RATE_LIMITS must be a JSON object of host to limit, "
+        'e.g. {"github.com": "5/second"}.'
+    )
+for _host, _limit in UPSTREAM_RATE_LIMITS.items():
+    _rate_limit_checked(f"UPSTREAM_RATE_LIMITS[{_host!r}]", _limit)
+
+# Celery beat keeps its schedule (and when each entry last ran) in the database
+# (django-celery-beat), so a restarted or rescheduled beat carries on where it stopped; the
+# entries of registry/celery.py are written there when beat starts. Operators can change
+# intervals in the admin (Periodic tasks).
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
 # Publisher slugs no user may take (the mirror publisher's always is): names that look official
 # or shadow a path of this site. A system caller (import_catalog) may still create them.

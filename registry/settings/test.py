@@ -27,6 +27,10 @@ SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default="") or os.path.join(
     tempfile.mkdtemp(prefix="krm-test-signing-"), "signing-key.pem"
 )
 SIGNING_KEY_CREATE = True
+# Stored bytes (catalog versions, blobs…) in a temporary folder, never the checkout's media/;
+# deploy/ci-services.sh uses STORAGE_BACKEND=s3 so that the tests and their worker share them.
+MEDIA_ROOT = env.str("MEDIA_ROOT", default="") or tempfile.mkdtemp(prefix="krm-test-media-")
+TRIAL_CACHE_DIR = os.path.join(MEDIA_ROOT, "trial-cache")
 
 KRM_TEST_SERVICES = os.environ.get("KRM_TEST_SERVICES") == "1"
 
@@ -39,6 +43,8 @@ if KRM_TEST_SERVICES:
     CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL)
     CELERY_TASK_ALWAYS_EAGER = False
     CELERY_TASK_EAGER_PROPAGATES = False
+    # The worker's writes must end the test process's cached API pages: one shared cache.
+    CACHES["default"] = env.cache_url("CACHE_URL", default="redis://127.0.0.1:6379/2")
 else:
     CELERY_BROKER_URL = "memory://"
     CELERY_RESULT_BACKEND = None
@@ -47,3 +53,10 @@ else:
 
 # Trial runs download runtimes: only the tests that serve them on loopback turn them on.
 TRIAL_RUNS_ENABLED = False
+
+# The API list cache is on in every test (one process: tests/conftest.py starts each test with a
+# new generation, since rolled-back rows leave no write behind). Locmem is per process (each xdist
+# worker its own); the prefix keeps even a shared backend's keys apart. With KRM_TEST_SERVICES the
+# cache is Redis (above), shared with the worker, whose writes must end the tests' pages.
+API_LIST_CACHE = "on"
+CACHES["default"]["KEY_PREFIX"] = os.environ.get("PYTEST_XDIST_WORKER", "")

@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.catalogs.mirrors.conftest import (  # noqa: F401 - the walk mirrors from it
+    https_upstream,
+    https_upstream_session,
+)
 from tests.conftest import SCREENSHOTS
 
 CHROMIUM = os.environ.get("KRM_CHROMIUM", "/usr/bin/chromium")

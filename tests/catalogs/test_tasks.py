@@ -35,8 +35,16 @@ def test_verify_task_detects_tampered_bytes(catalog):
     version = CatalogVersion.objects.get()
     ok = tasks.catalog_version_verify_task.apply(args=(version.pk,)).get()
     assert ok == {"version": 1, "digest": result["digest"], "ok": True}
-    # Only a database-level write can change stored bytes; the verifier must notice it.
-    CatalogVersion.objects.filter(pk=version.pk).update(content=b"tampered")
+    # Only a write to the object store behind the registry's back can change stored bytes; the
+    # verifier must notice it.
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from catalogs import blobstore
+
+    name = blobstore.blob_name(version.digest)
+    default_storage.delete(name)
+    default_storage.save(name, ContentFile(b"tampered"))
     assert tasks.catalog_version_verify_task.apply(args=(version.pk,)).get()["ok"] is False
 
 

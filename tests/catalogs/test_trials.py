@@ -302,3 +302,23 @@ def test_a_rerun_is_refused_when_trial_runs_are_off(
     response = as_user(reviewer).post(f"/review/{c.pk}/trials/", follow=True)
     assert "Trial runs are turned off" in response.content.decode()
     assert TrialRun.objects.filter(contribution=c).count() == 0
+
+
+def test_a_trial_over_the_upstream_rate_limit_waits_and_records_it(
+    served, published, contributor, django_capture_on_commit_callbacks, settings
+):
+    """The runtime's host is at its limit: the trial is held back, then runs (eager: in place)."""
+    from catalogs import ratelimits
+
+    url, sha = served("annotate.star", ANNOTATE)
+    settings.UPSTREAM_RATE_LIMIT = "1/second"
+    settings.UPSTREAM_RATE_LIMIT_STORAGE_URL = "memory://"
+    ratelimits.upstream_limiter.cache_clear()
+    try:
+        assert ratelimits.upstream_hosts_admit(urls=[url]) is None  # another run took the slot
+        c = _submit(published, contributor, _starlark(url, sha), django_capture_on_commit_callbacks)
+    finally:
+        ratelimits.upstream_limiter.cache_clear()
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.status == TrialRunStatus.OK, run.detail
+    assert run.deferrals >= 1

@@ -9,81 +9,23 @@ key, re-signs what it serves with its own key, and ``krm`` verifies B's copy wit
 from __future__ import annotations
 
 import hashlib
-import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from tests.catalogs.factories import catalog_yaml
 from tests.catalogs.test_signing import independently_verified
+from tests.e2e.registry_a import registry_a
 from tests.e2e.test_trusted_catalog import _krm_cmd
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory):
     """Registry A on a free loopback port, with one published catalog ``upstream/tools``."""
-    port = _free_port()
-    data = tmp_path_factory.mktemp("registry-a")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "DJANGO_SETTINGS_MODULE": "registry.settings.base",
-        "DATABASE_URL": f"sqlite:///{data / 'db.sqlite3'}",
-        "MEDIA_ROOT": str(data / "media"),
-        "SIGNING_KEY_FILE": str(data / "signing-key.pem"),
-        "REGISTRY_PUBLIC_URL": f"http://127.0.0.1:{port}",
-        "SECRET_KEY": "registry-a-test-only",
-    }
-    if "PYTHONPATH" in os.environ:
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    manage = [sys.executable, str(ROOT / "manage.py")]
-
-    def run(*args: str, stdin: str | None = None) -> None:
-        proc = subprocess.run(
-            [*manage, *args], env=env, cwd=ROOT, input=stdin, capture_output=True, text=True
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
-
-    run("migrate", "--noinput")
-    document = catalog_yaml(("tools.example.co", "Lint", "v1"), ("tools.example.co", "Fmt", "v1"))
-    run("import_catalog", "-", "--publisher", "upstream", "--catalog", "tools", stdin=document)
-    server = subprocess.Popen(
-        [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/v2/").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None, "registry A exited"
-            assert time.monotonic() < deadline, "registry A did not start"
-            time.sleep(0.2)
-        yield base, port
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with registry_a(tmp_path_factory.mktemp("registry-a")) as found:
+        yield found
 
 
 @pytest.fixture

@@ -110,6 +110,28 @@ def test_revoked_version_is_refused_before_anything_runs(live_server, published,
     assert not (app / "ran-exec-function").exists()
 
 
+def test_a_revoked_later_function_stops_the_build_before_the_first_runs(
+    live_server, published, tmp_path
+):
+    """The app runs SetTier (exec) and then SetTeam (starlark): revoking SetTeam must stop the
+    build before SetTier runs, also with --skip-schema."""
+    url, _key, ca_file, token, _digest = published
+    resp = _revoke(
+        live_server, token, group="fn.example.com", kind="SetTeam", version="v1", reason="broken"
+    )
+    assert resp.status_code == 201, resp.text
+    app = _app(tmp_path)
+    for extra in ([], ["--skip-schema"]):
+        proc = _krm(app, f"--trusted-catalog={url}", *extra, ca_file=ca_file, home=tmp_path / "h")
+        assert proc.returncode == 1
+        assert proc.stdout == ""
+        assert proc.stderr.startswith(
+            f"Error: {app / 'kustomization.yaml'}: fn.example.com/v1 SetTeam from catalog {url} "
+            "is revoked: broken"
+        ), proc.stderr
+        assert not (app / "ran-exec-function").exists()
+
+
 def test_revoked_runtime_digest_is_refused(live_server, published, tmp_path):
     url, _key, ca_file, token, digest = published
     resp = _revoke(live_server, token, runtime_digest=digest, reason="broken")
@@ -125,6 +147,7 @@ def test_revoked_runtime_digest_is_refused(live_server, published, tmp_path):
 
 
 def test_tampered_list_with_key_is_an_error(live_server, published, tmp_path):
+    from catalogs import blobstore
     from catalogs.models import RevocationList
 
     url, key, ca_file, token, _digest = published
@@ -143,9 +166,8 @@ def test_tampered_list_with_key_is_an_error(live_server, published, tmp_path):
     # What a compromised store or a proxy would do: drop the entry, keep the signature.
     doc = yaml.safe_load(bytes(listed.content))
     doc["revocations"] = []
-    RevocationList.objects.filter(pk=listed.pk).update(
-        content=yaml.safe_dump(doc, sort_keys=False).encode()
-    )
+    tampered = blobstore.blob_put(content=yaml.safe_dump(doc, sort_keys=False).encode())
+    RevocationList.objects.filter(pk=listed.pk).update(digest=tampered)
     app = _app(tmp_path)
     home = tmp_path / "h"
     proc = _krm(app, f"--trusted-catalog={url}", f"--catalog-key={key}", ca_file=ca_file, home=home)
@@ -162,7 +184,7 @@ def test_tampered_list_with_key_is_an_error(live_server, published, tmp_path):
     other = ec.generate_private_key(ec.SECP256R1())
     forged = base64.b64encode(other.sign(bytes(listed.content), ec.ECDSA(hashes.SHA256())))
     RevocationList.objects.filter(pk=listed.pk).update(
-        content=listed.content, signature=forged.decode()
+        digest=listed.digest, signature=forged.decode()
     )
     proc = _krm(app, f"--trusted-catalog={url}", f"--catalog-key={key}", ca_file=ca_file, home=home)
     assert proc.returncode == 1

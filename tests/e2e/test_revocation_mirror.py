@@ -7,18 +7,13 @@ Registry A runs as a subprocess (its own database and key under the test's tmp d
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-
 import httpx
 import pytest
 import yaml
 
-from tests.catalogs.factories import catalog_yaml
 from tests.catalogs.test_signing import independently_verified
-from tests.e2e.test_federation import ROOT, _free_port, _sync
+from tests.e2e.registry_a import registry_a
+from tests.e2e.test_federation import _sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,55 +28,8 @@ revocations.revocation_create(catalog=cat, actor=None, group="tools.example.co",
 @pytest.fixture
 def upstream_revoked(tmp_path):
     """Registry A with ``upstream/tools`` published and its Lint v1 revoked."""
-    port = _free_port()
-    data = tmp_path / "registry-a"
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "DJANGO_SETTINGS_MODULE": "registry.settings.base",
-        "DATABASE_URL": f"sqlite:///{data / 'db.sqlite3'}",
-        "MEDIA_ROOT": str(data / "media"),
-        "SIGNING_KEY_FILE": str(data / "signing-key.pem"),
-        "REGISTRY_PUBLIC_URL": f"http://127.0.0.1:{port}",
-        "SECRET_KEY": "registry-a-test-only",
-    }
-    if "PYTHONPATH" in os.environ:
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    manage = [sys.executable, str(ROOT / "manage.py")]
-
-    def run(*args: str, stdin: str | None = None) -> None:
-        proc = subprocess.run(
-            [*manage, *args], env=env, cwd=ROOT, input=stdin, capture_output=True, text=True
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
-
-    data.mkdir()
-    run("migrate", "--noinput")
-    document = catalog_yaml(("tools.example.co", "Lint", "v1"), ("tools.example.co", "Fmt", "v1"))
-    run("import_catalog", "-", "--publisher", "upstream", "--catalog", "tools", stdin=document)
-    run("shell", "-c", REVOKE)
-    server = subprocess.Popen(
-        [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/v2/").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None, "registry A exited"
-            assert time.monotonic() < deadline, "registry A did not start"
-            time.sleep(0.2)
-        yield base, port
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with registry_a(tmp_path / "registry-a", shell=REVOKE) as found:
+        yield found
 
 
 def test_mirror_carries_upstream_revocations(upstream_revoked, settings, live_server):

@@ -50,6 +50,20 @@ def published(live_server, catalog, owner, files_server, tmp_path):  # noqa: F81
     return url, key, pub.headers["X-Signing-Key-Id"], ca_file, files
 
 
+def _store_tampered(digest: str, content: bytes) -> None:
+    """What a compromised object store would do: other bytes under the same name."""
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from catalogs import blobstore
+    from tests.conftest import _content_caches_clear
+
+    name = blobstore.blob_name(digest)
+    default_storage.delete(name)
+    assert default_storage.save(name, ContentFile(content)) == name
+    _content_caches_clear()
+
+
 def test_build_with_registry_key(published, tmp_path):
     url, key, key_id, ca_file, _files = published
     app = _app(tmp_path)
@@ -106,7 +120,7 @@ def test_changed_bytes_are_refused(published, tmp_path):
     # What a compromised store or a proxy in between would do: other bytes, same signature.
     evil = bytes(version.content).replace(b"publisher: example-co", b"publisher: example-c0")
     assert evil != bytes(version.content)
-    CatalogVersion.objects.filter(pk=version.pk).update(content=evil)
+    _store_tampered(version.digest, evil)
     app = _app(tmp_path)
     proc = _krm(
         app,
@@ -255,7 +269,7 @@ def test_oci_changed_layer_with_the_old_signature_is_refused(published, live_ser
     )
     # The changed layer alone (same manifest, other bytes served) fails its digest check.
     OciTag.objects.filter(name="latest").update(manifest=version.oci_manifest)
-    CatalogVersion.objects.filter(pk=version.pk).update(content=evil)
+    _store_tampered(version.digest, evil)
     oci_caches_clear()
     proc = _oci_build(app, ref, key, ca_file, tmp_path / "h2")
     assert proc.returncode == 1

@@ -128,6 +128,20 @@ spec:
 """
 
 
+def serve_catalog_with_runtimes(upstream) -> str:
+    """Serve the exec archive, the starlark script and a catalog naming both on ``upstream`` (the
+    mirror tests' HTTPS server); returns the catalog's URL."""
+    archive = _tgz(EXEC_FN)
+    upstream.serve("/fn/set-tier.tar.gz", archive)
+    upstream.serve("/fn/set-team.star", STARLARK_FN.encode())
+    document = _catalog(
+        upstream.url("/fn"),
+        hashlib.sha256(archive).hexdigest(),
+        hashlib.sha256(STARLARK_FN.encode()).hexdigest(),
+    )
+    return upstream.serve("/catalog.yaml", document.encode())
+
+
 def _publish(live_server, owner, document: str) -> str:
     from rest_framework.authtoken.models import Token
 

@@ -125,7 +125,7 @@ def test_function_output_alias_bomb() -> None:
 @pytest.mark.parametrize("levels", [MAX_DEPTH - 1, 300, 20_000])
 def test_starlark_output_nested_too_deep(levels: int) -> None:
     # Without the check, starlark's json.encode crashed the process (SIGSEGV) from ~300 levels.
-    # (Far deeper values, ~100,000, still crash inside starlark-rust's garbage collector.)
+    # (Far deeper values, ~100,000, crash starlark-rust itself: tests/hostile, in a child.)
     from orchestrator.functions import starlark
     from orchestrator.functions.options import FnOptions
 

@@ -31,6 +31,8 @@ print(json.dumps({
     "CELERY_TASK_EAGER_PROPAGATES": settings.CELERY_TASK_EAGER_PROPAGATES,
     "CATALOG_MAX_BYTES": settings.CATALOG_MAX_BYTES,
     "CACHE": settings.CACHES["default"]["BACKEND"],
+    "CACHE_LOCATION": settings.CACHES["default"].get("LOCATION", ""),
+    "API_LIST_CACHE": settings.API_LIST_CACHE,
     "PASSWORD_HASHERS": settings.PASSWORD_HASHERS[:1],
     "MEDIA_ROOT": str(settings.MEDIA_ROOT),
     "STATICFILES": settings.STORAGES["staticfiles"]["BACKEND"],

@@ -34,8 +34,17 @@ def test_healthz_answers_without_dependencies(client):
     assert response.json() == {"status": "ok"}
 
 
+def _local_storage(settings) -> None:
+    """The default storage on local files (the services stage runs the suite on S3)."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    }
+
+
 @pytest.mark.django_db
 def test_readyz_ok_with_database_and_storage(client, settings, tmp_path):
+    _local_storage(settings)
     settings.MEDIA_ROOT = str(tmp_path / "media")
     response = client.get("/readyz")
     assert response.status_code == 200, response.content
@@ -77,6 +86,7 @@ def test_readyz_503_when_storage_is_unusable(client, settings, tmp_path):
     # MEDIA_ROOT under a regular file: the directory can never be made (fails as root too).
     blocker = tmp_path / "not-a-directory"
     blocker.write_bytes(b"")
+    _local_storage(settings)
     settings.MEDIA_ROOT = str(blocker / "media")
     response = client.get("/readyz")
     assert response.status_code == 503

@@ -18,6 +18,14 @@ def test_defaults_need_no_services(load_settings):
     assert values["MEDIA_ROOT"] == str(ROOT / "media")
     assert "127.0.0.1" in values["ALLOWED_HOSTS"]
     assert values["REGISTRY_PUBLIC_URL"] == "http://127.0.0.1:8000"
+    assert values["API_LIST_CACHE"] == "auto"  # off on this default per-process cache
+
+
+def test_a_bad_api_list_cache_mode_is_a_clear_error(settings_error):
+    assert settings_error(MODULE, API_LIST_CACHE="sometimes") == (
+        "django.core.exceptions.ImproperlyConfigured: "
+        "API_LIST_CACHE must be auto, on or off, not 'sometimes'."
+    )
 
 
 def test_environment_overrides(load_settings):

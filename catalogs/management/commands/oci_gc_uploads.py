@@ -1,28 +1,19 @@
-"""``python manage.py oci_gc_uploads``: drop stale OCI upload sessions and unreferenced blobs."""
+"""``python manage.py oci_gc_uploads [--minutes N]``: the storage GC under its former name."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
-
-from catalogs.oci.services import oci_uploads_gc
 
 
 class Command(BaseCommand):
-    help = (
-        "Delete OCI blob upload sessions, and uploaded blobs no manifest references, older than "
-        "--minutes (default OCI_UPLOAD_GC_MINUTES)."
-    )
+    help = "Same as `gc_blobs --upload-minutes N` (kept for scripts that call it by this name)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--minutes", type=int, default=None, help="age before removal")
 
     def handle(self, *args: object, **options: Any) -> None:
-        minutes = options["minutes"]
-        if minutes is None:
-            minutes = settings.OCI_UPLOAD_GC_MINUTES
-        sessions, blobs = oci_uploads_gc(older_than=timedelta(minutes=int(minutes)))
-        self.stdout.write(f"removed {sessions} upload session(s) and {blobs} unreferenced blob(s)")
+        extra = [] if options["minutes"] is None else ["--upload-minutes", str(options["minutes"])]
+        call_command("gc_blobs", *extra, stdout=self.stdout)

@@ -311,15 +311,19 @@ def test_reviewers_filter_the_queue_by_status_and_catalog(client_for, two, catal
     [
         ({"status": "bogus"}, {"status": ['"bogus" is not a valid choice.']}),
         ({"catalog": "functions"}, {"catalog": ["Give the catalog as <publisher>/<name>."]}),
-        (
-            {"catalog": "example-co/nope"},
-            {"catalog": ["Catalog 'example-co/nope' does not exist."]},
-        ),
     ],
 )
 def test_bad_list_filters_are_400(client_for, two, query, expected):
     response = client_for("reviewer").get(LIST, query)
     assert (response.status_code, response.json()) == (400, expected)
+
+
+def test_a_list_filter_naming_no_catalog_is_404(client_for, two):
+    response = client_for("reviewer").get(LIST, {"catalog": "example-co/nope"})
+    assert (response.status_code, response.json()) == (
+        404,
+        {"detail": "Catalog 'example-co/nope' does not exist."},
+    )
 
 
 # --------------------------------------------------------------------------- detail

@@ -17,6 +17,7 @@ def test_api_root_links_to_each_collection(client):
         "sources",
         "contributions",
         "signing-keys",
+        "search",
         "schema",
     }
     assert links["functions"] == "http://testserver/api/v1/functions/"

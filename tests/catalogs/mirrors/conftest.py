@@ -39,6 +39,18 @@ BEACON = (
 GHA = "https://token.actions.githubusercontent.com"
 
 
+def stored_blobs() -> list[str]:
+    """Hex digests of the objects in the default storage's blob prefix (local files or S3)."""
+    from django.core.files.storage import default_storage
+
+    from catalogs import blobstore
+
+    try:
+        return sorted(default_storage.listdir(blobstore.blob_prefix())[1])
+    except FileNotFoundError:
+        return []
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -548,12 +560,11 @@ def snapshot(client, mirror_settings):
 
     def take(source) -> dict:
         response = client.get(f"/c/mirrors/{source.name}/catalog.yaml")
-        blob_dir = Path(mirror_settings.MEDIA_ROOT) / "blobs" / "sha256"
         return {
             "status": response.status_code,
             "body": response.content if response.status_code == 200 else None,
             "versions": CatalogVersion.objects.filter(catalog=source.catalog).count(),
-            "blobs": sorted(p.name for p in blob_dir.iterdir()) if blob_dir.is_dir() else [],
+            "blobs": stored_blobs(),
             "artifacts": sorted(RuntimeArtifact.objects.values_list("digest", flat=True)),
         }
 

@@ -92,9 +92,57 @@ def test_the_command_and_the_task_report_what_they_deleted(blob_storage):
     out = StringIO()
     call_command("gc_blobs", "--grace-minutes", "0", stdout=out)
     assert out.getvalue() == (
-        f"Deleted {first}\nDeleted 1 unreferenced blob(s); kept 0 younger than the grace period.\n"
+        f"Deleted {first}\nremoved 0 upload session(s) and 0 unreferenced blob(s)\n"
+        "Deleted 1 unreferenced object(s); kept 0 younger than the grace period.\n"
     )
     second = _store(b"two")
     result = tasks.blobs_garbage_collect_task.apply(kwargs={}).get()
-    assert result == {"deleted": [], "kept_young": 1}  # default grace: a day
+    # Default grace: a day.
+    assert result == {"deleted": [], "kept_young": 1, "sessions": 0, "oci_blobs": 0}
     assert default_storage.exists(second)
+
+
+def test_every_row_keeps_its_bytes_and_stale_uploads_go(blob_storage, catalog, owner, settings):
+    """Versions, their OCI manifests and live upload sessions keep their objects, however old;
+    bytes whose row was never committed (a crash) and an abandoned upload's bytes go."""
+    from django.db import transaction
+
+    from catalogs import blobstore, services
+    from catalogs.models import CatalogVersion, OciManifest
+    from catalogs.oci.services import oci_upload_append, oci_upload_start
+    from tests.catalogs.factories import catalog_yaml
+
+    version, _ = services.catalog_version_publish(
+        catalog=catalog, content=catalog_yaml(("example.co", "Kept", "v1")), actor=owner
+    )
+    live = oci_upload_start(catalog=catalog, actor=owner)
+    oci_upload_append(upload=live, content=b"in progress")
+    blobstore.upload_write(upload_id="abandoned", content=b"half")
+    try:
+        with transaction.atomic():
+            crashed, _ = services.catalog_version_publish(
+                catalog=catalog, content=catalog_yaml(("example.co", "Lost", "v1")), actor=owner
+            )
+            raise RuntimeError("died before the commit")
+    except RuntimeError:
+        pass
+    if blob_storage == "local":
+        for name in default_storage.listdir("blobs/sha256")[1]:
+            _age(f"blobs/sha256/{name}", 48)
+        for name in default_storage.listdir("uploads")[1]:
+            _age(f"uploads/{name}", 48)
+    grace = timedelta(hours=1) if blob_storage == "local" else timedelta(0)
+
+    collected = mirrors.blob_garbage_collect(grace=grace)
+
+    # The crashed publish's bytes (and its manifest and signature objects), the abandoned
+    # upload: nothing a committed row names.
+    assert {blobstore.blob_name(crashed.digest), "uploads/abandoned"} <= set(collected.deleted)
+    named = {blobstore.blob_name(d) for d in mirrors._referenced_digests()}
+    assert not named & set(collected.deleted)
+    assert CatalogVersion.objects.count() == 1
+    for name in named:
+        assert default_storage.exists(name)
+    assert blobstore.blob_name(version.digest) in named
+    assert OciManifest.objects.filter(catalog_version=version).exists()
+    assert default_storage.exists(f"uploads/{live.uuid}")

@@ -110,6 +110,86 @@ def test_the_service_refuses_system_callers_too(mirror_settings):
     assert not MirrorSource.objects.exists()
 
 
+def query_hint(*names: str) -> str:
+    shown = ", ".join(f"{name}=" for name in names)
+    return (
+        f"A source URL must not carry a token, key or signature in its query string ({shown}): "
+        "sources, runs and pages show their URL. Put credentials in the MIRROR_CREDENTIALS "
+        'setting instead, per host: {"host": {"token": "..."}} or '
+        '{"host": {"username": "...", "password": "..."}}.'
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "names"),
+    [
+        (f"https://127.0.0.1/catalog.yaml?token={TOKEN}", ["token"]),
+        (f"https://127.0.0.1/catalog.yaml?v=1&access_token={TOKEN}", ["access_token"]),
+        (f"https://127.0.0.1/c.yaml?Private_Token={TOKEN}&Private_Token=x", ["Private_Token"]),
+        (
+            "https://bucket.s3.amazonaws.com/c.yaml?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+            f"&X-Amz-Credential=AKIA%2F20260101&X-Amz-Signature={TOKEN}",
+            ["X-Amz-Credential", "X-Amz-Signature"],
+        ),
+        (f"https://acct.blob.core.windows.net/c/c.yaml?sv=2022&sp=r&sig={TOKEN}", ["sig"]),
+        (f"https://storage.googleapis.com/b/c.yaml?X-Goog-Signature={TOKEN}", ["X-Goog-Signature"]),
+        (f"https://127.0.0.1/c.yaml?api_key={TOKEN}", ["api_key"]),
+        (f"https://127.0.0.1/c.yaml?client_secret={TOKEN}", ["client_secret"]),
+        (f"git+https://git.example.co/r.git//catalog.yaml?ref=main&token={TOKEN}", ["token"]),
+    ],
+)
+def test_a_url_with_a_query_string_secret_is_refused_at_creation(
+    mirror_settings, url, names, staff_user
+):
+    api = APIClient()
+    api.force_authenticate(staff_user)
+    response = api.post("/api/v1/sources/", {"name": "leaky", "url": url}, format="json")
+    assert (response.status_code, response.json()) == (400, {"detail": query_hint(*names)})
+    assert TOKEN not in response.content.decode()
+    assert not MirrorSource.objects.exists()
+    assert not Catalog.objects.exists()
+
+
+def test_a_query_string_secret_is_refused_at_update(mirror_settings, https_upstream, staff_user):
+    url = https_upstream.serve("/catalog.yaml", catalog_doc())
+    source = mirrors.mirror_source_create(name="clean", url=url, actor=None)
+    api = APIClient()
+    api.force_authenticate(staff_user)
+    response = api.patch(
+        f"/api/v1/sources/{source.pk}/", {"url": f"{url}?access_token={TOKEN}"}, format="json"
+    )
+    assert (response.status_code, response.json()) == (400, {"detail": query_hint("access_token")})
+    assert MirrorSource.objects.get().url == url
+
+
+def test_the_web_form_refuses_a_query_string_secret(mirror_settings, https_upstream, staff_user):
+    url = https_upstream.serve("/catalog.yaml", catalog_doc())
+    source = mirrors.mirror_source_create(name="clean", url=url, actor=None)
+    client = APIClient()
+    client.force_login(staff_user)
+    data = {"name": "leaky", "url": f"{url}?token={TOKEN}", "interval_minutes": 60}
+    response = client.post("/mirrors/new/", data)
+    assert response.status_code == 400
+    assert query_hint("token").replace('"', "&quot;") in response.content.decode()
+    edit = client.post(f"/mirrors/{source.pk}/edit/", {**data, "name": "clean"})
+    assert edit.status_code == 400
+    assert query_hint("token").replace('"', "&quot;") in edit.content.decode()
+    assert list(MirrorSource.objects.values_list("name", "url")) == [("clean", url)]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://127.0.0.1/catalog.yaml?version=2&format=yaml",
+        "git+https://git.example.co/r.git//catalog.yaml?ref=main",
+        "https://127.0.0.1/catalog.yaml?monkey=1",  # "key" inside a longer name is no key
+    ],
+)
+def test_a_query_string_without_secrets_is_accepted(mirror_settings, url):
+    source = mirrors.mirror_source_create(name="plain", url=url, actor=None)
+    assert MirrorSource.objects.get(pk=source.pk).url == url
+
+
 def test_an_at_sign_in_the_path_is_no_credential(mirror_settings):
     source = mirrors.mirror_source_create(
         name="oci-digest", url="oci://registry.example.co/c/catalog@sha256:" + "a" * 64, actor=None

@@ -8,7 +8,6 @@ Run as ``scripts/serve.sh`` runs it, in separate processes on a fresh SQLite fil
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import httpx
 import yaml
 
 from tests.catalogs.mirrors.conftest import free_port
-from tests.e2e.test_trusted_catalog import EXEC_FN, STARLARK_FN, _app, _catalog, _krm, _tgz
+from tests.e2e.test_trusted_catalog import _app, _krm, serve_catalog_with_runtimes
 
 ROOT = Path(__file__).resolve().parents[3]
 CREATE = """
@@ -67,15 +66,7 @@ def test_mirror_on_a_non_default_port_serves_urls_that_work(https_upstream, tmp_
     }
     if "PYTHONPATH" in os.environ:
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    archive = _tgz(EXEC_FN)
-    https_upstream.serve("/fn/set-tier.tar.gz", archive)
-    https_upstream.serve("/fn/set-team.star", STARLARK_FN.encode())
-    document = _catalog(
-        https_upstream.url("/fn"),
-        hashlib.sha256(archive).hexdigest(),
-        hashlib.sha256(STARLARK_FN.encode()).hexdigest(),
-    )
-    url = https_upstream.serve("/catalog.yaml", document.encode())
+    url = serve_catalog_with_runtimes(https_upstream)
 
     _manage(env, "migrate", "-v0")
     demo = _manage(env, "load_demo")

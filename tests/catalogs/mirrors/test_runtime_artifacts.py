@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 
 import pytest
 import yaml
@@ -19,6 +18,7 @@ from tests.catalogs.mirrors.conftest import (
     catalog_doc,
     exec_catalog_doc,
     sha256,
+    stored_blobs,
 )
 
 pytestmark = pytest.mark.django_db
@@ -67,8 +67,9 @@ def test_artifacts_are_stored_once_and_served(mirror_settings, https_upstream, s
     assert blob.status_code == 200
     assert b"".join(blob.streaming_content) == two
     assert blob["X-Content-Digest"] == sha256(two)
-    blob_dir = Path(mirror_settings.MEDIA_ROOT) / "blobs" / "sha256"
-    assert sorted(p.name for p in blob_dir.iterdir()) == sorted([hex_one, hex_two])
+    # Both artifacts once each, beside the version's own bytes and its OCI manifests.
+    stored = stored_blobs()
+    assert {hex_one, hex_two} <= set(stored) and len(stored) == len(set(stored))
     artifact = RuntimeArtifact.objects.get(digest=sha256(one))
     assert list(artifact.catalog_versions.all()) == [run.catalog_version]
     assert client.get(f"/c/blobs/sha256/{'0' * 64}").status_code == 404

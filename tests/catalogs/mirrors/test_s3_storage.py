@@ -8,90 +8,39 @@ from __future__ import annotations
 
 import hashlib
 import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
-import httpx
 import pytest
 from botocore.config import Config
 
 from catalogs import mirrors
 from catalogs.models import CatalogVersion, RuntimeArtifact, SyncRun
 from tests.catalogs.mirrors.conftest import exec_catalog_doc
+from tests.s3_server import KEYS, bucket_keys
 
 pytestmark = pytest.mark.django_db
 BUCKET = "krm-registry-test"
-KEYS = {"access_key": "testing", "secret_key": "testing"}
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3-compatible server on a free loopback port."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{url}/moto-api/", timeout=1)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-                assert time.monotonic() < deadline, "moto server did not start"
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture
-def s3(s3_endpoint, mirror_settings):
-    """A fresh bucket, and the default storage pointed at it (as STORAGE_BACKEND=s3 does)."""
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id=KEYS["access_key"],
-        aws_secret_access_key=KEYS["secret_key"],
-    )
-    client.create_bucket(Bucket=BUCKET)
-    mirror_settings.STORAGES = {
-        **mirror_settings.STORAGES,
-        "default": {
-            "BACKEND": "storages.backends.s3.S3Storage",
-            "OPTIONS": {
-                "bucket_name": BUCKET,
-                "endpoint_url": s3_endpoint,
-                "region_name": "us-east-1",
-                "default_acl": None,
-                **KEYS,
-            },
-        },
-    }
+def s3(s3_storage, mirror_settings):
+    """A fresh bucket of the shared moto server, the default storage pointed at it."""
+    client, bucket = s3_storage
     yield client
-    for obj in client.list_objects_v2(Bucket=BUCKET).get("Contents", []):
-        client.delete_object(Bucket=BUCKET, Key=obj["Key"])
-    client.delete_bucket(Bucket=BUCKET)
+    # (s3_storage empties and deletes the bucket)
 
 
-def keys(client) -> list[str]:
-    return sorted(o["Key"] for o in client.list_objects_v2(Bucket=BUCKET).get("Contents", []))
+@pytest.fixture
+def bucket(s3_storage) -> str:
+    return s3_storage[1]
+
+
+def keys(client, bucket) -> list[str]:
+    return bucket_keys(client, bucket)
 
 
 def test_mirrored_artifacts_are_stored_and_served_from_s3(
-    s3, mirror_settings, https_upstream, sync, client
+    s3, bucket, mirror_settings, https_upstream, sync, client
 ):
     data = b"an exec binary" * 4000
     hexdigest = hashlib.sha256(data).hexdigest()
@@ -102,8 +51,13 @@ def test_mirrored_artifacts_are_stored_and_served_from_s3(
     run = sync(source)
 
     assert (run.status, run.reason) == ("succeeded", "")
-    assert keys(s3) == [f"blobs/sha256/{hexdigest}"]
-    assert s3.get_object(Bucket=BUCKET, Key=f"blobs/sha256/{hexdigest}")["Body"].read() == data
+    version = CatalogVersion.objects.get(catalog=source.catalog)
+    # The artifact, the version's bytes and its OCI manifest: every stored byte is in S3.
+    stored = keys(s3, bucket)
+    assert f"blobs/sha256/{hexdigest}" in stored
+    assert f"blobs/sha256/{version.digest.removeprefix('sha256:')}" in stored
+    assert all(key.startswith("blobs/sha256/") for key in stored)
+    assert s3.get_object(Bucket=bucket, Key=f"blobs/sha256/{hexdigest}")["Body"].read() == data
     served = client.get(f"/c/blobs/sha256/{hexdigest}")
     assert served.status_code == 200
     assert b"".join(served.streaming_content) == data
@@ -113,24 +67,26 @@ def test_mirrored_artifacts_are_stored_and_served_from_s3(
     assert client.get("/readyz").json()["checks"]["storage"]["status"] == "ok"
 
 
-def test_a_refused_write_publishes_nothing(s3, mirror_settings, https_upstream, sync, client):
+def test_a_refused_write_publishes_nothing(
+    s3, bucket, mirror_settings, https_upstream, sync, client
+):
     data = b"never stored" * 1000
     hexdigest = hashlib.sha256(data).hexdigest()
     doc = exec_catalog_doc([("Tool", https_upstream.serve("/bin/tool", data), hexdigest)])
     url = https_upstream.serve("/catalog.yaml", doc)
     source = mirrors.mirror_source_create(name="refused", url=url, actor=None, mirror_runtimes=True)
     # The store refuses every write: the bucket is gone (NoSuchBucket from the real server).
-    s3.delete_bucket(Bucket=BUCKET)
+    s3.delete_bucket(Bucket=bucket)
     try:
         run = sync(source)
     finally:
-        s3.create_bucket(Bucket=BUCKET)
+        s3.create_bucket(Bucket=bucket)
 
     assert run.status == SyncRun.Status.FAILED
     assert "NoSuchBucket" in run.reason or "bucket" in run.reason.lower(), run.reason
     assert CatalogVersion.objects.filter(catalog=source.catalog).count() == 0
     assert RuntimeArtifact.objects.count() == 0
-    assert keys(s3) == []
+    assert keys(s3, bucket) == []
     assert client.get("/c/mirrors/refused/catalog.yaml").status_code == 404
     assert client.get(f"/c/blobs/sha256/{hexdigest}").status_code == 404
 

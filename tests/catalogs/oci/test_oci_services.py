@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from catalogs import blobstore
 from catalogs.oci import manifests as m
 from catalogs.oci.errors import (
     DeniedError,
@@ -226,9 +227,8 @@ def test_gc_removes_stale_sessions_and_unreferenced_blobs_only(catalog, owner):
         tags=[],
     )
     orphan = b"never referenced"
-    OciBlob.objects.create(
-        catalog=catalog, digest=m.sha256_digest(orphan), size=len(orphan), content=orphan
-    )
+    blobstore.blob_put(content=orphan)
+    OciBlob.objects.create(catalog=catalog, digest=m.sha256_digest(orphan), size=len(orphan))
     oci_upload_start(catalog=catalog, actor=owner)
     assert oci_uploads_gc(older_than=timedelta(minutes=5)) == (0, 0)  # all still fresh
     assert oci_uploads_gc(older_than=timedelta(seconds=-1)) == (1, 1)
@@ -244,19 +244,23 @@ def test_gc_command_reports_what_it_removed(catalog, owner):
     oci_upload_start(catalog=catalog, actor=owner)
     out = StringIO()
     call_command("oci_gc_uploads", stdout=out)
-    assert out.getvalue() == "removed 0 upload session(s) and 0 unreferenced blob(s)\n"
+    assert "removed 0 upload session(s) and 0 unreferenced blob(s)\n" in out.getvalue()
     OciUpload.objects.update(updated_at=timezone.now() - timedelta(minutes=61))
+    out = StringIO()
     call_command("oci_gc_uploads", stdout=out)
-    assert out.getvalue().endswith("removed 1 upload session(s) and 0 unreferenced blob(s)\n")
+    assert "removed 1 upload session(s) and 0 unreferenced blob(s)\n" in out.getvalue()
 
 
-def test_celery_beat_runs_the_upload_gc_task(catalog, owner):
-    from catalogs.tasks import oci_uploads_gc_task
+def test_celery_beat_runs_the_upload_gc_in_the_storage_gc_task(catalog, owner):
+    from catalogs.tasks import blobs_garbage_collect_task, oci_uploads_gc_task
     from registry.celery import app
 
-    entry = app.conf.beat_schedule["oci-uploads-gc"]
-    assert entry == {"task": "catalogs.tasks.oci_uploads_gc_task", "schedule": 900.0}
+    entry = app.conf.beat_schedule["blobs-garbage-collect"]
+    assert entry == {"task": "catalogs.tasks.blobs_garbage_collect_task", "schedule": 900.0}
+    assert "oci-uploads-gc" not in app.conf.beat_schedule  # one GC task, not two
     oci_upload_start(catalog=catalog, actor=owner)
-    assert oci_uploads_gc_task() == {"sessions": 0, "blobs": 0}
+    assert blobs_garbage_collect_task()["sessions"] == 0
     OciUpload.objects.update(updated_at=timezone.now() - timedelta(minutes=61))
-    assert oci_uploads_gc_task() == {"sessions": 1, "blobs": 0}
+    # The former task name (messages already queued) runs the same collection.
+    result = oci_uploads_gc_task()
+    assert (result["sessions"], result["oci_blobs"]) == (1, 0)

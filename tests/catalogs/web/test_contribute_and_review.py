@@ -173,7 +173,9 @@ def test_reject_then_edit_and_resubmit_then_approve(as_user, pending, reviewer, 
     assert actions == ["approved", "resubmitted", "rejected", "submitted"]
     # The function is now found through search.
     results = as_user(None).get("/?q=setowner").context["page"]
-    assert [(v.kind, v.catalog_version.number) for v in results] == [("SetOwner", 2)]
+    assert [(r.kind, [c.catalog for c in r.carriers]) for r in results] == [
+        ("SetOwner", ["functions"])
+    ]
 
 
 def test_editing_a_pending_contribution_is_refused(as_user, pending, contributor):

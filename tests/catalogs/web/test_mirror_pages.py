@@ -138,7 +138,13 @@ def test_search_filters_mirrored_and_signed(client, source):
     page = client.get("/?signed=on")
     assert [v.kind for v in page.context["page"]] == ["Mirrored"]
     key_id = source.catalog.versions.get().signing_key.key_id
-    assert f"signed by this registry (key id {key_id})" in page.content.decode()
+    # The signing key is a facet of the search: its id, the functions it signed, a link.
+    body = page.content.decode()
+    assert ' <span class="badge ok">signed</span>' in body
+    assert (
+        f'<a href="?signed=on&amp;key={key_id}" rel="nofollow"><span class="label">{key_id}</span>'
+        '<span class="count">1</span>'
+    ) in body
     assert [v.kind for v in client.get(f"/?key={key_id}").context["page"]] == ["Mirrored"]
     assert list(client.get("/?key=0000000000000000").context["page"]) == []
     source.catalog.versions.update(signature="", signing_key=None)

@@ -81,7 +81,7 @@ def test_search_pages_through_results(client, db, settings):
 
 def test_search_lists_catalogs_on_the_front_page(client, many):
     body = client.get("/").content.decode()
-    cards = body.split("<h2>Catalogs</h2>", 1)[1]
+    cards = body.split('<h2 id="catalogs">Catalogs</h2>', 1)[1]
     assert "acme/net" in cards and "acme/bins" in cards and "zeta/misc" in cards
     # Only acme is verified: its two catalogs carry the badge, zeta's does not.
     assert cards.count('<span class="badge ok">verified</span>') == 2

@@ -1,0 +1,116 @@
+"""GET /api/v1/search/: the search page as JSON (same functions, order and facet counts), and a
+clear 400 or 404 where the page would fall back on a default."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from rest_framework.test import APIClient
+
+from catalogs import services
+from tests.catalogs.factories import CatalogFactory, PublisherFactory, catalog_yaml
+
+pytestmark = pytest.mark.django_db
+
+SEARCH = "/api/v1/search/"
+
+
+@pytest.fixture
+def registry(db):
+    """SetNamespace in acme/core (verified) and zeta/fork (exec); 12 more in acme/core."""
+    acme = PublisherFactory(slug="acme", verified=True)
+    zeta = PublisherFactory(slug="zeta")
+    more = [("bulk.io", f"Bulk{i:02d}", "v1") for i in range(12)]
+    services.catalog_version_publish(
+        catalog=CatalogFactory(publisher=acme, name="core"),
+        content=catalog_yaml(("example.com", "SetNamespace", "v1"), *more),
+        actor=None,
+    )
+    services.catalog_version_publish(
+        catalog=CatalogFactory(publisher=zeta, name="fork"),
+        content=catalog_yaml(("example.com", "SetNamespace", "v2"), runtime="exec"),
+        actor=None,
+    )
+
+
+def _get(query: str = "", status: int = 200) -> dict:
+    response = APIClient().get(SEARCH + query)
+    assert response.status_code == status, response.content
+    return response.json()
+
+
+def test_one_result_per_function_with_the_catalogs_carrying_it(registry):
+    body = _get("?q=namespace")
+    assert (body["count"], body["catalogs"], body["page"], body["pages"]) == (1, 2, 1, 1)
+    assert body["sort"] == "relevance" and body["next"] is None
+    [result] = body["results"]
+    assert (result["group"], result["kind"]) == ("example.com", "SetNamespace")
+    assert result["runtime_kinds"] == ["container", "exec"]
+    carriers = [
+        (c["publisher"], c["catalog"], c["verified"], c["signed"], c["versions"])
+        for c in result["catalogs"]
+    ]
+    assert carriers == [
+        ("acme", "core", True, True, ["v1"]),
+        ("zeta", "fork", False, True, ["v2"]),
+    ]
+    assert result["catalogs"][0]["catalog_url"] == "http://testserver/c/acme/core/catalog.yaml"
+
+
+def test_the_api_and_the_page_agree(client, registry):
+    for query in ("?sort=name&page=2&page_size=5", "?q=e&sort=catalogs", "?runtime=exec"):
+        page = client.get("/" + query).content.decode()
+        kinds = re.findall(r'<a class="fn" href="[^"]*">([^<]+)</a>', page)
+        assert [r["kind"] for r in _get(query)["results"]] == kinds, query
+
+
+def test_facets_and_page_links(registry):
+    body = _get("?sort=name&page_size=5&page=2")
+    assert body["next"] == "http://testserver/api/v1/search/?sort=name&page_size=5&page=3"
+    assert body["previous"] == "http://testserver/api/v1/search/?sort=name&page_size=5&page=1"
+    facets = {f["label"]: {v["value"]: v["count"] for v in f["values"]} for f in body["facets"]}
+    assert facets["Runtime"] == {"container": 13, "exec": 1}
+    assert facets["Publisher"] == {"acme": 13, "zeta": 1}
+    verified = _get("?verified=true")
+    assert verified["count"] == 13 and {r["kind"] for r in verified["results"]} >= {"SetNamespace"}
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "answer"),
+    [
+        (
+            "?sort=popular",
+            400,
+            {
+                "sort": [
+                    "Unknown sort 'popular' (choose one of: relevance, name, updated, catalogs)."
+                ]
+            },
+        ),
+        ("?page_size=0", 400, {"page_size": ["Page size 0 is out of range (1 to 30)."]}),
+        ("?page=x", 400, {"page": ["'x' is not a page number."]}),
+        ("?page=0", 400, {"page": ["There is no page 0; pages start at 1."]}),
+        ("?page=9", 404, {"detail": "There is no page 9: the results fill 1 page."}),
+        ("?q=zzz&page=2", 404, {"detail": "There is no page 2: nothing matches."}),
+        (
+            "?runtime=wasm",
+            400,
+            {"runtime": ["Select a valid choice. wasm is not one of the available choices."]},
+        ),
+    ],
+)
+def test_a_bad_parameter_is_refused_with_the_reason(registry, query, status, answer):
+    assert _get(query, status) == answer
+
+
+def test_the_schema_documents_the_search(client):
+    schema = yaml.safe_load(client.get("/api/schema/").content)
+    operation = schema["paths"]["/api/v1/search/"]["get"]
+    params = {p["name"]: p for p in operation["parameters"]}
+    assert {"q", "runtime", "publisher", "tag", "verified", "sort", "page", "page_size"} <= set(
+        params
+    )
+    assert set(params["sort"]["schema"]["enum"]) == {"relevance", "name", "updated", "catalogs"}
+    assert {"200", "400", "404"} <= set(operation["responses"])

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from orchestrator import yamlemit
+from orchestrator import yamlemit, yamlfast
 from orchestrator.errors import YamlError
 from orchestrator.resource import ImplicitNullMap
 from orchestrator.yamllimits import check_text, decode_error
@@ -155,6 +155,11 @@ def _scalar(node: yaml.ScalarNode, bools: dict[str, bool] = _BOOLS) -> Any:
     return value
 
 
+def _v3_plain(text: str) -> Any:
+    """The value go-yaml v3 gives ``text`` written as a plain scalar."""
+    return _scalar(yaml.ScalarNode(_fast_resolve(None, yaml.ScalarNode, text, (True, False)), text))
+
+
 def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False) -> Any:
     """Plain Python data from a composed node (faster than PyYAML's constructor)."""
     cls = node.__class__
@@ -215,8 +220,15 @@ def _load_docs(
     loader_class: type, text: str | bytes, source: str | None, **construct: Any
 ) -> list[Any]:
     """The non-empty documents of a stream, read with ``loader_class``'s scalar typing."""
+    raw = None
     if isinstance(text, bytes):
+        if text[:2] not in (b"\xff\xfe", b"\xfe\xff") and text[:3] != b"\xef\xbb\xbf":
+            raw = text  # UTF-8 as it is: the fast path parses these bytes
         text = decode(text, source=source)
+    if loader_class is Loader and yamlfast.wanted(text):
+        fast = yamlfast.load_docs(text, raw, _v3_plain)
+        if fast is not None:
+            return fast
     check_text(text, source=source)  # depth and alias budget, before the recursive composer
     loader = loader_class(text)
     docs = []

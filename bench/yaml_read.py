@@ -1,0 +1,86 @@
+"""Benchmark: reading the YAML a build reads, with the fast reader (rapidyaml) and with PyYAML.
+
+Builds DIR once in process, recording every text the engine's YAML layer reads, then reads those
+texts again with ``KRM_YAML_FAST`` on and off (best of ``--repeat`` runs each, alternating), and
+prints wall and CPU seconds, how many texts the fast path decided, the total size, and the
+machine load (``uptime``).
+
+    PYTHONPATH=$PWD .venv/bin/python bench/yaml_read.py DIR [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from orchestrator import yamlfast, yamlio  # noqa: E402
+from orchestrator.cli import main  # noqa: E402
+
+
+def record(path: str) -> list[tuple[Any, ...]]:
+    """The (reader, text, source, options) of every read a build of ``path`` makes."""
+    calls: list[tuple[Any, ...]] = []
+    real = yamlio._load_docs
+
+    def spy(loader_class: type, text: Any, source: Any, **kw: Any) -> list[Any]:
+        calls.append((loader_class, text, source, kw))
+        return real(loader_class, text, source, **kw)
+
+    yamlio._load_docs = spy  # type: ignore[assignment]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["build", path])
+    finally:
+        yamlio._load_docs = real  # type: ignore[assignment]
+    return calls
+
+
+def read_all(calls: list[tuple[Any, ...]]) -> tuple[float, float]:
+    t0, c0 = time.perf_counter(), time.process_time()
+    for loader_class, text, source, kw in calls:
+        yamlio._load_docs(loader_class, text, source, **kw)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def main_() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    calls = record(args.dir)
+    size = sum(len(c[1]) for c in calls)
+    decided = 0
+    for loader_class, text, _, kw in calls:
+        if loader_class is yamlio.Loader and not kw:
+            decoded = text if isinstance(text, str) else yamlio.decode(text)
+            if yamlfast.wanted(decoded):
+                decided += yamlfast.load_docs(decoded, None, yamlio._v3_plain) is not None
+    best: dict[str, tuple[float, float]] = {}
+    for _ in range(args.repeat):
+        for mode in ("1", "0"):
+            os.environ[yamlfast.ENV] = mode
+            wall, cpu = read_all(calls)
+            if mode not in best or wall < best[mode][0]:
+                best[mode] = (wall, cpu)
+    os.environ.pop(yamlfast.ENV, None)
+    print(f"{args.dir}: {len(calls)} texts, {size / 1e6:.1f} MB; fast path decided {decided}")
+    for mode, label in (("1", "fast reader"), ("0", "PyYAML only")):
+        wall, cpu = best[mode]
+        print(f"  {label:12s} wall {wall:.3f} s  cpu {cpu:.3f} s")
+    print(f"  ratio (wall) {best['1'][0] / best['0'][0]:.3f}")
+    print("load before:", uptime)
+    print("load after: ", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+
+
+if __name__ == "__main__":
+    main_()

@@ -1,0 +1,405 @@
+"""The fast path for reading YAML: rapidyaml parses, emits JSON, and ``json`` builds the objects.
+
+PyYAML's C composer makes a Python node object per scalar and collection; on large streams
+(CRDs of several MB) that is most of a build's time. rapidyaml (``ryml``) parses into a C++
+tree and writes it out as JSON in C++; ``json.loads`` turns that into dicts and lists in C.
+The result must be exactly what ``yamlio``'s PyYAML path makes (go-yaml v3 core-schema typing,
+``ImplicitNullMap`` for ``key:`` with no value, the same errors), so this path only answers
+where it can prove it agrees, and returns ``None`` (read it with PyYAML) everywhere else:
+
+- Text it does not read the same way: tabs, carriage returns, characters libyaml refuses or
+  treats as line breaks, directives, merge keys, no final line break; and text libyaml refuses
+  where ryml reads on (found by fuzzing against PyYAML: see tests/orchestrator/test_yamlfast.py),
+  such as a reserved indicator starting a scalar, a bad block scalar header, content after a
+  document end, ``?`` or ``:`` starting a flow entry, simple keys libyaml finds too long.
+- Anchors, aliases and tags (ryml's tree flags them, looked at when the text may hold one).
+- Plain scalars ryml's JSON types differently from go-yaml v3 (``~``, ``True``, ``0x1F``,
+  ``0644``, ``1_000``, ``.inf``, a key ``1.0``): every token that could be one is found with a
+  regular expression, compared once per distinct token against both readers, and looked for
+  in the JSON as ryml would show it.
+- Anything ryml or ``json`` rejects (so syntax errors keep PyYAML's messages), duplicate keys,
+  documents nested deeper than ryml's emitter allows (64 levels, below ``MAX_DEPTH``: the depth
+  and alias limits of ``yamllimits`` hold for what this path accepts).
+
+Which map values were written with nothing after the colon is read off ryml's tree (its
+``VALNIL`` flag), only when the JSON holds a null map value at all. ryml prints its parse
+errors on file descriptor 2; that is sent to /dev/null while it parses (single-threaded only).
+
+``KRM_YAML_FAST=0`` turns the path off (to compare, or to rule it out when debugging);
+``KRM_YAML_FAST=always`` uses it for texts of any size (tests).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from orchestrator.resource import ImplicitNullMap
+
+ENV = "KRM_YAML_FAST"
+MIN_CHARS = 128 * 1024  # below this, until ryml is loaded, PyYAML is as quick as importing it
+SMALL_CHARS = 2048  # below this PyYAML is quicker even with ryml loaded
+
+_ryml: Any = None  # the ryml module, once imported
+last_reason = ""  # why the last text was left to PyYAML (for tests and debugging)
+
+
+class _Lazy:
+    """A regular expression compiled when first used: importing this module stays quick."""
+
+    __slots__ = ("pattern", "_compiled")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def _get(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern)
+        return self._compiled
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self._get().search(text, pos)
+
+    def findall(self, text: str) -> list[Any]:
+        return self._get().findall(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self._get().finditer(text)
+
+
+class _Undecided(Exception):
+    """The fast path cannot vouch for this text: read it with PyYAML."""
+
+
+# Characters libyaml accepts and reads like ryml does (no tab, CR, NEL, LS, PS, BOM inside).
+_UNSAFE_CHAR = _Lazy(
+    "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
+_UNSAFE_ASCII = _Lazy("[^\n\x20-\x7e]")
+# Words and numbers whose plain-scalar typing may differ between the two readers (as values
+# or keys). Over-inclusive: also found inside longer scalars and quoted ones.
+_TOKEN = _Lazy(
+    r"[\s\[{,:?\-]"
+    r"([-+]?(?:[0-9.][0-9A-Za-z_.+\-]*|inf|infinity|nan)|~|null|Null|NULL|True|TRUE|False|FALSE)"
+    r"(?=[\s,\[\]{}:]|\Z)"
+)
+_LONG_LINE = _Lazy(r"\n[^\n]{1000}")
+_KEY_COLON = _Lazy(r":(?=[\s,\[\]{}]|\Z)")
+# Text libyaml refuses where ryml reads on (over-inclusive): ':' right before a flow indicator;
+# '?' or ':' starting a flow entry or a value; a line starting with ':' after one with a flow
+# collection (a flow key over two lines); a block scalar header with more than indicators and a
+# comment; a quote and ':' (checked further: a quoted key over several lines).
+_FLOW_COLON = _Lazy(r":[,?\[\]{}]")
+_FLOW_ENTRY = _Lazy(r"[\[{,] *[?:]")
+_VALUE_START = _Lazy(r": +[?:]\S")
+_LINE_START = _Lazy(r"\n( *[:|>][^\n]*)")
+_FLOW_KEY_LINES = _Lazy(r"[{\[][^\n]*\n *:[ \n]")
+_HEADER = r"[|>](?!(?:[-+][1-9]?|[1-9][-+]?)?(?: +#[^\n]*| *)(?:\n|\Z))"
+_BAD_HEADER = _Lazy(r"[:?-] +" + _HEADER)
+_BAD_HEADER_LINES = _Lazy(r"[:?-] *\n *" + _HEADER)
+_QUOTE_COLON = _Lazy(r"['\"] *:[ \n]")
+_SEQUENCE_AFTER = _Lazy(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two entries
+# In ryml's JSON: a string starting with a character no plain scalar may start with in libyaml
+# (it came from a quoted scalar, or from text libyaml refuses); aliases, anchors and tags are
+# found in the tree (_scan_tree).
+_INDICATOR_START = _Lazy(r'"[@`#|>%]')
+_CLOSER_START = tuple(a + '"' + b for a in "[, \n" for b in "]},")
+_SURROGATE = _Lazy("[\ud800-\udfff]")
+
+# token -> where the two readers disagree on it (see _disagreement)
+_DISAGREE: dict[str, tuple[str | None, str | None]] = {}
+
+
+def wanted(text: str) -> bool:
+    """Whether to try the fast path on ``text``: large enough to pay off, and not turned off.
+
+    ``KRM_YAML_FAST=0`` turns it off, ``KRM_YAML_FAST=always`` tries it on any size (tests).
+    """
+    n = len(text)
+    if n < SMALL_CHARS or (n < MIN_CHARS and _ryml is None):
+        return os.environ.get(ENV) == "always"
+    return os.environ.get(ENV) != "0"
+
+
+def _import_ryml() -> Any:
+    global _ryml
+    if _ryml is None:
+        import ryml  # type: ignore[import-untyped]
+
+        _ryml = ryml
+    return _ryml
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null: ryml prints its parse errors there before raising.
+
+    Only while this is the process's only thread (as in ``krm``), so no other thread's output
+    can be lost; with other threads running (a web server), a parse error leaves ryml's message.
+    """
+    threading = sys.modules.get("threading")  # not imported: no other thread was started
+    if threading is not None and threading.active_count() != 1:
+        yield
+        return
+    if sys.stderr is not None:
+        sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def _lines(text: str) -> str:
+    """The distinct lines of ``text`` joined by newlines (large manifests repeat most lines)."""
+    return "\n" + "\n".join(set(text.split("\n"))) + "\n"
+
+
+def _check_text(text: str, lines: str) -> None:
+    """Raise _Undecided for text this path may read differently from libyaml.
+
+    ``lines`` is _lines(text): the checks that look within one line run on it.
+    """
+    if not text.endswith("\n"):
+        # A block scalar on the last line: libyaml keeps no line break there, ryml adds one.
+        raise _Undecided("no final line break")
+    if text.startswith(("|", ">", "...")):
+        raise _Undecided("block scalar or document end at the start")
+    if "<<" in lines:
+        raise _Undecided("merge key")
+    if (_UNSAFE_ASCII if lines.isascii() else _UNSAFE_CHAR).search(lines):
+        raise _Undecided("character")
+    if "\n%" in lines:
+        raise _Undecided("directive")
+    if "\n..." in lines:
+        raise _Undecided("document end")  # libyaml wants a "---" after it, ryml does not
+    for pattern in (_FLOW_COLON, _FLOW_ENTRY, _VALUE_START, _BAD_HEADER, _SEQUENCE_AFTER):
+        if pattern.search(lines):
+            raise _Undecided(f"text libyaml refuses ({pattern.pattern})")
+    for line in _LINE_START.findall(lines):
+        # The two-line checks, for each place such a line is (CEL rules often start with ':').
+        needle = "\n" + line + "\n"
+        i = text.find(needle)
+        while i >= 0:
+            pair = text[text.rfind("\n", 0, i) + 1 : i] + needle
+            for pattern in (_FLOW_KEY_LINES, _BAD_HEADER_LINES):
+                if pattern.search(pair):
+                    raise _Undecided(f"text libyaml refuses ({pattern.pattern})")
+            i = text.find(needle, i + 1)
+    for m in _QUOTE_COLON.finditer(lines):
+        start = m.start()
+        line = lines.rfind("\n", 0, start) + 1
+        if "'" not in lines[line:start] and '"' not in lines[line:start]:
+            raise _Undecided("quoted key over several lines")
+    if _LONG_LINE.search(lines):
+        for line in lines.split("\n"):
+            # libyaml refuses a simple key whose ':' comes 1024 or more characters after it.
+            if len(line) >= 1000 and _KEY_COLON.search(line, 1000) is not None:
+                raise _Undecided("long key")
+
+
+def _tokens(lines: str) -> set[str]:
+    """The distinct _TOKEN matches in ``lines``, at whitespace speed.
+
+    _TOKEN looks one character to each side, and whitespace counts as a boundary, so matching
+    the distinct whitespace-separated words, joined by spaces, finds the same tokens.
+    """
+    return set(_TOKEN.findall(" " + " ".join(set(lines.split())) + " "))
+
+
+def _maybe_property(lines: str) -> bool:
+    """Whether a ``!``, ``&`` or ``*`` stands where a tag, anchor or alias may (over-inclusive)."""
+    for char in "!&*":
+        i = lines.find(char)
+        while i >= 0:
+            if lines[i - 1] in " \n[{,":
+                return True
+            i = lines.find(char, i + 1)
+    return False
+
+
+def _disagreement(token: str, v3: Callable[[str], Any]) -> tuple[str | None, str | None]:
+    """Where ryml's JSON and go-yaml v3 typing differ on a plain ``token``, and how it shows.
+
+    Returns the JSON ryml writes for ``token`` as a value (when json would read it as something
+    else than v3 typing gives, and read it at all: invalid JSON fails the load anyway) and the
+    key ryml writes for it (when yamlio would use another key). ``(None, None)`` when they agree.
+    """
+    hit = _DISAGREE.get(token)
+    if hit is not None:
+        return hit
+    import json
+
+    ryml = _ryml
+    value_json = ryml.emit_json(ryml.parse_in_arena(f"[{token}]".encode()))[1:-1]
+    key_json = ryml.emit_json(ryml.parse_in_arena(f"{{{token}: 0}}".encode()))[1:-4]
+    mine = v3(token)
+    bad_value: str | None = None
+    try:
+        value = json.loads(value_json, parse_constant=_reject)
+    except (_Undecided, ValueError):
+        pass
+    else:
+        same = type(value) is type(mine) and (value == mine or (value != value and mine != mine))
+        bad_value = None if same else value_json
+    key = json.loads(key_json)
+    from orchestrator.yamlio import scalar_text
+
+    result = (bad_value, None if key == scalar_text(mine) else key)
+    if len(_DISAGREE) < 10000:
+        _DISAGREE[token] = result
+    return result
+
+
+def _reject(name: str) -> Any:
+    raise _Undecided
+
+
+def _pairs_checking(bad_keys: frozenset[str]) -> Callable[[list[tuple[str, Any]]], Any]:
+    """json's object hook: a dict, refusing duplicate keys and keys ryml may have misread."""
+
+    def pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            raise _Undecided("duplicate key")  # PyYAML says where
+        if bad_keys and not bad_keys.isdisjoint(d):
+            raise _Undecided("key typing")
+        return d
+
+    return pairs
+
+
+def load_docs(text: str, data: bytes | None, v3: Callable[[str], Any]) -> list[Any] | None:
+    """The non-empty documents of ``text`` as yamlio makes them, or None to use PyYAML.
+
+    ``data`` is ``text`` as UTF-8 when the caller has it (saves encoding it again); ``v3``
+    gives the value go-yaml v3 typing gives a plain scalar.
+    """
+    global last_reason
+    import json
+
+    try:
+        lines = _lines(text)
+        _check_text(text, lines)
+        ryml = _import_ryml()
+        with _quiet_stderr():
+            bad_values: set[str] = set()
+            bad_keys: set[str] = set()
+            for token in _tokens(lines):
+                value, key = _disagreement(token, v3)
+                if value is not None:
+                    bad_values.add(value)
+                if key is not None:
+                    bad_keys.add(key)
+            tree = ryml.parse_in_arena(text.encode("utf-8") if data is None else data)
+            js = ryml.emit_json(tree)
+        if js is None:
+            raise _Undecided("empty")
+        _check_json(js, text, bad_values)
+        nulls = '": null' in js
+        implicit = _scan_tree(tree, ryml, nulls) if nulls or _maybe_property(lines) else {}
+        hook = _pairs_checking(frozenset(bad_keys))
+        root = json.loads(js, object_pairs_hook=hook, parse_constant=_reject, strict=False)
+        docs = root if tree.is_stream(tree.root_id()) else [root]
+        if implicit:
+            _mark_implicit_nulls(tree, docs, implicit)
+    except (_Undecided, ValueError, RecursionError) as exc:
+        last_reason = f"{type(exc).__name__}: {exc}"
+        return None
+    except Exception as exc:
+        if type(exc).__module__.startswith("ryml"):
+            last_reason = f"ryml: {type(exc).__name__}"
+            return None
+        raise
+    last_reason = ""
+    return [d for d in docs if d is not None]
+
+
+def _check_json(js: str, text: str, bad_values: set[str]) -> None:
+    """Raise _Undecided when ryml's JSON shows something PyYAML may read differently."""
+    if js[:2] in ('"]', '"}', '",'):
+        raise _Undecided(f"string starting with {js[1]}")
+    # JSON strings hold no line break: the checks run on the distinct lines.
+    lines = _lines(js)
+    for m in _INDICATOR_START.finditer(lines):
+        if lines[m.start() - 1] != "\\":  # a string's start, not an escaped quote inside one
+            raise _Undecided(f"string starting with {m.group()[1]}")
+    for start in _CLOSER_START:
+        if start in lines:
+            raise _Undecided(f"string starting with {start[2]}")
+    # Keys ryml rewrites even when quoted (nan and inf spellings), and empty keys (libyaml
+    # refuses ``: value``; ryml reads a null key).
+    for key in ('".nan": ', '".inf": ', '"-.inf": ', '"": '):
+        if key in lines:
+            raise _Undecided(f"key {key}")
+    for value in bad_values:
+        if value in lines:
+            raise _Undecided(f"scalar {value}")
+    if "\\" in text and not lines.isascii() and _SURROGATE.search(lines):
+        raise _Undecided("surrogate")  # an escaped lone surrogate
+
+
+def _scan_tree(tree: Any, ryml: Any, nulls: bool) -> dict[int, list[str]]:
+    """Map nodes holding ``key:`` (no value) -> those keys; _Undecided for a tag, anchor, alias."""
+    tags = ryml.KEYTAG | ryml.VALTAG | ryml.KEYANCH | ryml.VALANCH | ryml.KEYREF | ryml.VALREF
+    has_any = ryml._ryml.Tree_type_has_any  # the C functions: no Python frame per node
+    found: dict[int, list[str]] = {}
+    if not nulls:
+        for node in range(tree.size()):
+            if has_any(tree, node, tags):
+                raise _Undecided("tag, anchor or alias")
+        return found
+    valnil, keyval = ryml.VALNIL, ryml.KEYVAL
+    has_all = ryml._ryml.Tree_type_has_all
+    for node in range(tree.size()):
+        if has_any(tree, node, tags | valnil):
+            if has_any(tree, node, tags):
+                raise _Undecided("tag, anchor or alias")
+            if has_all(tree, node, keyval):
+                parent = tree.parent(node)
+                found.setdefault(parent, []).append(bytes(tree.key(node)).decode("utf-8"))
+    return found
+
+
+def _mark_implicit_nulls(tree: Any, docs: list[Any], found: dict[int, list[str]]) -> None:
+    """Turn maps with ``key:`` (no value) into ImplicitNullMaps, as yamlio's constructor does."""
+    stream = tree.is_stream(tree.root_id())
+    for parent, keys in found.items():
+        path = _path(tree, parent, stream)
+        holder: Any = docs
+        step: Any = path[0]
+        for nxt in path[1:]:
+            holder = holder[step]
+            step = nxt
+        current = holder[step]
+        if tree.is_flow(parent):
+            for k in keys:
+                current[k] = ""
+        holder[step] = ImplicitNullMap(current, frozenset(keys))
+
+
+def _path(tree: Any, node: int, stream: bool) -> list[Any]:
+    """Keys and indexes from the document list down to ``node``."""
+    steps: list[Any] = []
+    while True:
+        parent = tree.parent(node)
+        if parent == _ryml.NONE:
+            break
+        if tree.is_map(parent):
+            steps.append(bytes(tree.key(node)).decode("utf-8"))
+        else:
+            steps.append(tree.child_pos(parent, node))
+        node = parent
+    if not stream:
+        steps.append(0)
+    steps.reverse()
+    return steps

@@ -1,0 +1,344 @@
+"""Differential test of the fast YAML reader (rapidyaml + json) against the PyYAML reader.
+
+The fast path (``orchestrator.yamlfast``) must give exactly what ``yamlio``'s PyYAML path gives
+(types, key order, int/float typing, ``ImplicitNullMap`` keys) or decline (``None``), and decline
+every text PyYAML refuses, so errors keep PyYAML's messages. Inputs: every YAML file of the
+vendored corpora, the hostile inputs, a generated set of tricky scalars in every context, random
+documents from hypothesis, and, when ``KRM_REALWORLD_DIR`` names fetched repositories, their files.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from orchestrator import yamlfast, yamlio
+from orchestrator.errors import YamlError
+from orchestrator.resource import ImplicitNullMap
+from tests.hostile import engine_inputs as ei
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "conformance"
+
+
+def reference(text: str) -> tuple[str, Any]:
+    """("docs", documents) or ("error", message) from the PyYAML path."""
+    saved = os.environ.get(yamlfast.ENV)
+    os.environ[yamlfast.ENV] = "0"
+    try:
+        return "docs", yamlio.load_all(text)
+    except YamlError as exc:
+        return "error", str(exc)
+    finally:
+        if saved is None:
+            del os.environ[yamlfast.ENV]
+        else:
+            os.environ[yamlfast.ENV] = saved
+
+
+def fast(text: str) -> list[Any] | None:
+    return yamlfast.load_docs(text, None, yamlio._v3_plain)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal with the same types all the way down, key order and implicit-null keys included."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        if list(a) != list(b):
+            return False
+        if isinstance(a, ImplicitNullMap) and a.implicit_nulls != b.implicit_nulls:
+            return False
+        return all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)
+
+
+def check(text: str) -> bool:
+    """Assert the fast path agrees with PyYAML on ``text``; True when it decided."""
+    got = fast(text)
+    if got is None:
+        return False
+    kind, want = reference(text)
+    assert kind == "docs", f"fast path accepted what PyYAML refuses ({want}): {text!r}"
+    assert same(got, want), f"fast path differs on {text!r}:\n{got!r}\n{want!r}"
+    return True
+
+
+def yaml_files(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        for name in sorted(filenames):
+            if name.endswith((".yaml", ".yml")):
+                yield Path(dirpath) / name
+
+
+def check_files(root: Path) -> tuple[int, int]:
+    """(files read, files the fast path decided); every decided one agrees with PyYAML."""
+    read = decided = 0
+    for path in yaml_files(root):
+        try:
+            text = yamlio.decode(path.read_bytes())
+        except YamlError:
+            continue
+        read += 1
+        try:
+            decided += check(text)
+        except AssertionError as exc:
+            raise AssertionError(f"{path}: {exc}") from None
+    return read, decided
+
+
+# ----------------------------------------------------------------------------- basics
+
+
+def test_reads_a_manifest_and_marks_implicit_nulls() -> None:
+    text = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  creationTimestamp: null\n"
+        "data:\n  a: '1'\n  b:\n  c: ~x\nspec: {replicas: , tilde: null}\nlist:\n-\n- 1.5\n"
+        "---\n---\nkind: Second\nnum: [0, -1, 1e3, 2.50, 10]\n"
+    )
+    docs = fast(text)
+    assert docs is not None
+    assert check(text)
+    assert isinstance(docs[0]["data"], ImplicitNullMap)
+    assert docs[0]["data"].implicit_nulls == frozenset({"b"})
+    assert type(docs[0]["metadata"]) is dict and docs[0]["metadata"]["creationTimestamp"] is None
+    assert docs[0]["spec"] == {"replicas": "", "tilde": None}
+    assert docs[0]["spec"].implicit_nulls == frozenset({"replicas"})
+    assert docs[1] == {"kind": "Second", "num": [0, -1, 1000.0, 2.5, 10]}
+    assert [type(n) for n in docs[1]["num"]] == [int, int, float, float, int]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("a: &x 1\nb: *x\n", "alias"),
+        ("a: {b: 1}\nc:\n  <<: {b: 2}\n", "merge key"),
+        ("a: !!str 1\n", "tag"),
+        ("a: 0644\n", "octal"),
+        ("a: ~\n", "tilde"),
+        ("a: True\n", "YAML 1.2 core bool"),
+        ("1.0: x\n", "float key"),
+        ("null: x\n", "null key"),
+        ("'inf': x\n", "key ryml rewrites"),
+        ("a: 1\na: 2\n", "duplicate key"),
+        ("a:\tb\n", "tab"),
+        ("a: |\n  x", "no final line break"),
+        ("a: @x\n", "reserved indicator"),
+        ("a: [\n", "syntax error"),
+        ("%YAML 1.1\n---\na: 1\n", "directive"),
+        # Found by fuzzing: text libyaml refuses and ryml reads.
+        ('- "/a" - b\n', "entry after a quoted scalar"),
+        (": v\n", "empty key"),
+        ("a: 1\n...\nb: 2\n", "content after a document end"),
+        ("k: |+2  keep\n", "block scalar header"),
+        ("k:\n | - 3\n", "block scalar header on its own line"),
+        ("k: [1, {b:?}]\n", "colon before a flow indicator"),
+        ("k: [?1, 2]\n", "question mark starting a flow entry"),
+        ("k: {x\n  : [1,2]}\n", "flow key over two lines"),
+        ("k: 'multi\n  line': v\n", "quoted key over two lines"),
+        ("k: ]\n", "plain scalar starting with ]"),
+    ],
+)
+def test_declines_what_it_cannot_vouch_for(text: str, why: str) -> None:
+    assert fast(text) is None, why
+
+
+def test_parse_errors_print_nothing() -> None:
+    # ryml writes its error messages to file descriptor 2 before raising; in a process with one
+    # thread (as krm is; a fresh interpreter here) the fast path keeps that quiet.
+    code = (
+        "from orchestrator import yamlfast, yamlio\n"
+        "assert yamlfast.load_docs('a: [\\nb: {\\n', None, yamlio._v3_plain) is None\n"
+        "print(yamlfast.last_reason)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.startswith("ryml: ExceptionParse")
+
+
+def test_off_switch_and_size_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    big = "a: 1\n" * (yamlfast.MIN_CHARS // 4)
+    monkeypatch.delenv(yamlfast.ENV, raising=False)
+    assert yamlfast.wanted(big)
+    assert not yamlfast.wanted("a: 1\n") or yamlfast._ryml is not None
+    monkeypatch.setenv(yamlfast.ENV, "0")
+    assert not yamlfast.wanted(big)
+    monkeypatch.setenv(yamlfast.ENV, "always")
+    assert yamlfast.wanted("a: 1\n")
+
+
+# ----------------------------------------------------------------------------- corpora
+
+
+def test_vendored_corpus_agrees() -> None:
+    read, decided = check_files(CORPUS)
+    assert read > 1000
+    assert decided > 0.8 * read  # the fast path must keep doing the work, not always decline
+
+
+@pytest.mark.skipif(not os.environ.get("KRM_REALWORLD_DIR"), reason="KRM_REALWORLD_DIR not set")
+def test_realworld_files_agree() -> None:
+    read, decided = check_files(Path(os.environ["KRM_REALWORLD_DIR"]))
+    assert decided > 0.5 * read
+
+
+HOSTILE = {
+    "flow[": " " + ei.nested_flow(150, "["),
+    "flow{": " " + ei.nested_flow(150, "{"),
+    "block": ei.nested_block(150, 0),
+    "blockmap": ei.nested_block_mappings(150, 0),
+    "deep_ok": " " + ei.nested_flow(60, "["),
+    "alias_bomb": ei.alias_bomb(),
+    "anchors_in_use": ei.anchors_in_use(),
+    "duplicate_keys": " {a: 1, b: 2, a: 3}",
+    "nul": " a\x00b",
+    "control": " a\x07b",
+    "huge_scalar": " " + "x" * 300_000,
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_inputs_keep_their_errors(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "apiVersion: v1\nkind: X\nmetadata:\n  name: x\nspec:" + HOSTILE[case] + "\n"
+    check(text)
+    monkeypatch.setenv(yamlfast.ENV, "always")
+    try:
+        through_fast: tuple[str, Any] = ("docs", yamlio.load_all(text))
+    except YamlError as exc:
+        through_fast = ("error", str(exc))
+    want = reference(text)
+    assert through_fast[0] == want[0]
+    assert through_fast[0] == "docs" or through_fast == want
+
+
+# ----------------------------------------------------------------------------- tricky scalars
+
+SCALARS = [
+    *["", "~", "null", "Null", "NULL", "nULL", "true", "True", "TRUE", "tRUE", "false", "FALSE"],
+    *["yes", "no", "on", "off", "y", "n", "Yes", "NO"],
+    *["0", "-0", "+0", "00", "007", "0644", "08", "09", "0o17", "0O17", "0o8", "0x1F", "0X1f"],
+    *["0xg", "0b101", "0B11", "0b2", "-0x1F", "+0x1F", "-0o17", "-0b1", "1_000", "1__0", "_1"],
+    *["1_", "+1", "-1", "12345678901234567890123", "-12345678901234567890123", "1e3", "1E3"],
+    *["1e+3", "1e-3", "-1e3", "+1e3", "0e5", "-0e5", "00e5", "1.", "-1.", "+1.", ".5", "-.5"],
+    *["+.5", "0.", "0.0", "-0.0", "00.5", "1.50", "1.0e5", "1.e5", ".e5", "1e", "1e400"],
+    *["-1e400", "1e-400", "0.1_0", "1_0.5", "9_", "0x", "0o", "0b", "0x_1", "1.2.3", "1-2"],
+    *["2020-01-01", "2020-01-01T00:00:00Z", "12:30", "1:20:30", "0x1.8p3", "1.5e3.0"],
+    *[".inf", ".Inf", ".INF", "-.inf", "+.inf", "-.Inf", ".nan", ".NaN", ".NAN", "inf", "Inf"],
+    *["INF", "-inf", "+inf", "infinity", "-infinity", "Infinity", "nan", "NaN", "NAN", "-nan"],
+    *["+nan", ".", "..", "...", "-", "--", "-.", "+", "+-1", "--1", "~x", "x~", "<<"],
+    *["a", "1a", "a1", "1.0a", "v1", "é", "1\u00b5", "0777.", "65535."],
+]
+CONTEXTS = [
+    "k: {s}\n",
+    "{s}: v\n",
+    "- {s}\n",
+    "k: [{s}]\n",
+    "k: [{s}, x]\n",
+    "k: {{{s}: v}}\n",
+    "k: {{x: {s}}}\n",
+    "k: {{{s}}}\n",
+    "k: {{{s}, x: y}}\n",
+    "k: '{s}'\n",
+    'k: "{s}"\n',
+    "'{s}': v\n",
+    '"{s}": v\n',
+    "k: |\n  {s}\n",
+    "k: >-\n  {s}\n",
+    "k:\n  {s}\n",
+    "--- {s}\n",
+    "k: x {s}\n",
+    "k: {s} x\n",
+    "k: x\n  {s}\n",
+    "k: {s} # c\n",
+]
+
+
+def test_tricky_scalars_in_every_context() -> None:
+    decided = 0
+    for s, ctx in itertools.product(SCALARS, CONTEXTS):
+        decided += check(ctx.format(s=s))
+        # The same in a larger document, where the scalar is one among many.
+        decided += check("a: 1\nb: [x, y]\n" + ctx.format(s=s) + "c: {d: e}\n")
+    assert decided > len(SCALARS) * len(CONTEXTS)
+
+
+# ----------------------------------------------------------------------------- random documents
+
+_FRAGMENT = st.sampled_from(SCALARS + ["x y", "'q'", '"d\\n"', "a: b", "[1, 2]", "{}", "[]"])
+_KEY = st.sampled_from(["a", "b", "k", "1", "1.0", "null", "x y", "'s'", '"d"', "0x1", "-"])
+
+
+@st.composite
+def documents(draw: Any, depth: int = 0) -> str:
+    """A block mapping of random keys and values, some nested, some flow, some empty."""
+    lines = []
+    indent = "  " * depth
+    for _ in range(draw(st.integers(1, 4))):
+        key = draw(_KEY)
+        kind = draw(st.integers(0, 5 if depth < 3 else 2))
+        if kind == 0:
+            lines.append(f"{indent}{key}:")
+        elif kind in (1, 2):
+            lines.append(f"{indent}{key}: {draw(_FRAGMENT)}")
+        elif kind == 3:
+            items = draw(st.lists(_FRAGMENT, max_size=3))
+            lines.append(f"{indent}{key}:")
+            lines.extend(f"{indent}- {i}" for i in items)
+        elif kind == 4:
+            lines.append(f"{indent}{key}:")
+            lines.append(draw(documents(depth + 1)))
+        else:
+            lines.append(f"{indent}{key}: {{{', '.join(draw(st.lists(_FRAGMENT, max_size=3)))}}}")
+    return "\n".join(lines)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(documents(), min_size=1, max_size=3), start=st.booleans())
+def test_random_documents(docs: list[str], start: bool) -> None:
+    text = ("---\n" if start else "") + "\n---\n".join(docs) + "\n"
+    check(text)
+
+
+# ----------------------------------------------------------------------------- mutated files
+
+_PIECES = [*" \n:-,[]{}'\"#|>?!&*%@`~\\.0123456789abxyz", "  ", ": ", "- ", "\n  ", "---", "..."]
+
+
+def test_mutated_corpus_files() -> None:
+    """Corpus files with a few random edits: mostly invalid YAML, which must stay declined."""
+    rng = random.Random(12)
+    small = [p for p in yaml_files(CORPUS) if p.stat().st_size < 4000]
+    decided = 0
+    for i in range(3000):
+        text = small[i % len(small)].read_text(encoding="utf-8", errors="replace")
+        for _ in range(rng.randint(1, 3)):
+            pos = rng.randrange(len(text) + 1)
+            piece = rng.choice(_PIECES) if rng.random() < 0.8 else rng.choice(SCALARS)
+            op = rng.random()
+            if op < 0.4:
+                text = text[:pos] + piece + text[pos:]
+            elif op < 0.7:
+                text = text[:pos] + text[pos + rng.randint(1, 3) :]
+            else:
+                text = text[:pos] + piece + text[pos + 1 :]
+        decided += check(text if text.endswith("\n") else text + "\n")
+    assert decided > 500

@@ -266,7 +266,10 @@ def test_public_lists_are_the_same_for_everyone(published, staff_user, other_use
 
 def test_auto_is_on_only_with_a_cache_every_process_shares(settings):
     settings.API_LIST_CACHE = "auto"
-    assert list_cache.enabled() is False  # the test settings' locmem: one process's memory
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    }
+    assert list_cache.enabled() is False  # locmem: one process's memory
     settings.CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",

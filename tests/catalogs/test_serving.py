@@ -236,6 +236,11 @@ def stored_artifact(db, settings, tmp_path):
 
     from catalogs.models import RuntimeArtifact
 
+    # Local files (also on CI's object-storage stage: X-Accel-Redirect is for local storage).
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    }
     settings.MEDIA_ROOT = str(tmp_path)  # the storage follows MEDIA_ROOT (setting_changed)
     content = b"\x7fELF a mirrored binary" * 100
     hexdigest = hashlib.sha256(content).hexdigest()

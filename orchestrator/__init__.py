@@ -7,9 +7,11 @@ Public API: ``build(path, options) -> BuildResult`` (imported lazily, so that
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from orchestrator.build import BuildOptions, BuildResult
 
 __all__ = ["BuildOptions", "BuildResult", "build"]

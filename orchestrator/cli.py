@@ -9,7 +9,10 @@ import argparse
 import os
 import sys
 from types import ModuleType
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 USAGE_ERROR = 2
 

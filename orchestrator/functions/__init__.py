@@ -37,9 +37,11 @@ Errors are :class:`orchestrator.errors.KrmError` subclasses (``FunctionError``,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from orchestrator.functions.catalogs import CatalogSet, CatalogTrustError, TrustConfig
     from orchestrator.functions.fetch import FetchError
     from orchestrator.functions.options import FnOptions, FnOutcome, FunctionError

@@ -6,7 +6,10 @@ Only argparse is imported here; the functions package loads when a command needs
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def add_fn_command(sub: Any) -> None:

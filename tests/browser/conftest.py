@@ -19,6 +19,16 @@ from tests.catalogs.mirrors.conftest import (  # noqa: F401 - the walk mirrors f
 from tests.conftest import SCREENSHOTS
 
 CHROMIUM = os.environ.get("KRM_CHROMIUM", "/usr/bin/chromium")
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+# The page's width: more than the viewport's means it scrolls sideways.
+WIDTH_JS = "document.documentElement.scrollWidth"
+# The bytes the document and its assets took (bodies as sent, before decompression).
+TRANSFERRED = """() => {
+  let total = performance.getEntriesByType("navigation")[0].encodedBodySize;
+  for (const r of performance.getEntriesByType("resource")) total += r.encodedBodySize;
+  return total;
+}"""
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -63,16 +73,15 @@ def screenshots() -> Path:
 
 @pytest.fixture
 def new_page(browser, live_server):
-    """Open a page in a fresh context (its own cookies: one signed-in user per context)."""
+    """``new_page(viewport=DESKTOP)``: a page in a fresh context (its own cookies: one signed-in
+    user per context); no request may leave the registry, no script may fail."""
     contexts = []
 
     outside: list[str] = []
     errors: list[str] = []
 
-    def make():
-        context = browser.new_context(
-            base_url=live_server.url, viewport={"width": 1280, "height": 900}
-        )
+    def make(viewport: dict[str, int] = DESKTOP):
+        context = browser.new_context(base_url=live_server.url, viewport=viewport)
         context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
         context.set_default_timeout(15_000)
         # Every asset must come from the registry itself: nothing from the internet.

@@ -10,13 +10,12 @@ import pytest
 import yaml
 
 from catalogs import services
+from tests.browser.conftest import DESKTOP, PHONE
 from tests.catalogs.factories import CatalogFactory, PublisherFactory
 from tests.catalogs.web.test_function_page import HEAD, NAMESPACE_SCHEMA, _function, _version
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
 BUDGET = 100 * 1024
 
 USAGE = """\

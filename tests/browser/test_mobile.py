@@ -14,15 +14,11 @@ from django.utils import timezone
 
 from catalogs import contributions, mirrors
 from catalogs.models import Catalog, Contribution, SyncRun
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import DESKTOP, PHONE, WIDTH_JS, sign_in
 from tests.catalogs.contribution_fixtures import DEFINITION
 from tests.catalogs.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
-WIDTH_JS = "document.documentElement.scrollWidth"
 
 
 @pytest.fixture
@@ -50,28 +46,6 @@ def site(db):
         finished_at=timezone.now(),
     )
     return {"staff": staff, "contribution": contribution, "source": source}
-
-
-@pytest.fixture
-def open_page(browser, live_server):
-    """A page in a fresh context of the given viewport; no request may leave the registry."""
-    contexts = []
-    outside: list[str] = []
-
-    def make(viewport: dict[str, int]):
-        context = browser.new_context(base_url=live_server.url, viewport=viewport)
-        context.set_default_timeout(15_000)
-        context.on(
-            "request",
-            lambda r: None if r.url.startswith(live_server.url) else outside.append(r.url),
-        )
-        contexts.append(context)
-        return context.new_page()
-
-    yield make
-    for context in contexts:
-        context.close()
-    assert outside == [], f"requests left the registry: {outside}"
 
 
 def _pages(site) -> list[tuple[str, str, bool]]:
@@ -102,8 +76,8 @@ def _pages(site) -> list[tuple[str, str, bool]]:
     ]
 
 
-def test_every_main_page_fits_a_phone(open_page, site, screenshots):
-    phone, desktop = open_page(PHONE), open_page(DESKTOP)
+def test_every_main_page_fits_a_phone(new_page, site, screenshots):
+    phone, desktop = new_page(PHONE), new_page(DESKTOP)
     signed_in = False
     too_wide = []
     for name, path, needs_user in _pages(site):
@@ -129,8 +103,8 @@ def test_every_main_page_fits_a_phone(open_page, site, screenshots):
     assert too_wide == []
 
 
-def test_the_nav_collapses_behind_a_menu_button_on_a_phone(open_page, site, screenshots):
-    page = open_page(PHONE)
+def test_the_nav_collapses_behind_a_menu_button_on_a_phone(new_page, site, screenshots):
+    page = new_page(PHONE)
     page.goto("/")  # signed out: the nav holds Search and Sign in
     nav_link = page.locator("header.top nav >> text=Sign in")
     assert not nav_link.is_visible()
@@ -141,7 +115,7 @@ def test_the_nav_collapses_behind_a_menu_button_on_a_phone(open_page, site, scre
     page.click("label.nav-toggle-label")
     assert not nav_link.is_visible()
 
-    wide = open_page(DESKTOP)
+    wide = new_page(DESKTOP)
     wide.goto("/")
     assert wide.locator("header.top nav >> text=Sign in").is_visible()
     assert not wide.locator("label.nav-toggle-label").is_visible()

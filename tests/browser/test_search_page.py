@@ -7,19 +7,10 @@ from __future__ import annotations
 import pytest
 
 from catalogs import services
+from tests.browser.conftest import DESKTOP, PHONE, TRANSFERRED, WIDTH_JS
 from tests.catalogs.factories import CatalogFactory, PublisherFactory, catalog_yaml
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
-WIDTH_JS = "document.documentElement.scrollWidth"
-# The bytes the document and its assets took (bodies as sent, before decompression).
-TRANSFERRED = """() => {
-  let total = performance.getEntriesByType("navigation")[0].encodedBodySize;
-  for (const r of performance.getEntriesByType("resource")) total += r.encodedBodySize;
-  return total;
-}"""
 
 
 @pytest.fixture
@@ -41,29 +32,6 @@ def registry(db):
         )
 
 
-@pytest.fixture
-def open_page(browser, live_server):
-    """A page of the given viewport; no request may leave the registry, no script may fail."""
-    contexts, outside, errors = [], [], []
-
-    def make(viewport: dict[str, int]):
-        context = browser.new_context(base_url=live_server.url, viewport=viewport)
-        context.set_default_timeout(15_000)
-        context.on(
-            "request",
-            lambda r: None if r.url.startswith(live_server.url) else outside.append(r.url),
-        )
-        contexts.append(context)
-        page = context.new_page()
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-    assert outside == [] and errors == []
-
-
 STATES = [
     ("query", "/?q=namespace"),
     ("all", "/?sort=name&page=2&page_size=10"),
@@ -81,9 +49,9 @@ STATES = [
 
 @pytest.mark.parametrize(("viewport", "size"), [(DESKTOP, "desktop"), (PHONE, "phone")])
 def test_the_search_page_fits_and_reads_at_both_sizes(
-    open_page, registry, screenshots, viewport, size
+    new_page, registry, screenshots, viewport, size
 ):
-    page = open_page(viewport)
+    page = new_page(viewport)
     for state, path in STATES:
         response = page.goto(path)
         assert response.status == 200, path

@@ -4,10 +4,6 @@ are cached, and a publish or a re-sign rewrites them for every process once it c
 from __future__ import annotations
 
 import hashlib
-import shutil
-import socket
-import subprocess
-import time
 
 import httpx
 import pytest
@@ -158,38 +154,6 @@ def test_without_cache_seconds_latest_asks_the_database(client, versions, settin
     client.get(LATEST)
     assert caches["serving"].get(serving._latest_key("example-co", "functions")) is None
     assert client.get(LATEST)["X-Content-Digest"] == versions[1].digest
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def redis_url(tmp_path):
-    """A redis-server of its own on a free loopback port."""
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    port = _free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/2"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_a_publish_reaches_every_gunicorn_process_through_redis(tmp_path, redis_url):

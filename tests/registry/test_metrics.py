@@ -150,34 +150,6 @@ def test_gunicorn_processes_are_counted_together(tmp_path):
     assert scraped[("krm_database_up", ())] == 0
 
 
-@pytest.fixture
-def redis_url(tmp_path):
-    """A redis-server of its own on a free loopback port (not the machine's shared one)."""
-    import shutil
-
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    port = free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 @pytest.mark.django_db
 def test_queue_depth_counts_the_redis_backlog(client, settings, redis_url):
     from registry.celery import app

@@ -4,32 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import http.server
-import importlib.util
 import re
 import shutil
 import sys
 import threading
-from pathlib import Path
 
 import httpx
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import load_script
 
-
-def _load_bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_serve_catalog", ROOT / "bench" / "serve_catalog.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses look their module up in sys.modules while the class is being built.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_script("bench/serve_catalog.py", "bench_serve_catalog")
 needs = {
     tool: pytest.mark.skipif(shutil.which(tool) is None, reason=f"{tool} is not installed")
     for tool in ("docker-registry", "wrk")

@@ -8,9 +8,7 @@ does not grow), and `latest` shows a new publish within the configured microcach
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -19,8 +17,8 @@ import pytest
 
 from tests.catalogs.factories import catalog_yaml
 from tests.live_registry import live_registry
+from tests.scripts import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
 MICROCACHE_SECONDS = 1
 
 pytestmark = pytest.mark.skipif(
@@ -29,17 +27,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _load_bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_serve_catalog", ROOT / "bench" / "serve_catalog.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_script("bench/serve_catalog.py", "bench_serve_catalog")
 
 
 @pytest.fixture(scope="module")

@@ -98,23 +98,32 @@ def parse(items: Iterable[Any] | None, *, source: str | None = None) -> list[Fie
     return out
 
 
-def _gvk_selected(gvk: Gvk, sel: Gvk) -> bool:
-    return (
-        (not sel.group or sel.group == gvk.group)
-        and (not sel.version or sel.version == gvk.version)
-        and (not sel.kind or sel.kind == gvk.kind)
-    )
-
-
 def merge(base: list[FieldSpec], extra: Iterable[FieldSpec]) -> list[FieldSpec]:
     """kustomize's FsSlice.MergeAll: append each new spec unless one already there with the
     same path is selected by its GVK (so a general spec after a specific one is dropped)."""
     out = list(base)
+    by_path: dict[str, list[FieldSpec]] = {}
+    for x in out:
+        by_path.setdefault(x.path, []).append(x)
     for fs in extra:
-        sel = fs.gvk
-        hit = next((x for x in out if x.path == fs.path and _gvk_selected(x.gvk, sel)), None)
+        same = by_path.get(fs.path)
+        hit = None
+        if same is not None:
+            group, version, kind = fs.group, fs.version, fs.kind
+            for x in same:
+                if (
+                    (not group or group == x.group)
+                    and (not version or version == x.version)
+                    and (not kind or kind == x.kind)
+                ):
+                    hit = x
+                    break
         if hit is None:
             out.append(fs)
+            if same is None:
+                by_path[fs.path] = [fs]
+            else:
+                same.append(fs)
         elif hit.create != fs.create:
             raise ValidationError(
                 f"conflicting fieldspecs: {fs.path} ({fs.kind or 'any kind'}) with and without "
@@ -143,7 +152,14 @@ def gvk_sort_key(gvk: Gvk) -> tuple[int, str]:
 
 def sort_specs(specs: list[FieldSpec]) -> list[FieldSpec]:
     """Field specs in the order kustomize keeps them (its TransformerConfig.sortFields)."""
-    return sorted(specs, key=lambda fs: gvk_sort_key(fs.gvk))
+    return sorted(specs, key=_spec_sort_key)
+
+
+def _spec_sort_key(fs: FieldSpec) -> tuple[int, str]:
+    return (
+        _TYPE_ORDER.get(fs.kind, 0),
+        f"{fs.group or '~G'}_{fs.version or '~V'}_{fs.kind or '~K'}",
+    )
 
 
 class NameBackRef(NamedTuple):
@@ -229,9 +245,14 @@ def _default_data() -> dict[str, Any]:
         return specs
 
 
-def default_config() -> TransformerConfig:
-    """A fresh copy of kustomize's default transformer config."""
+@functools.lru_cache(maxsize=1)
+def _default_master() -> TransformerConfig:
     return TransformerConfig(_default_data())
+
+
+def default_config() -> TransformerConfig:
+    """A fresh copy of kustomize's default transformer config (parsed and merged once)."""
+    return _default_master().copy()
 
 
 class FieldPathError(Exception):

@@ -4,12 +4,12 @@ A cold build runs under a :class:`Recorder`, which notes every observation the e
 the file system: each file read (its sha256), and the answer to every ``isdir``, ``isfile``,
 ``exists``, ``islink``, ``realpath``, ``listdir`` and ``scandir`` probe. The output and those
 observations are stored under ``$XDG_CACHE_HOME/krm/builds`` (or ``~/.cache/krm/builds``),
-keyed by the engine's fingerprint (every file of the ``orchestrator`` package and of PyYAML, by
-size and modification time, plus the Python version), the command-line options, the working
-directory and the directory built. A warm build with the same key re-checks every observation
-(re-reading and re-hashing each file) and prints the stored output only when all of them still
-hold and the stored output still has its recorded sha256; otherwise it builds again and
-rewrites the entry.
+keyed by the engine's fingerprint (every file of the ``orchestrator`` package and of the YAML
+libraries it reads and writes with, by size and modification time, plus the Python version), the
+command-line arguments, the working directory and the directory built. A warm build with the
+same key re-checks every observation (re-reading and re-hashing each file) and prints the
+stored output only when all of them still hold and the stored output still has its recorded
+sha256; otherwise it builds again and rewrites the entry.
 
 Nothing is stored for a build that can depend on more than the files it read: one that writes a
 file, or that loads the function machinery (any KRM function or catalog), or ``subprocess``
@@ -17,23 +17,27 @@ file, or that loads the function machinery (any KRM function or catalog), or ``s
 imported, so the cache is used only where a build runs in a fresh process, as the CLI does.
 Entries are written atomically (a temporary file, then ``os.replace``); an entry that cannot be
 read, or whose output does not match its digest, is ignored and rewritten.
+
+A warm build is mostly start-up, so the lookup path imports next to nothing: manifests are
+:mod:`marshal` data (no ``json``, which would pull in ``re``), small files are hashed with the
+built-in sha256 (OpenSSL's loads in ~2.5 ms, worth it only for large files), and the command
+line is parsed without argparse when it is plain (:mod:`orchestrator.cli`). ``marshal`` trusts
+its input as much as Python trusts its own ``__pycache__``; the cache folder is the user's.
 """
 
 from __future__ import annotations
 
 import builtins
-import hashlib
-import json
+import marshal
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from typing import Any
 
-FORMAT = 1
+FORMAT = 2
 # Modules whose import during a build means it may depend on more than the files it read.
 UNCACHEABLE_MODULES = (
     "orchestrator.functions.plugin",
@@ -45,7 +49,21 @@ UNCACHEABLE_MODULES = (
     "httpx",
 )
 _PROBES = ("isdir", "isfile", "exists", "lexists", "islink", "realpath")
+# Read size; a file larger than one chunk is hashed by OpenSSL (hashlib), which pays for its
+# import there, the rest by the built-in sha256.
 _CHUNK = 1 << 20
+# Where the YAML libraries live (their code is part of the engine's fingerprint).
+_LIBRARIES = ("yaml", "ryml")
+
+
+def _sha256(data: bytes = b"") -> Any:
+    """A sha256 object: the built-in one, or OpenSSL's once hashlib is loaded anyway."""
+    hashlib = sys.modules.get("hashlib")
+    if hashlib is not None:
+        return hashlib.sha256(data)
+    import _sha256  # type: ignore[import-not-found]  # CPython's own sha256, no OpenSSL
+
+    return _sha256.sha256(data)
 
 
 def cache_dir() -> str:
@@ -54,52 +72,69 @@ def cache_dir() -> str:
     return os.path.join(base, "krm", "builds")
 
 
-def _tree_fingerprint(root: str, out: list[str]) -> None:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for name in sorted(filenames):
-            if name.endswith((".pyc", ".pyo")):
-                continue
-            st = os.stat(os.path.join(dirpath, name))
-            out.append(
-                f"{os.path.relpath(os.path.join(dirpath, name), root)}:{st.st_size}:"
-                f"{st.st_mtime_ns}"
-            )
+def _tree_fingerprint(root: str, out: list[str], prefix: str = "") -> None:
+    try:
+        with os.scandir(root) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if entry.is_dir():
+            if name != "__pycache__":
+                _tree_fingerprint(entry.path, out, f"{prefix}{name}/")
+        elif not name.endswith((".pyc", ".pyo")):
+            st = entry.stat()
+            out.append(f"{prefix}{name}:{st.st_size}:{st.st_mtime_ns}")
+
+
+def _library_dirs(name: str) -> list[str]:
+    """Where ``import name`` would find a package (the first ``sys.path`` entry holding it),
+    without importing it or importlib.util."""
+    for entry in sys.path:
+        candidate = os.path.join(entry or ".", name)
+        if os.path.isfile(os.path.join(candidate, "__init__.py")):
+            return [os.path.abspath(candidate)]
+    return []
 
 
 def engine_fingerprint() -> str:
-    """What identifies the engine's code: its files and PyYAML's, and the Python version."""
-    import importlib.util
-
+    """What identifies the engine's code: its files, the YAML libraries' and the Python
+    version."""
     parts = [f"format={FORMAT}", sys.version]
     _tree_fingerprint(os.path.dirname(os.path.abspath(__file__)), parts)
-    spec = importlib.util.find_spec("yaml")
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        parts.append(f"yaml={location}")
-        _tree_fingerprint(location, parts)
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    for name in _LIBRARIES:
+        for location in _library_dirs(name):
+            parts.append(f"{name}={location}")
+            _tree_fingerprint(location, parts)
+    return str(_sha256("\n".join(parts).encode()).hexdigest())
 
 
-def make_key(path: str, options: dict[str, Any]) -> str:
-    """The cache key of building ``path`` with ``options`` from the working directory."""
-    material = {
-        "engine": engine_fingerprint(),
-        "options": options,
-        "cwd": os.getcwd(),
-        "path": os.path.realpath(path),
-        "arg": path,
-    }
-    text = json.dumps(material, sort_keys=True, default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()
+def make_key(path: str, arguments: Any) -> str:
+    """The cache key of building ``path`` with ``arguments`` (plain data: the command line's
+    words, or parsed options) from the working directory."""
+    material = (
+        ("engine", engine_fingerprint()),
+        ("arguments", arguments),
+        ("cwd", os.getcwd()),
+        ("path", os.path.realpath(path)),
+        ("arg", path),
+    )
+    return str(_sha256(repr(material).encode()).hexdigest())
 
 
 def _file_digest(
     path: str | bytes | os.PathLike[Any], opener: Callable[..., Any] = builtins.open
 ) -> str | None:
     """sha256 of a file's bytes, or None when it cannot be read as a file."""
-    h = hashlib.sha256()
     try:
         with opener(path, "rb") as f:
+            chunk = f.read(_CHUNK)
+            if len(chunk) < _CHUNK:
+                return str(_sha256(chunk).hexdigest())
+            import hashlib
+
+            h = hashlib.sha256(chunk)
             while chunk := f.read(_CHUNK):
                 h.update(chunk)
     except OSError:
@@ -121,6 +156,7 @@ class Recorder:
         self.observations: dict[tuple[str, str], Any] = {}
         self.uncacheable: str | None = None
         self._originals: dict[tuple[Any, str], Any] = {}
+        self._before: set[str] = set()
 
     def _note(self, op: str, path: Any, result: Any) -> None:
         try:
@@ -136,9 +172,11 @@ class Recorder:
         self._originals[(owner, name)] = getattr(owner, name)
         setattr(owner, name, wrapper)
 
-    @contextmanager
-    def active(self) -> Iterator[Recorder]:
+    def active(self) -> _Recording:
         """Record while the ``with`` block runs (the whole process sees the wrappers)."""
+        return _Recording(self)
+
+    def _start(self) -> None:
         real_open = builtins.open
 
         def open_(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
@@ -175,23 +213,36 @@ class Recorder:
 
             return wrapper
 
-        before = {m for m in UNCACHEABLE_MODULES if m in sys.modules}
-        if before:
-            self.uncacheable = f"{sorted(before)[0]} was loaded before the build"
+        self._before = {m for m in UNCACHEABLE_MODULES if m in sys.modules}
+        if self._before:
+            self.uncacheable = f"{sorted(self._before)[0]} was loaded before the build"
         self._patch(builtins, "open", open_)
         for name in _PROBES:
             self._patch(os.path, name, probe(name))
         for name in ("listdir", "scandir"):
             self._patch(os, name, lister(name))
-        try:
-            yield self
-        finally:
-            for (owner, name), original in self._originals.items():
-                setattr(owner, name, original)
-            self._originals.clear()
-            loaded = [m for m in UNCACHEABLE_MODULES if m in sys.modules and m not in before]
-            if loaded and not self.uncacheable:
-                self.uncacheable = f"the build loaded {loaded[0]}"
+
+    def _stop(self) -> None:
+        for (owner, name), original in self._originals.items():
+            setattr(owner, name, original)
+        self._originals.clear()
+        loaded = [m for m in UNCACHEABLE_MODULES if m in sys.modules and m not in self._before]
+        if loaded and not self.uncacheable:
+            self.uncacheable = f"the build loaded {loaded[0]}"
+
+
+class _Recording:
+    """The ``with`` block of :meth:`Recorder.active` (a class: contextlib costs start-up)."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    def __enter__(self) -> Recorder:
+        self.recorder._start()
+        return self.recorder
+
+    def __exit__(self, *exc: object) -> None:
+        self.recorder._stop()
 
 
 class _Entries:
@@ -245,14 +296,14 @@ class BuildCache:
     def __init__(self, key: str, directory: str | None = None) -> None:
         self.key = key
         self.directory = os.path.join(directory or cache_dir(), key[:2])
-        self.manifest = os.path.join(self.directory, f"{key}.json")
+        self.manifest = os.path.join(self.directory, f"{key}.manifest")
         self.output = os.path.join(self.directory, f"{key}.out")
 
     def lookup(self) -> Entry | None:
         """The stored build, when every observation still holds; None otherwise."""
         try:
             with open(self.manifest, "rb") as f:
-                data = json.loads(f.read())
+                data = marshal.loads(f.read())
             if data.get("format") != FORMAT or data.get("key") != self.key:
                 return None
             for op, path, expected in data["observations"]:
@@ -260,12 +311,12 @@ class BuildCache:
                     return None
             with open(self.output, "rb") as f:
                 raw = f.read()
-            if hashlib.sha256(raw).hexdigest() != data["output_sha256"]:
+            if _sha256(raw).hexdigest() != data["output_sha256"]:
                 return None  # corrupt or half-replaced: built again and rewritten
             warnings = [str(w) for w in data["warnings"]]
             return Entry(raw, warnings)
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError, MemoryError):
+            return None  # unreadable or not a manifest: built again and rewritten
 
     def store(self, recorder: Recorder, text: str, warnings: list[str]) -> bool:
         """Store a cold build's output (atomically); False when it must not be cached."""
@@ -275,14 +326,14 @@ class BuildCache:
         data = {
             "format": FORMAT,
             "key": self.key,
-            "observations": [[op, path, r] for (op, path), r in recorder.observations.items()],
-            "output_sha256": hashlib.sha256(raw).hexdigest(),
+            "observations": [(op, path, r) for (op, path), r in recorder.observations.items()],
+            "output_sha256": _sha256(raw).hexdigest(),
             "warnings": list(warnings),
         }
         try:
             os.makedirs(self.directory, exist_ok=True)
             _atomic_write(self.output, raw)
-            _atomic_write(self.manifest, json.dumps(data).encode())
+            _atomic_write(self.manifest, marshal.dumps(data))
         except OSError:
             return False  # a read-only or full cache never fails the build
         return True
@@ -296,6 +347,8 @@ def _atomic_write(path: str, data: bytes) -> None:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
+        from contextlib import suppress  # the failure path only: contextlib costs start-up
+
         with suppress(OSError):
             os.unlink(tmp)
         raise

@@ -5,14 +5,16 @@ Kept light: nothing heavy is imported until a command runs.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
+
+    Args = argparse.Namespace | SimpleNamespace
 
 USAGE_ERROR = 2
 
@@ -32,26 +34,26 @@ def _columns() -> int:
     return (columns or 80) - 2
 
 
-class _Formatter(argparse.HelpFormatter):
-    def __init__(
-        self,
-        prog: str,
-        indent_increment: int = 2,
-        max_help_position: int = 24,
-        width: int | None = None,
-    ) -> None:
-        super().__init__(prog, indent_increment, max_help_position, width or _columns())
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser (subcommands inherit it) whose help formatter skips shutil."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
-
-
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
+    class _Formatter(argparse.HelpFormatter):
+        def __init__(
+            self,
+            prog: str,
+            indent_increment: int = 2,
+            max_help_position: int = 24,
+            width: int | None = None,
+        ) -> None:
+            super().__init__(prog, indent_increment, max_help_position, width or _columns())
+
+    class _Parser(argparse.ArgumentParser):
+        """An ArgumentParser (subcommands inherit it) whose help formatter skips shutil."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("formatter_class", _Formatter)
+            super().__init__(*args, **kwargs)
+
     p = _Parser(prog="krm", description="Build KRM resources like kustomize.")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -61,12 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--load-restrictor",
         default="LoadRestrictionsRootOnly",
-        choices=["LoadRestrictionsRootOnly", "LoadRestrictionsNone"],
+        choices=_CHOICES["load_restrictor"],
         help="whether files outside a kustomization's directory may be read",
     )
     b.add_argument(
         "--reorder",
-        choices=["legacy", "none"],
+        choices=_CHOICES["reorder"],
         default=None,
         help="output order: legacy kind order (default; a Composition keeps pipeline order) "
         "or input order",
@@ -90,8 +92,108 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+# ``krm build``'s options as argparse parses them (tests/orchestrator/test_cli_quick.py holds
+# these tables to the parser above): a plain build command line is parsed from them without
+# importing argparse, which with its gettext and locale is a tenth of a small build's start-up.
+_BUILD_DEFAULTS: dict[str, Any] = {
+    "debug": False,
+    "command": "build",
+    "path": ".",
+    "output": None,
+    "load_restrictor": "LoadRestrictionsRootOnly",
+    "reorder": None,
+    "enable_helm": False,
+    "helm_command": "helm",
+    "debug_cmd": False,
+    "no_cache": False,
+    "trusted_catalog": [],
+    "catalog_key": [],
+    "enable_exec": False,
+    "enable_alpha_plugins": False,
+    "network": False,
+    "mount": [],
+    "env": [],
+    "results_dir": None,
+    "container_runtime": None,
+    "offline": False,
+    "skip_schema": False,
+    "strict_catalogs": False,
+}
+_CHOICES = {
+    "load_restrictor": ["LoadRestrictionsRootOnly", "LoadRestrictionsNone"],
+    "reorder": ["legacy", "none"],
+    "container_runtime": ["docker", "podman"],
+}
+_VALUE_OPTIONS = {
+    "-o": "output",
+    "--output": "output",
+    "--load-restrictor": "load_restrictor",
+    "--reorder": "reorder",
+    "--helm-command": "helm_command",
+    "--results-dir": "results_dir",
+    "--container-runtime": "container_runtime",
+}
+_APPEND_OPTIONS = {
+    "--trusted-catalog": "trusted_catalog",
+    "--catalog-key": "catalog_key",
+    "--mount": "mount",
+    "--env": "env",
+    "-e": "env",
+}
+_FLAGS = {
+    "--debug": "debug_cmd",
+    "--no-cache": "no_cache",
+    "--enable-helm": "enable_helm",
+    "--enable-exec": "enable_exec",
+    "--enable-alpha-plugins": "enable_alpha_plugins",
+    "--network": "network",
+    "--offline": "offline",
+    "--skip-schema": "skip_schema",
+    "--strict-catalogs": "strict_catalogs",
+}
+
+
+def _quick_build_args(argv: list[str]) -> SimpleNamespace | None:
+    """``krm build`` arguments written in their plain forms (whole option names, ``--opt=value``
+    or ``--opt value``, at most one path), as argparse would parse them; None for anything else
+    (help, abbreviations, bad values, other commands), which argparse then parses or explains."""
+    if not argv or argv[0] != "build":
+        return None
+    values = {k: list(v) if isinstance(v, list) else v for k, v in _BUILD_DEFAULTS.items()}
+    path_seen = False
+    i = 1
+    while i < len(argv):
+        word = argv[i]
+        i += 1
+        if not word.startswith("-"):
+            if path_seen:
+                return None
+            values["path"] = word
+            path_seen = True
+            continue
+        name, eq, value = word.partition("=")
+        if name in _FLAGS and not eq:
+            values[_FLAGS[name]] = True
+            continue
+        dest = _VALUE_OPTIONS.get(name) or _APPEND_OPTIONS.get(name)
+        if dest is None or (eq and not name.startswith("--")):
+            return None
+        if not eq:
+            if i >= len(argv) or argv[i].startswith("-"):
+                return None
+            value = argv[i]
+            i += 1
+        if value not in _CHOICES.get(dest, (value,)):
+            return None
+        if name in _APPEND_OPTIONS:
+            values[dest].append(value)
+        else:
+            values[dest] = value
+    return SimpleNamespace(**values)
+
+
 def _functions_cli() -> ModuleType:
-    """The KRM functions CLI pieces (argparse only; cheap)."""
+    """The KRM functions CLI pieces (imports nothing; cheap)."""
     from orchestrator.functions import cli as fcli
 
     return fcli
@@ -130,7 +232,8 @@ def _write_dir(directory: str, resources: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``krm``; returns the exit status."""
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = _quick_build_args(words) or _parser().parse_args(words)
     debug = args.debug or getattr(args, "debug_cmd", False)
     if args.command == "view" and getattr(args, "view_what", None) == "catalog":
         command = _view
@@ -157,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _build(args: argparse.Namespace, debug: bool) -> int:
+def _build(args: Args, debug: bool) -> int:
     """``krm build DIR``, served from the build cache when nothing it read has changed."""
     to_dir = bool(args.output and os.path.isdir(args.output))
     if args.no_cache or to_dir or args.enable_helm:
@@ -182,7 +285,7 @@ def _build(args: argparse.Namespace, debug: bool) -> int:
     return _build_uncached(args, debug, cache)
 
 
-def _write_text(args: argparse.Namespace, text: str) -> None:
+def _write_text(args: Args, text: str) -> None:
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)
@@ -190,7 +293,7 @@ def _write_text(args: argparse.Namespace, text: str) -> None:
         sys.stdout.write(text)
 
 
-def _build_uncached(args: argparse.Namespace, debug: bool, cache: Any) -> int:
+def _build_uncached(args: Args, debug: bool, cache: Any) -> int:
     """Build (recording what the build reads when ``cache`` is given, then storing it)."""
     from orchestrator.build import BuildOptions, build
     from orchestrator.errors import KrmError
@@ -235,7 +338,7 @@ def _build_uncached(args: argparse.Namespace, debug: bool, cache: Any) -> int:
     return 0
 
 
-def _consolidate(args: argparse.Namespace, debug: bool) -> int:
+def _consolidate(args: Args, debug: bool) -> int:
     """``krm consolidate DIR`` (KEP-2299)."""
     from orchestrator.composition import consolidate_text
 
@@ -243,13 +346,13 @@ def _consolidate(args: argparse.Namespace, debug: bool) -> int:
     return 0
 
 
-def _view(args: argparse.Namespace, debug: bool) -> int:
+def _view(args: Args, debug: bool) -> int:
     """``krm view catalog REF``."""
     sys.stdout.write(_functions_cli().run_view(args))
     return 0
 
 
-def _fn_schema(args: argparse.Namespace, debug: bool) -> int:
+def _fn_schema(args: Args, debug: bool) -> int:
     """``krm fn schema KIND``."""
     sys.stdout.write(_functions_cli().run_fn_schema(args))
     return 0

@@ -1,14 +1,15 @@
 """Command-line pieces for functions: ``krm build`` flags and ``krm view catalog``.
 
-Only argparse is imported here; the functions package loads when a command needs it.
+Nothing is imported here (argparse only for type checking, the CLI imports it when it parses
+the command line itself); the functions package loads when a command needs it.
 """
 
 from __future__ import annotations
 
-import argparse
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
     from typing import Any
 
 
@@ -99,7 +100,7 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def fn_options(args: argparse.Namespace) -> Any:
+def fn_options(args: argparse.Namespace | SimpleNamespace) -> Any:
     """FnOptions from parsed ``krm build`` arguments."""
     from orchestrator.functions.options import FnOptions
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
+import marshal
 import os
 import subprocess
 import sys
@@ -25,7 +25,10 @@ data:
 """
 
 
-def _krm(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _krm(
+    *args: str, home: Path, cwd: Path, module: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m orchestrator ARGS`` (or ``python ARGS`` when not ``module``)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -35,7 +38,7 @@ def _krm(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     if "PYTHONPATH" in os.environ:
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
+        [sys.executable, *(("-m", "orchestrator") if module else ()), *args],
         capture_output=True,
         text=True,
         env=env,
@@ -63,8 +66,8 @@ def _tree(root: Path) -> Path:
 
 
 def _entries(home: Path) -> list[tuple[str, str]]:
-    manifests = sorted(glob.glob(str(home / "cache" / "krm" / "builds" / "*" / "*.json")))
-    return [(m, m[: -len(".json")] + ".out") for m in manifests]
+    manifests = sorted(glob.glob(str(home / "cache" / "krm" / "builds" / "*" / "*.manifest")))
+    return [(m, m[: -len(".manifest")] + ".out") for m in manifests]
 
 
 def _plant(manifest: str, output: str, text: str) -> None:
@@ -72,9 +75,9 @@ def _plant(manifest: str, output: str, text: str) -> None:
     seeing ``text`` printed proves the build was served from the cache."""
     raw = text.encode()
     Path(output).write_bytes(raw)
-    data = json.loads(Path(manifest).read_text())
+    data = marshal.loads(Path(manifest).read_bytes())
     data["output_sha256"] = hashlib.sha256(raw).hexdigest()
-    Path(manifest).write_text(json.dumps(data))
+    Path(manifest).write_bytes(marshal.dumps(data))
 
 
 def test_warm_build_prints_the_same_bytes_and_is_served_from_the_cache(tmp_path: Path) -> None:
@@ -131,10 +134,18 @@ def test_corrupt_entries_are_ignored_and_rewritten(tmp_path: Path) -> None:
     Path(output).write_text("apiVersion: v1\nkind: Tampered\n")  # digest no longer matches
     assert _krm("build", "overlay", home=home, cwd=src).stdout == good
     assert Path(output).read_text() == good  # rewritten
-    Path(manifest).write_text("{not json")
-    assert _krm("build", "overlay", home=home, cwd=src).stdout == good
-    assert json.loads(Path(manifest).read_text())["format"] == buildcache.FORMAT
-    Path(manifest).write_text(json.dumps({"format": buildcache.FORMAT, "key": "x"}))
+    # not marshal data, truncated, another type, a huge claimed size: all ignored and rewritten
+    whole = Path(manifest).read_bytes()
+    for junk in (
+        b"{not json",
+        whole[: len(whole) // 2],
+        marshal.dumps([1, 2]),
+        b"[\xff\xff\xff\x7f",
+    ):
+        Path(manifest).write_bytes(junk)
+        assert _krm("build", "overlay", home=home, cwd=src).stdout == good
+        assert marshal.loads(Path(manifest).read_bytes())["format"] == buildcache.FORMAT
+    Path(manifest).write_bytes(marshal.dumps({"format": buildcache.FORMAT, "key": "x"}))
     assert _krm("build", "overlay", home=home, cwd=src).stdout == good
     Path(output).unlink()
     assert _krm("build", "overlay", home=home, cwd=src).stdout == good
@@ -187,3 +198,32 @@ def test_recorder_notes_reads_and_probes_and_restores_the_originals(tmp_path: Pa
     # this test process already has subprocess loaded: nothing it builds may be cached
     assert (rec.uncacheable or "").endswith(" was loaded before the build")
     assert not buildcache.BuildCache("ab" * 32, str(tmp_path / "c")).store(rec, "x", [])
+
+
+def test_a_warm_build_imports_next_to_nothing(tmp_path: Path) -> None:
+    """A cache hit is start-up time: it must not load argparse, json (and so re), hashlib
+    (OpenSSL), typing or the engine."""
+    src = _tree(tmp_path)
+    home = tmp_path / "home"
+    cold = _krm("build", "overlay", home=home, cwd=src)
+    assert cold.returncode == 0, cold.stderr
+    heavy = ("argparse", "re", "json", "hashlib", "typing", "yaml", "orchestrator.build")
+    probe = (
+        "import sys\n"
+        "from orchestrator.cli import main\n"
+        "status = main(['build', 'overlay'])\n"
+        f"print('loaded:', [m for m in {heavy!r} if m in sys.modules], file=sys.stderr)\n"
+        "raise SystemExit(status)\n"
+    )
+    warm = _krm("-c", probe, home=home, cwd=src, module=False)
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stdout == cold.stdout
+    assert "loaded: []" in warm.stderr
+
+
+def test_files_over_a_chunk_are_hashed_whole(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    data = b"x" * (3 << 20) + b"tail"
+    big.write_bytes(data)
+    assert buildcache._file_digest(str(big)) == hashlib.sha256(data).hexdigest()
+    assert buildcache._file_digest(str(tmp_path / "missing")) is None

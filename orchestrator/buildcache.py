@@ -3,13 +3,13 @@
 A cold build runs under a :class:`Recorder`, which notes every observation the engine makes of
 the file system: each file read (its sha256), and the answer to every ``isdir``, ``isfile``,
 ``exists``, ``islink``, ``realpath``, ``listdir`` and ``scandir`` probe. The output and those
-observations are stored under ``$XDG_CACHE_HOME/krm/builds`` (or ``~/.cache/krm/builds``),
-keyed by the engine's fingerprint (every file of the ``orchestrator`` package and of the YAML
-libraries it reads and writes with, by size and modification time, plus the Python version), the
-command-line arguments, the working directory and the directory built. A warm build with the
-same key re-checks every observation (re-reading and re-hashing each file) and prints the
-stored output only when all of them still hold and the stored output still has its recorded
-sha256; otherwise it builds again and rewrites the entry.
+observations are stored, one file per build, under ``$XDG_CACHE_HOME/krm/builds`` (or
+``~/.cache/krm/builds``), keyed by the engine's fingerprint (every file of the ``orchestrator``
+package and of the YAML libraries it reads and writes with, by size and modification time, plus
+the Python version), the command-line arguments, the working directory and the directory built.
+A warm build with the same key re-checks every observation (re-reading and re-hashing each
+file) and prints the stored output only when all of them still hold and the stored output still
+has its recorded sha256; otherwise it builds again and rewrites the entry.
 
 Nothing is stored for a build that can depend on more than the files it read: one that writes a
 file, or that loads the function machinery (any KRM function or catalog), or ``subprocess``
@@ -290,33 +290,47 @@ class Entry:
         self.warnings = warnings
 
 
+def pack(manifest: dict[str, Any], output: bytes) -> bytes:
+    """An entry file: the manifest's length (8 bytes), the manifest (marshal), the output."""
+    head = marshal.dumps(manifest)
+    return len(head).to_bytes(8, "little") + head + output
+
+
+def unpack(blob: bytes) -> tuple[dict[str, Any], bytes]:
+    """The manifest and output of an entry file (ValueError when it is not one)."""
+    size = int.from_bytes(blob[:8], "little")
+    if len(blob) < 8 + size:
+        raise ValueError("truncated cache entry")
+    manifest = marshal.loads(blob[8 : 8 + size])
+    if not isinstance(manifest, dict):
+        raise ValueError("not a cache entry")
+    return manifest, blob[8 + size :]
+
+
 class BuildCache:
-    """The cache entry of one build (one key) in ``directory``."""
+    """The cache entry of one build (one key) in ``directory``: one file, written at once."""
 
     def __init__(self, key: str, directory: str | None = None) -> None:
         self.key = key
         self.directory = os.path.join(directory or cache_dir(), key[:2])
-        self.manifest = os.path.join(self.directory, f"{key}.manifest")
-        self.output = os.path.join(self.directory, f"{key}.out")
+        self.path = os.path.join(self.directory, f"{key}.entry")
 
     def lookup(self) -> Entry | None:
         """The stored build, when every observation still holds; None otherwise."""
         try:
-            with open(self.manifest, "rb") as f:
-                data = marshal.loads(f.read())
+            with open(self.path, "rb") as f:
+                data, raw = unpack(f.read())
             if data.get("format") != FORMAT or data.get("key") != self.key:
                 return None
             for op, path, expected in data["observations"]:
                 if not _still_holds(op, path, expected):
                     return None
-            with open(self.output, "rb") as f:
-                raw = f.read()
             if _sha256(raw).hexdigest() != data["output_sha256"]:
-                return None  # corrupt or half-replaced: built again and rewritten
+                return None  # corrupt: built again and rewritten
             warnings = [str(w) for w in data["warnings"]]
             return Entry(raw, warnings)
-        except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError, MemoryError):
-            return None  # unreadable or not a manifest: built again and rewritten
+        except (OSError, ValueError, KeyError, TypeError, EOFError, MemoryError):
+            return None  # unreadable or not an entry: built again and rewritten
 
     def store(self, recorder: Recorder, text: str, warnings: list[str]) -> bool:
         """Store a cold build's output (atomically); False when it must not be cached."""
@@ -332,8 +346,7 @@ class BuildCache:
         }
         try:
             os.makedirs(self.directory, exist_ok=True)
-            _atomic_write(self.output, raw)
-            _atomic_write(self.manifest, marshal.dumps(data))
+            _atomic_write(self.path, pack(data, raw))
         except OSError:
             return False  # a read-only or full cache never fails the build
         return True

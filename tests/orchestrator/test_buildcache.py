@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import marshal
 import os
 import subprocess
 import sys
@@ -65,19 +64,17 @@ def _tree(root: Path) -> Path:
     return root / "src"
 
 
-def _entries(home: Path) -> list[tuple[str, str]]:
-    manifests = sorted(glob.glob(str(home / "cache" / "krm" / "builds" / "*" / "*.manifest")))
-    return [(m, m[: -len(".manifest")] + ".out") for m in manifests]
+def _entries(home: Path) -> list[str]:
+    return sorted(glob.glob(str(home / "cache" / "krm" / "builds" / "*" / "*.entry")))
 
 
-def _plant(manifest: str, output: str, text: str) -> None:
+def _plant(entry: str, text: str) -> None:
     """Test-only: swap the stored output for ``text`` (with a matching digest), so that
     seeing ``text`` printed proves the build was served from the cache."""
     raw = text.encode()
-    Path(output).write_bytes(raw)
-    data = marshal.loads(Path(manifest).read_bytes())
+    data, _ = buildcache.unpack(Path(entry).read_bytes())
     data["output_sha256"] = hashlib.sha256(raw).hexdigest()
-    Path(manifest).write_bytes(marshal.dumps(data))
+    Path(entry).write_bytes(buildcache.pack(data, raw))
 
 
 def test_warm_build_prints_the_same_bytes_and_is_served_from_the_cache(tmp_path: Path) -> None:
@@ -93,9 +90,9 @@ def test_warm_build_prints_the_same_bytes_and_is_served_from_the_cache(tmp_path:
     # warnings are stored with the output and printed again
     assert cold.stderr == warm.stderr == uncached.stderr
     assert "'commonLabels' is deprecated" in warm.stderr
-    ((manifest, output),) = _entries(home)
-    assert Path(output).read_text() == uncached.stdout
-    _plant(manifest, output, "planted: true\n")
+    (entry,) = _entries(home)
+    assert buildcache.unpack(Path(entry).read_bytes())[1] == uncached.stdout.encode()
+    _plant(entry, "planted: true\n")
     assert _krm("build", "overlay", home=home, cwd=src).stdout == "planted: true\n"
     # the cache is keyed by the options too: another flag is another entry
     other = _krm("build", "overlay", "--reorder", "none", home=home, cwd=src)
@@ -130,27 +127,23 @@ def test_corrupt_entries_are_ignored_and_rewritten(tmp_path: Path) -> None:
     src = _tree(tmp_path)
     home = tmp_path / "home"
     good = _krm("build", "overlay", home=home, cwd=src).stdout
-    ((manifest, output),) = _entries(home)
-    Path(output).write_text("apiVersion: v1\nkind: Tampered\n")  # digest no longer matches
-    assert _krm("build", "overlay", home=home, cwd=src).stdout == good
-    assert Path(output).read_text() == good  # rewritten
-    # not marshal data, truncated, another type, a huge claimed size: all ignored and rewritten
-    whole = Path(manifest).read_bytes()
-    for junk in (
-        b"{not json",
-        whole[: len(whole) // 2],
-        marshal.dumps([1, 2]),
-        b"[\xff\xff\xff\x7f",
-    ):
-        Path(manifest).write_bytes(junk)
+    (entry,) = _entries(home)
+    whole = Path(entry).read_bytes()
+    data, _ = buildcache.unpack(whole)
+    # the output no longer matches its digest; not marshal data; truncated; another type;
+    # a huge claimed size; a manifest of another key: all ignored and rewritten
+    tampered = buildcache.pack(data, b"apiVersion: v1\nkind: Tampered\n")
+    other = buildcache.pack({"format": buildcache.FORMAT, "key": "x"}, good.encode())
+    junk = [tampered, b"{not json", whole[: len(whole) // 2], whole[:20], b""]
+    junk += [buildcache.pack([1, 2], b""), b"\xff" * 8 + b"[\xff\xff\xff\x7f", other]  # type: ignore[arg-type]
+    for bad in junk:
+        Path(entry).write_bytes(bad)
         assert _krm("build", "overlay", home=home, cwd=src).stdout == good
-        assert marshal.loads(Path(manifest).read_bytes())["format"] == buildcache.FORMAT
-    Path(manifest).write_bytes(marshal.dumps({"format": buildcache.FORMAT, "key": "x"}))
+        assert buildcache.unpack(Path(entry).read_bytes()) == buildcache.unpack(whole)
+    Path(entry).unlink()
     assert _krm("build", "overlay", home=home, cwd=src).stdout == good
-    Path(output).unlink()
-    assert _krm("build", "overlay", home=home, cwd=src).stdout == good
-    assert Path(output).read_text() == good
-    assert not [p for p in os.listdir(Path(manifest).parent) if ".tmp-" in p]
+    assert Path(entry).read_bytes() == whole
+    assert not [p for p in os.listdir(Path(entry).parent) if ".tmp-" in p]
 
 
 def test_builds_with_functions_or_processes_are_never_cached(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ real command's argument parser: a renamed subcommand or flag fails here.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 import subprocess
@@ -18,18 +17,15 @@ import pytest
 from django.core.management import get_commands, load_command_class
 from django.core.management.base import CommandError
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 SHELL_BLOCK = re.compile(r"^```(?:sh|bash|console|shell)\n(.*?)^```", re.M | re.S)
 
 
 def _load_cli_reference():
-    spec = importlib.util.spec_from_file_location(
-        "cli_reference", ROOT / "scripts" / "cli_reference.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/cli_reference.py", "cli_reference")
 
 
 def _shell_lines(path: Path) -> list[str]:

@@ -5,7 +5,6 @@ No timings are asserted here (they belong to the bench itself).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -14,19 +13,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import load_script
 
-
-def _load_bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_build_vs_kustomize", ROOT / "bench" / "build_vs_kustomize.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_script("bench/build_vs_kustomize.py", "bench_build_vs_kustomize")
 
 
 @pytest.mark.parametrize("size", [10, 40])

@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import shutil
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import load_script
 
-
-def _load_bench():
-    sys.path.insert(0, str(ROOT / "bench"))
-    spec = importlib.util.spec_from_file_location("bench_oci_pull", ROOT / "bench" / "oci_pull.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_script("bench/oci_pull.py", "bench_oci_pull")  # it finds its sibling itself
 
 
 @pytest.mark.skipif(shutil.which("docker-registry") is None, reason="docker-registry missing")

@@ -4,7 +4,6 @@ build, compares outputs and sums the figures. No timings are asserted (they belo
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -13,19 +12,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import load_script
 
-
-def _load_bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_realworld", ROOT / "bench" / "realworld.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_script("bench/realworld.py", "bench_realworld")
 
 CONFIGMAP = """apiVersion: v1
 kind: ConfigMap

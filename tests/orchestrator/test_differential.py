@@ -8,7 +8,6 @@ byte-identical; when kubectl fails, krm must fail too.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import textwrap
 from pathlib import Path
@@ -17,14 +16,11 @@ import pytest
 
 from orchestrator.build import build
 from orchestrator.errors import KrmError, ValidationError
+from tests.scripts import load_script
 
 from .conftest import kubectl_kustomize
 
-_spec = importlib.util.spec_from_file_location(
-    "kustgen", os.path.join(os.path.dirname(__file__), "kustgen.py")
-)
-kustgen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(kustgen)
+kustgen = load_script("tests/orchestrator/kustgen.py", "kustgen")
 
 SEEDS = range(int(os.environ.get("KRM_DIFF_SEEDS", "40")))
 

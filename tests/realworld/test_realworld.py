@@ -7,17 +7,15 @@ manifests, argo-cd, cluster-api). The script itself is checked here on a small t
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "realworld_compare.py"
-_spec = importlib.util.spec_from_file_location("realworld_compare", SCRIPT)
-rc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(rc)  # type: ignore[union-attr]
+from tests.scripts import load_script
+
+rc = load_script("scripts/realworld_compare.py", "realworld_compare")
 
 KUBECTL = shutil.which("kubectl")
 needs_kubectl = pytest.mark.skipif(

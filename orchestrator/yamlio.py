@@ -115,8 +115,18 @@ _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
 _BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 
 
-def _v3_tag(value: str) -> str:
-    """The tag go-yaml v3 (YAML 1.2 core) resolves the plain scalar ``value`` to."""
+# The resolvers below are PyYAML's ``resolve`` for yamlpy's loaders, with no import of PyYAML:
+# its C composer calls them per node, with ``value`` None for a collection (``kind.id`` tells
+# which) and ``implicit[0]`` true for a plain scalar. yamlfast calls them through _v3_plain.
+_PLAIN = (True, False)
+
+
+def _v3_resolve(self: Any, kind: Any, value: str | None, implicit: Any) -> str:
+    """The tag go-yaml v3 (YAML 1.2 core) resolves a node to."""
+    if value is None:
+        return _SEQ if kind.id == "sequence" else _MAP
+    if not implicit[0]:
+        return _STR
     if value in _NULLS:
         return _NULL
     if value in _BOOLS:
@@ -162,7 +172,7 @@ def _typed(tag: str, value: str, bools: dict[str, bool] = _BOOLS) -> Any:
 
 def _v3_plain(text: str) -> Any:
     """The value go-yaml v3 gives ``text`` written as a plain scalar."""
-    return _typed(_v3_tag(text), text)
+    return _typed(_v3_resolve(None, None, text, _PLAIN), text)
 
 
 _V2_BOOLS = {
@@ -178,8 +188,12 @@ _V2_SPECIAL_FLOATS = frozenset(
 ) | frozenset([".nan", ".NaN", ".NAN"])
 
 
-def _v2_tag(value: str) -> str:
+def _v2_resolve(self: Any, kind: Any, value: str | None, implicit: Any) -> str:
     """The tag go-yaml v2 (YAML 1.1, as kustomize reads kustomization files) resolves to."""
+    if value is None:
+        return _SEQ if kind.id == "sequence" else _MAP
+    if not implicit[0]:
+        return _STR
     if value in _NULLS:
         return _NULL
     if value in _V2_BOOLS:
@@ -199,7 +213,7 @@ def _v2_tag(value: str) -> str:
 
 def _v2_plain(text: str) -> Any:
     """The value go-yaml v2 gives ``text`` written as a plain scalar."""
-    return _typed(_v2_tag(text), text, _V2_BOOLS)
+    return _typed(_v2_resolve(None, None, text, _PLAIN), text, _V2_BOOLS)
 
 
 def load_all(text: str | bytes, *, source: str | None = None) -> list[Any]:

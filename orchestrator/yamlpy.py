@@ -31,8 +31,8 @@ from orchestrator.yamlio import (
     _V2_BOOLS,
     _str_style,
     _typed,
-    _v2_tag,
-    _v3_tag,
+    _v2_resolve,
+    _v3_resolve,
     format_float,
     go_sorted_keys,
     scalar_text,
@@ -50,25 +50,11 @@ class Loader(yaml.CSafeLoader):
     """C-accelerated safe loader with go-yaml v3 (YAML 1.2 core) scalar resolution."""
 
 
-def _v3_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
-    """go-yaml v3 implicit typing (the C composer calls this per node)."""
-    if kind is yaml.ScalarNode:
-        return _v3_tag(value) if implicit[0] else _STR
-    return _SEQ if kind is yaml.SequenceNode else _MAP
-
-
 Loader.resolve = _v3_resolve  # type: ignore[method-assign]
 
 
 class Loader11(yaml.CSafeLoader):
     """go-yaml v2 (YAML 1.1) scalar typing: how kustomize reads kustomization files."""
-
-
-def _v2_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
-    """go-yaml v2 implicit typing (the C composer calls this per node)."""
-    if kind is yaml.ScalarNode:
-        return _v2_tag(value) if implicit[0] else _STR
-    return _SEQ if kind is yaml.SequenceNode else _MAP
 
 
 Loader11.resolve = _v2_resolve  # type: ignore[method-assign]

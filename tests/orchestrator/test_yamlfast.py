@@ -185,24 +185,25 @@ def test_parse_errors_print_nothing() -> None:
 def test_off_switch_and_size_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     import yaml  # noqa: F401  (loaded, as the thresholds below assume)
 
-    small, medium = "a: 1\n", "a: 1\n" * (yamlfast.SMALL_CHARS // 4)
-    big = "a: 1\n" * (yamlfast.MIN_CHARS // 4)
+    small, big = "a: 1\n", "a: 1\n" * (yamlfast.MIN_CHARS // 4)
     ryml = yamlfast._import_ryml()
+    monkeypatch.delenv(yamlfast.ENV, raising=False)
+    # PyYAML loaded, ryml not: only texts worth importing ryml for.
+    monkeypatch.setattr(yamlfast, "_ryml", None)
+    assert (yamlfast.wanted(small), yamlfast.wanted(big)) == (False, True)
     monkeypatch.setenv(yamlfast.ENV, "always")
     assert yamlfast.wanted(small)
     monkeypatch.setenv(yamlfast.ENV, "0")
     assert not yamlfast.wanted(big)
     monkeypatch.delenv(yamlfast.ENV)
-    # PyYAML loaded, ryml not: only texts worth importing ryml for.
-    monkeypatch.setattr(yamlfast, "_ryml", None)
-    assert [yamlfast.wanted(t) for t in (small, medium, big)] == [False, False, True]
-    # Both loaded: all but small texts.
+    # ryml loaded, or PyYAML not loaded (importing ryml is cheaper): every text.
     monkeypatch.setattr(yamlfast, "_ryml", ryml)
-    assert [yamlfast.wanted(t) for t in (small, medium, big)] == [False, True, True]
-    # PyYAML not loaded: every text (importing ryml is cheaper than importing PyYAML).
+    assert (yamlfast.wanted(small), yamlfast.wanted(big)) == (True, True)
     monkeypatch.delitem(sys.modules, "yaml")
     monkeypatch.setattr(yamlfast, "_ryml", None)
-    assert [yamlfast.wanted(t) for t in (small, medium, big)] == [True, True, True]
+    assert (yamlfast.wanted(small), yamlfast.wanted(big)) == (True, True)
+    monkeypatch.setenv(yamlfast.ENV, "0")
+    assert not yamlfast.wanted(small)
 
 
 def test_ryml_is_imported_without_the_deprecation_package() -> None:

@@ -91,9 +91,11 @@ _BAD_HEADER_LINES = Pattern(r"[:?-] *\n *" + _HEADER)
 _QUOTE_COLON = Pattern(r"['\"] *:[ \n]")
 _SEQUENCE_AFTER = Pattern(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two entries
 # In ryml's JSON: a string starting with a character no plain scalar may start with in libyaml
-# (it came from a quoted scalar, or from text libyaml refuses); aliases, anchors and tags are
-# found in the tree (_scan_tree).
-_INDICATOR_START = Pattern(r'"[@`#|>%]')
+# (fine from a quoted or block scalar, which the tree tells: _check_plain_starts), or with a
+# space (ryml misreads some invalid texts so, e.g. a less indented comment line in an indented
+# block); aliases, anchors and tags are found in the tree (_scan_tree).
+_INDICATOR_START = Pattern(r'"[@`#|>% ]')
+_INDICATORS = frozenset(b"@`#|>% ")
 _CLOSER_START = tuple(a + '"' + b for a in "[, \n" for b in "]},")
 _SURROGATE = Pattern("[\ud800-\udfff]")
 
@@ -322,12 +324,14 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
     global last_reason
     import json
 
+    if not text:
+        return []
     try:
-        if not text.endswith("\n"):
-            # libyaml reads the end of the text as a line break, except after a block scalar
-            # (it keeps no line break there, ryml adds one): with none, add the line break.
-            if "|" in text or ">" in text:
-                raise _Undecided("no final line break after a possible block scalar")
+        # libyaml reads the end of the text as a line break, except after a block scalar (it
+        # keeps no line break there, ryml adds one): without one, ryml reads the text with it,
+        # and the result stands unless a block scalar ends the text.
+        unterminated = not text.endswith("\n")
+        if unterminated:
             text += "\n"
             data = None
         lines = _lines(text)
@@ -346,7 +350,10 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             js = ryml.emit_json(tree)
         if js is None:
             raise _Undecided("empty")
-        _check_json(js, text, bad_values)
+        if _check_json(js, text, bad_values):
+            _check_plain_starts(tree, ryml)
+        if unterminated and ("|" in text or ">" in text) and _ends_in_block_scalar(tree, ryml):
+            raise _Undecided("no final line break after a block scalar")
         nulls = '": null' in js
         implicit = _scan_tree(tree, ryml, nulls) if nulls or _maybe_property(lines) else {}
         hook = _pairs_checking(frozenset(bad_keys))
@@ -366,15 +373,19 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
     return [d for d in docs if d is not None]
 
 
-def _check_json(js: str, text: str, bad_values: set[str]) -> None:
-    """Raise _Undecided when ryml's JSON shows something PyYAML may read differently."""
+def _check_json(js: str, text: str, bad_values: set[str]) -> bool:
+    """Raise _Undecided when ryml's JSON shows something PyYAML may read differently.
+
+    True when a string starts with an indicator (``_check_plain_starts`` is to look further).
+    """
     if js[:2] in ('"]', '"}', '",'):
         raise _Undecided(f"string starting with {js[1]}")
     # JSON strings hold no line break: the checks run on the distinct lines.
     lines = _lines(js)
-    for m in _INDICATOR_START.finditer(lines):
-        if lines[m.start() - 1] != "\\":  # a string's start, not an escaped quote inside one
-            raise _Undecided(f"string starting with {m.group()[1]}")
+    indicator_start = any(
+        lines[m.start() - 1] != "\\"  # a string's start, not an escaped quote inside one
+        for m in _INDICATOR_START.finditer(lines)
+    )
     for start in _CLOSER_START:
         if start in lines:
             raise _Undecided(f"string starting with {start[2]}")
@@ -388,6 +399,35 @@ def _check_json(js: str, text: str, bad_values: set[str]) -> None:
             raise _Undecided(f"scalar {value}")
     if "\\" in text and not lines.isascii() and _SURROGATE.search(lines):
         raise _Undecided("surrogate")  # an escaped lone surrogate
+    return indicator_start
+
+
+def _check_plain_starts(tree: Any, ryml: Any) -> None:
+    """Raise _Undecided for a scalar starting with ``@ ` # | > %`` or a space, unless quoted
+    or a block scalar's content (about 1 µs a node: a fraction of what PyYAML would take)."""
+    node_type, node_val, node_key = ryml._ryml.Tree_type, ryml._ryml.Tree_val, ryml._ryml.Tree_key
+    val, key = ryml.VAL, ryml.KEY
+    val_safe = ryml.VAL_SQUO | ryml.VAL_DQUO | ryml.VAL_LITERAL | ryml.VAL_FOLDED
+    key_safe = ryml.KEY_SQUO | ryml.KEY_DQUO
+    for node in range(tree.size()):
+        flags = node_type(tree, node)
+        if flags & val and not flags & val_safe:
+            v = node_val(tree, node)
+            if v is not None and len(v) and v[0] in _INDICATORS:
+                raise _Undecided(f"plain scalar starting with {chr(v[0])!r}")
+        if flags & key and not flags & key_safe:
+            k = node_key(tree, node)
+            if k is not None and len(k) and k[0] in _INDICATORS:
+                raise _Undecided(f"plain key starting with {chr(k[0])!r}")
+
+
+def _ends_in_block_scalar(tree: Any, ryml: Any) -> bool:
+    """Whether the last scalar of the text (if any) is a block scalar (``|`` or ``>``)."""
+    node = tree.root_id()
+    while tree.has_children(node):
+        node = tree.last_child(node)
+    block = ryml.VAL_LITERAL | ryml.VAL_FOLDED | ryml.KEY_LITERAL | ryml.KEY_FOLDED
+    return bool(ryml._ryml.Tree_type_has_any(tree, node, block))
 
 
 def _scan_tree(tree: Any, ryml: Any, nulls: bool) -> dict[int, list[str]]:

@@ -160,10 +160,23 @@ def test_reads_a_manifest_and_marks_implicit_nulls() -> None:
         ("k: {x\n  : [1,2]}\n", "flow key over two lines"),
         ("k: 'multi\n  line': v\n", "quoted key over two lines"),
         ("k: ]\n", "plain scalar starting with ]"),
+        ("  v:\n  - a\n #c\n    b: n\n", "less indented comment: ryml reads a key '  b'"),
     ],
 )
 def test_declines_what_it_cannot_vouch_for(text: str, why: str) -> None:
     assert fast(text) is None, why
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: |\n  x\nb: 1",  # no final line break, but the block scalar does not end the text
+        "a: '#x'\nb: \"@y\"\n'%k': v\nc: |\n  # z\n",  # indicators starting quoted scalars
+        "",
+    ],
+)
+def test_decides_what_libyaml_reads_alike(text: str) -> None:
+    assert check(text) and check(text, v2=True), yamlfast.last_reason
 
 
 def test_parse_errors_print_nothing() -> None:
@@ -312,6 +325,13 @@ CONTEXTS = [
     "k: {s} x\n",
     "k: x\n  {s}\n",
     "k: {s} # c\n",
+    "k: |\n  {s}\nz: x\n",
+    "- >\n  {s}\n- x\n",
+    "k: '#{s}'\n",
+    'k: "@{s}"\n',
+    "'%{s}': v\n",
+    "k: |\n  #{s}\n",
+    "k: [x, '`{s}', \"|{s}\"]\n",
 ]
 
 

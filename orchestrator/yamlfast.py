@@ -3,10 +3,10 @@
 PyYAML's C composer makes a Python node object per scalar and collection; on large streams
 (CRDs of several MB) that is most of a build's time. rapidyaml (``ryml``) parses into a C++
 tree and writes it out as JSON in C++; ``json.loads`` turns that into dicts and lists in C.
-On small texts it is used while PyYAML is not loaded: importing PyYAML would cost a small
-build more than reading its few files. The result must be exactly what ``yamlio``'s PyYAML
-path makes (go-yaml v3 core-schema typing, or v2's for kustomization files, ``ImplicitNullMap``
-for ``key:`` with no value, the same errors), so this path only answers
+Small texts are read this way too (see ``wanted``): a small build then never imports PyYAML,
+which would cost it more than reading its few files. The result must be exactly what
+``yamlio``'s PyYAML path makes (go-yaml v3 core-schema typing, or v2's for kustomization files,
+``ImplicitNullMap`` for ``key:`` with no value, the same errors), so this path only answers
 where it can prove it agrees, and returns ``None`` (read it with PyYAML) everywhere else:
 
 - Text it does not read the same way: tabs, carriage returns, characters libyaml refuses or

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-    from orchestrator.yamllimits import check_text as check_text
     from orchestrator.yamlpy import Loader as Loader
     from orchestrator.yamlpy import Loader11 as Loader11
     from orchestrator.yamlpy import _construct as _construct
@@ -45,10 +44,6 @@ def __getattr__(name: str) -> Any:
         from orchestrator import yamlpy
 
         return getattr(yamlpy, name)
-    if name == "check_text":
-        from orchestrator.yamllimits import check_text
-
-        return check_text
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from orchestrator import yamlio
 from orchestrator.errors import LoadError, ValidationError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 KUSTOMIZATION_VERSION = "kustomize.config.k8s.io/v1beta1"
 COMPONENT_VERSION = "kustomize.config.k8s.io/v1alpha1"

@@ -17,9 +17,13 @@ compares both writers byte for byte.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from typing import Any
+from orchestrator.yamlpattern import Pattern
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["Fallback", "Writer"]
 
@@ -33,16 +37,20 @@ _WIDTH = 80  # libyaml best_width (go-yaml v2 uses the same)
 # libyaml's IS_PRINTABLE (on code points): \n, 0x20-0x7E, 0xA0-0xD7FF, 0xE000-0xFFFD
 # except the BOM. Anything else (tab, \r, C0/C1 controls, DEL, BOM, non-BMP) is
 # "special": it rules out every style but double-quoted, where it is escaped.
-_SPECIAL = re.compile(
+# Each class has an ASCII-only twin for ASCII strings (most of them): the full ones take
+# a millisecond to compile.
+_SPECIAL = Pattern(
     "[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff\U00010000-\U0010ffff]"
 )
+_SPECIAL_ASCII = Pattern("[\x00-\x09\x0b-\x1f\x7f]")
 # Characters this writer leaves to libyaml: line/paragraph separators (breaks libyaml
 # copies raw into block and single-quoted scalars) and lone surrogates (not UTF-8).
-_UNSURE = re.compile("[\u2028\u2029\ud800-\udfff]")
+_UNSURE = Pattern("[\u2028\u2029\ud800-\udfff]")
 # Escapes in double-quoted scalars: non-printables, the BOM, breaks, '"' and '\'.
-_ESCAPE = re.compile(
+_ESCAPE = Pattern(
     '[\x00-\x1f"\\\\\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff\U00010000-\U0010ffff]'
 )
+_ESCAPE_ASCII = Pattern('[\x00-\x1f"\\\\\x7f]')
 _NAMED_ESCAPES = {
     0x00: "\\0",
     0x07: "\\a",
@@ -65,8 +73,8 @@ _NAMED_ESCAPES = {
 # by whitespace, ":" followed by whitespace or the end, "#" after whitespace.
 _FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
 _WS_AFTER_FIRST = frozenset(" \t\n\r\x85")
-_COLON_WS = re.compile("[:][ \t\n\r\x85]")
-_WS_HASH = re.compile("[ \t\n\r\x85][#]")
+_COLON_WS = Pattern("[:][ \t\n\r\x85]")
+_WS_HASH = Pattern("[ \t\n\r\x85][#]")
 
 
 def _block_indicators(s: str) -> bool:
@@ -81,9 +89,9 @@ def _block_indicators(s: str) -> bool:
 
 
 _BREAKS = "\n\r\x85\u2028\u2029"
-_SPACE_BREAK = re.compile("[ ][\n\r\x85]")
-_BREAK_SPACE = re.compile("[\n\r\x85][ ]")
-_HAS_BREAK = re.compile("[\n\r\x85]")
+_SPACE_BREAK = Pattern("[ ][\n\r\x85]")
+_BREAK_SPACE = Pattern("[\n\r\x85][ ]")
+_HAS_BREAK = Pattern("[\n\r\x85]")
 
 # Scalar kinds, cached per string.
 _PLAIN = 0
@@ -105,7 +113,7 @@ def _escape_char(m: re.Match[str]) -> str:
 
 
 def _escape(s: str) -> str:
-    return _ESCAPE.sub(_escape_char, s)
+    return (_ESCAPE_ASCII if s.isascii() else _ESCAPE).sub(_escape_char, s)
 
 
 class Writer:
@@ -139,12 +147,13 @@ class Writer:
 
     def _kind(self, s: str, *, key: bool) -> int:
         """The style libyaml's select_scalar_style ends with for the string ``s``."""
-        if _UNSURE.search(s):
+        is_ascii = s.isascii()
+        if not is_ascii and _UNSURE.search(s):
             raise Fallback
         style = self._str_style(s)
         if style == '"':
             return _DOUBLE
-        special = _SPECIAL.search(s) is not None
+        special = (_SPECIAL_ASCII if is_ascii else _SPECIAL).search(s) is not None
         space_break = _SPACE_BREAK.search(s) is not None
         if key and (_HAS_BREAK.search(s) or len(s.encode("utf-8")) > 128):
             raise Fallback  # libyaml writes a complex "? key"
@@ -350,7 +359,7 @@ class Writer:
 # never the first or last character).
 
 
-_SINGLE_SPACE = re.compile("(?<! ) (?! )")
+_SINGLE_SPACE = Pattern("(?<! ) (?! )")
 
 
 def _fold_plain(s: str, col: int, indent: int) -> str:
@@ -405,7 +414,7 @@ def _fold_double(s: str, col: int, indent: int) -> str:
     spaces = False
     last = len(s) - 1
     brk = "\n" + " " * indent
-    esc = _ESCAPE
+    esc = _ESCAPE_ASCII if s.isascii() else _ESCAPE
     for i, ch in enumerate(s):
         if ch == " ":
             if not spaces and column > _WIDTH and i != 0 and i != last:

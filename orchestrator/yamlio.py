@@ -5,37 +5,55 @@ Reading follows go-yaml v3 (what kyaml uses): YAML 1.2 core-schema scalars, so
 Writing follows what ``kustomize build`` prints: each resource goes through JSON
 and go-yaml v2 (sigs.k8s.io/yaml), so keys are sorted in go-yaml's natural order,
 sequences are indentless, strings that go-yaml v2 would read as something else are
-double-quoted, and multi-line strings become literal block scalars. Both sides use
-PyYAML's libyaml bindings (the C loader and emitter), the same emitter go-yaml ports.
+double-quoted, and multi-line strings become literal block scalars.
+
+Texts are read by ``yamlfast`` (rapidyaml) where it can show it agrees with PyYAML's
+libyaml bindings, and by ``yamlpy`` (PyYAML's C loader, with the limits of ``yamllimits``)
+otherwise; output is written by ``yamlemit``, with libyaml's emitter (in ``yamlpy``) for the
+rare documents it defers. ``yamlpy`` and PyYAML are imported only when a text or a document
+needs them: a small build never loads them.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import re
-from collections.abc import Iterable
 from functools import cmp_to_key
-from typing import Any
-
-import yaml
 
 from orchestrator import yamlemit, yamlfast
 from orchestrator.errors import YamlError
-from orchestrator.resource import ImplicitNullMap
-from orchestrator.yamllimits import check_text, decode_error
+from orchestrator.yamllimits import decode_error
+from orchestrator.yamlpattern import Pattern
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from orchestrator.yamlpy import Loader as Loader
+    from orchestrator.yamlpy import Loader11 as Loader11
+    from orchestrator.yamlpy import _construct as _construct
+    from orchestrator.yamlpy import _mark as _mark
+
+# Names of the PyYAML path that other modules reach through this one (``yamlio.Loader``...).
+_PYYAML_NAMES = frozenset(("Loader", "Loader11", "_construct", "_mark"))
+
+
+def __getattr__(name: str) -> Any:
+    """``Loader``, ``Loader11``, ``_construct``, ``_mark``: imported from ``yamlpy`` when asked."""
+    if name in _PYYAML_NAMES:
+        from orchestrator import yamlpy
+
+        return getattr(yamlpy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # ----------------------------------------------------------------------------- reading
 
-_INT_RE = re.compile(r"^[-+]?(?:0[bB][01_]+|0[oO][0-7_]+|0[xX][0-9a-fA-F_]+|[0-9][0-9_]*)$")
-_FLOAT_RE = re.compile(
+_INT_RE = Pattern(r"^[-+]?(?:0[bB][01_]+|0[oO][0-7_]+|0[xX][0-9a-fA-F_]+|[0-9][0-9_]*)$")
+_FLOAT_RE = Pattern(
     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
-
-
-class Loader(yaml.CSafeLoader):
-    """C-accelerated safe loader with go-yaml v3 (YAML 1.2 core) scalar resolution."""
 
 
 def _parse_go_int(text: str) -> int | None:
@@ -79,14 +97,6 @@ def scalar_text(key: Any) -> str:
     return str(key)
 
 
-def _mark(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
-    if mark is not None:
-        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return " ".join(str(exc).split())
-
-
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
@@ -100,34 +110,34 @@ _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
 _BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 
 
-def _fast_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
-    """go-yaml v3 implicit typing of plain scalars (the C composer calls this per scalar)."""
-    if kind is yaml.ScalarNode:
-        if not implicit[0]:
-            return _STR
-        if value in _NULLS:
-            return _NULL
-        if value in _BOOLS:
-            return _BOOL
-        if value == "<<":
-            return _MERGE
-        if value[0] in _NUM_START:
-            if _INT_RE.match(value):
-                return _INT
-            if _FLOAT_RE.match(value):
-                return _FLOAT
+# The resolvers below are PyYAML's ``resolve`` for yamlpy's loaders, with no import of PyYAML:
+# its C composer calls them per node, with ``value`` None for a collection (``kind.id`` tells
+# which) and ``implicit[0]`` true for a plain scalar. yamlfast calls them through _v3_plain.
+_PLAIN = (True, False)
+
+
+def _v3_resolve(self: Any, kind: Any, value: str | None, implicit: Any) -> str:
+    """The tag go-yaml v3 (YAML 1.2 core) resolves a node to."""
+    if value is None:
+        return _SEQ if kind.id == "sequence" else _MAP
+    if not implicit[0]:
         return _STR
-    if kind is yaml.SequenceNode:
-        return _SEQ
-    return _MAP
+    if value in _NULLS:
+        return _NULL
+    if value in _BOOLS:
+        return _BOOL
+    if value == "<<":
+        return _MERGE
+    if value[0] in _NUM_START:
+        if _INT_RE.match(value):
+            return _INT
+        if _FLOAT_RE.match(value):
+            return _FLOAT
+    return _STR
 
 
-Loader.resolve = _fast_resolve  # type: ignore[method-assign]
-
-
-def _scalar(node: yaml.ScalarNode, bools: dict[str, bool] = _BOOLS) -> Any:
-    tag = node.tag
-    value = node.value
+def _typed(tag: str, value: str, bools: dict[str, bool] = _BOOLS) -> Any:
+    """The Python value of a scalar with ``tag`` (resolved or explicit) and text ``value``."""
     if tag == _STR:
         return value
     if tag == _INT:
@@ -157,97 +167,7 @@ def _scalar(node: yaml.ScalarNode, bools: dict[str, bool] = _BOOLS) -> Any:
 
 def _v3_plain(text: str) -> Any:
     """The value go-yaml v3 gives ``text`` written as a plain scalar."""
-    return _scalar(yaml.ScalarNode(_fast_resolve(None, yaml.ScalarNode, text, (True, False)), text))
-
-
-def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False) -> Any:
-    """Plain Python data from a composed node (faster than PyYAML's constructor)."""
-    cls = node.__class__
-    if cls is yaml.ScalarNode:
-        return _scalar(node, bools)
-    if cls is yaml.SequenceNode:
-        return [_construct(c, bools, dup_ok) for c in node.value]
-    result: dict[str, Any] = {}
-    merged: list[Any] = []
-    seen: dict[str, Any] = {}
-    implicit: list[str] | None = None
-    for key_node, value_node in node.value:
-        if key_node.tag == _MERGE:
-            merged.append(value_node)
-            continue
-        if key_node.__class__ is not yaml.ScalarNode:
-            raise yaml.constructor.ConstructorError(
-                None, None, "mapping keys must be scalars", key_node.start_mark
-            )
-        key = scalar_text(_scalar(key_node, bools))
-        if key in seen and not dup_ok:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f'mapping key "{key_node.value}" already defined at line {seen[key].line + 1}',
-                key_node.start_mark,
-            )
-        seen[key] = key_node.start_mark
-        value = result[key] = _construct(value_node, bools, dup_ok)
-        if value is None and not value_node.value:
-            implicit = [key] if implicit is None else [*implicit, key]
-            if node.flow_style:
-                result[key] = ""
-    if merged:
-        base: dict[str, Any] = {}
-        for m in merged:
-            sources = m.value if m.__class__ is yaml.SequenceNode else [m]
-            for src in reversed(sources):
-                if src.__class__ is not yaml.MappingNode:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, "merge value must be a mapping", src.start_mark
-                    )
-                for k, v in _construct(src, bools, dup_ok).items():
-                    base[k] = v
-        base.update(result)
-        result = base
-    if implicit is not None:
-        return ImplicitNullMap(result, frozenset(implicit))
-    return result
-
-
-def load_all(text: str | bytes, *, source: str | None = None) -> list[Any]:
-    """Parse every document of a YAML stream; empty documents are dropped."""
-    return _load_docs(Loader, text, source)
-
-
-def _load_docs(
-    loader_class: type, text: str | bytes, source: str | None, **construct: Any
-) -> list[Any]:
-    """The non-empty documents of a stream, read with ``loader_class``'s scalar typing."""
-    raw = None
-    if isinstance(text, bytes):
-        if text[:2] not in (b"\xff\xfe", b"\xfe\xff") and text[:3] != b"\xef\xbb\xbf":
-            raw = text  # UTF-8 as it is: the fast path parses these bytes
-        text = decode(text, source=source)
-    if loader_class is Loader and yamlfast.wanted(text):
-        fast = yamlfast.load_docs(text, raw, _v3_plain)
-        if fast is not None:
-            return fast
-    check_text(text, source=source)  # depth and alias budget, before the recursive composer
-    loader = loader_class(text)
-    docs = []
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is not None:
-                doc = _construct(node, **construct)
-                if doc is not None:
-                    docs.append(doc)
-    except yaml.YAMLError as exc:
-        raise YamlError(f"invalid YAML: {_mark(exc)}", file=source) from None
-    finally:
-        loader.dispose()
-    return docs
-
-
-class Loader11(yaml.CSafeLoader):
-    """go-yaml v2 (YAML 1.1) scalar typing: how kustomize reads kustomization files."""
+    return _typed(_v3_resolve(None, None, text, _PLAIN), text)
 
 
 _V2_BOOLS = {
@@ -257,43 +177,64 @@ _V2_BOOLS = {
         for w in ["n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"]
     },
 }
-_V2_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+_V2_FLOAT = Pattern(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _V2_SPECIAL_FLOATS = frozenset(
     sign + dot for sign in ("", "+", "-") for dot in (".inf", ".Inf", ".INF")
 ) | frozenset([".nan", ".NaN", ".NAN"])
 
 
-def _v2_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
-    if kind is yaml.ScalarNode:
-        if not implicit[0]:
-            return _STR
-        if value in _NULLS:
-            return _NULL
-        if value in _V2_BOOLS:
-            return _BOOL
-        if value == "<<":
-            return _MERGE
-        if value in _V2_SPECIAL_FLOATS:
-            return _FLOAT
-        if value[0] in _NUM_START:
-            plain = value.replace("_", "")
-            if _INT_RE.match(value) and _parse_go_int(value) is not None:
-                return _INT
-            if _V2_FLOAT.match(plain):
-                return _FLOAT
+def _v2_resolve(self: Any, kind: Any, value: str | None, implicit: Any) -> str:
+    """The tag go-yaml v2 (YAML 1.1, as kustomize reads kustomization files) resolves to."""
+    if value is None:
+        return _SEQ if kind.id == "sequence" else _MAP
+    if not implicit[0]:
         return _STR
-    if kind is yaml.SequenceNode:
-        return _SEQ
-    return _MAP
+    if value in _NULLS:
+        return _NULL
+    if value in _V2_BOOLS:
+        return _BOOL
+    if value == "<<":
+        return _MERGE
+    if value in _V2_SPECIAL_FLOATS:
+        return _FLOAT
+    if value[0] in _NUM_START:
+        plain = value.replace("_", "")
+        if _INT_RE.match(value) and _parse_go_int(value) is not None:
+            return _INT
+        if _V2_FLOAT.match(plain):
+            return _FLOAT
+    return _STR
 
 
-Loader11.resolve = _v2_resolve  # type: ignore[method-assign]
+def _v2_plain(text: str) -> Any:
+    """The value go-yaml v2 gives ``text`` written as a plain scalar."""
+    return _typed(_v2_resolve(None, None, text, _PLAIN), text, _V2_BOOLS)
+
+
+def load_all(text: str | bytes, *, source: str | None = None) -> list[Any]:
+    """Parse every document of a YAML stream; empty documents are dropped."""
+    return _load_docs(False, text, source)
+
+
+def _load_docs(v2: bool, text: str | bytes, source: str | None) -> list[Any]:
+    """The non-empty documents of a stream, with go-yaml v2's typing or else v3's."""
+    raw = None
+    if isinstance(text, bytes):
+        if text[:2] not in (b"\xff\xfe", b"\xfe\xff") and text[:3] != b"\xef\xbb\xbf":
+            raw = text  # UTF-8 as it is: the fast path parses these bytes
+        text = decode(text, source=source)
+    if yamlfast.wanted(text):
+        fast = yamlfast.load_docs(text, raw, _v2_plain if v2 else _v3_plain)
+        if fast is not None:
+            return fast
+    from orchestrator import yamlpy  # PyYAML: only for the texts the fast path declines
+
+    return yamlpy.load_docs(v2, text, source)
 
 
 def load_yaml11(text: str | bytes, *, source: str | None = None) -> list[Any]:
     """Parse a YAML stream with go-yaml v2's YAML 1.1 typing (y/yes/on are booleans)."""
-    # go-yaml v2 (non-strict) lets a repeated key win over the earlier one.
-    return _load_docs(Loader11, text, source, bools=_V2_BOOLS, dup_ok=True)
+    return _load_docs(True, text, source)
 
 
 def load(text: str | bytes, *, source: str | None = None) -> Any:
@@ -368,7 +309,7 @@ def _go_cmp(a: str, b: str) -> int:
 
 _GO_KEY = cmp_to_key(_go_cmp)
 _ORDER_CACHE: dict[tuple[str, ...], tuple[str, ...]] = {}
-_SIMPLE_KEY = re.compile(r"^[A-Za-z]+$")
+_SIMPLE_KEY = Pattern(r"^[A-Za-z]+$")
 
 
 def go_sorted_keys(keys: Iterable[str]) -> tuple[str, ...]:
@@ -391,13 +332,13 @@ def go_sorted_keys(keys: Iterable[str]) -> tuple[str, ...]:
 _V2_SPECIAL = (
     frozenset(_V2_BOOLS) | frozenset(["null", "Null", "NULL", "~", "<<"]) | _V2_SPECIAL_FLOATS
 )
-_V2_TIMESTAMP = re.compile(
+_V2_TIMESTAMP = Pattern(
     r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
     r"(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(?:\.[0-9]*)?"
     r"(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)?$"
 )
-_V2_BASE60 = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
-_GO_INT = re.compile(
+_V2_BASE60 = Pattern(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+_GO_INT = Pattern(
     r"^[-+]?(?:0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+|0(?:_?[0-7])*|[1-9](?:_?[0-9])*)$"
 )
 
@@ -456,112 +397,9 @@ def _str_style(data: str) -> str | None:
     return style  # type: ignore[return-value]
 
 
-def _node(v: Any) -> Any:
-    """A YAML node for ``v`` styled like go-yaml v2 output."""
-    t = v.__class__
-    if t is str:
-        return yaml.ScalarNode(_STR, v, style=_str_style(v))
-    if t is dict:
-        keys = v.keys()
-        if not all(k.__class__ is str for k in keys):
-            v = {scalar_text(k): x for k, x in v.items()}
-            keys = v.keys()
-        return yaml.MappingNode(
-            _MAP,
-            [
-                (yaml.ScalarNode(_STR, k, style=_str_style(k)), _node(v[k]))
-                for k in go_sorted_keys(keys)
-            ],
-            flow_style=False,
-        )
-    if t is list or t is tuple:
-        return yaml.SequenceNode(_SEQ, [_node(x) for x in v], flow_style=False)
-    if t is bool:
-        return yaml.ScalarNode(_BOOL, "true" if v else "false")
-    if t is int:
-        return yaml.ScalarNode(_INT, str(v))
-    if t is float:
-        text = format_float(v)
-        return yaml.ScalarNode(_INT if _GO_INT.match(text) else _FLOAT, text)
-    if v is None:
-        return yaml.ScalarNode(_NULL, "null")
-    if isinstance(v, dict):
-        return _node(dict(v))
-    if isinstance(v, (list, tuple)):
-        return _node(list(v))
-    if isinstance(v, bool):
-        return _node(bool(v))
-    if isinstance(v, int):
-        return _node(int(v))
-    if isinstance(v, float):
-        return _node(float(v))
-    return _node(str(v))
-
-
-def _dump_resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
-    """go-yaml v2 plain-scalar typing, so ints/bools/nulls are written without tags."""
-    if kind is yaml.ScalarNode:
-        if not implicit[0]:
-            return _STR
-        if value in ("null", "~", "Null", "NULL"):
-            return _NULL
-        if value == "true" or value == "false":
-            return _BOOL
-        if value and value[0] in _NUM_START:
-            if _GO_INT.match(value):
-                return _INT
-            if _DUMP_FLOAT.match(value):
-                return _FLOAT
-        return _STR
-    if kind is yaml.SequenceNode:
-        return _SEQ
-    return _MAP
-
-
-_DUMP_FLOAT = re.compile(
+_DUMP_FLOAT = Pattern(
     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|-?\.inf|\.nan)$"
 )
-
-
-_DUMPER: list[Any] = []
-
-
-def _dumper_class() -> Any:
-    """libyaml's emitter configured like go-yaml v2's (made on first use: the fast writer
-    in yamlemit needs it only for the documents it defers)."""
-    if _DUMPER:
-        return _DUMPER[0]
-    from yaml._yaml import CEmitter
-
-    class Dumper(CEmitter):
-        """libyaml's emitter configured like go-yaml v2's (2-space indent, width 80, unicode)."""
-
-        resolve = _dump_resolve
-
-        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-            """No path-dependent resolvers."""
-
-        def ascend_resolver(self) -> None:
-            """No path-dependent resolvers."""
-
-        def __init__(self, stream: Any) -> None:
-            CEmitter.__init__(
-                self,
-                stream,
-                canonical=False,
-                indent=2,
-                width=80,
-                allow_unicode=True,
-                line_break="\n",
-                encoding=None,
-                explicit_start=False,
-                explicit_end=False,
-                version=None,
-                tags=None,
-            )
-
-    _DUMPER.append(Dumper)
-    return Dumper
 
 
 def _plain_implicit(s: str) -> bool:
@@ -612,15 +450,9 @@ def dump(obj: Any) -> str:
 
 def libyaml_dump(obj: Any) -> str:
     """``dump`` through PyYAML nodes and libyaml's emitter (the reference writer)."""
-    stream = io.StringIO()
-    emitter = _dumper_class()(stream)
-    emitter.open()
-    emitter.serialize(_node(obj))
-    emitter.close()
-    out = stream.getvalue()
-    if out.endswith("\n...\n"):
-        out = out[:-4]
-    return out
+    from orchestrator import yamlpy
+
+    return yamlpy.libyaml_dump(obj)
 
 
 def dump_all(objs: Iterable[Any]) -> str:

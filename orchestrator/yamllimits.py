@@ -14,18 +14,15 @@ recurse in Python, and nested aliases expand exponentially (the "billion laughs"
 
 from __future__ import annotations
 
-from typing import Any
-
-import yaml
-
 from orchestrator.errors import YamlError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 100
 ALIAS_FLOOR = 100_000  # expanded nodes any document may reach, however small
 ALIAS_RATIO = 10  # expanded nodes per node written, for larger documents
-
-_START = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
-_END = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
 def decode_error(data: bytes, exc: UnicodeDecodeError, source: str | None) -> YamlError:
@@ -57,6 +54,8 @@ def check_text(text: str, *, source: str | None = None) -> None:
 
     Syntax errors are left to the real parse, which reports them with its own message.
     """
+    import yaml  # only texts the fast reader declines come here: a small build never loads it
+
     loader = yaml.CSafeLoader(text)
     try:
         if "&" in text:
@@ -77,8 +76,12 @@ def check_text(text: str, *, source: str | None = None) -> None:
 
 
 def _check_depth_events(loader: Any, source: str | None) -> None:
+    import yaml
+
     get = loader.get_event
-    start, end, stream_end = _START, _END, yaml.StreamEndEvent
+    start = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+    end = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    stream_end = yaml.StreamEndEvent
     depth = 0
     while True:
         event = get()
@@ -96,8 +99,11 @@ def _check_depth_events(loader: Any, source: str | None) -> None:
 
 
 def _check_events_with_aliases(loader: Any, source: str | None) -> None:
+    import yaml
+
     get = loader.get_event
-    start, end = _START, _END
+    start = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+    end = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     # Per open collection: [anchor, expanded nodes below it, height below it].
     stack: list[list[Any]] = []
     anchors: dict[str, tuple[int, int]] = {}  # anchor -> (expanded nodes, height)

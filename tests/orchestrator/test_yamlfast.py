@@ -32,12 +32,12 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "conformance"
 
 
-def reference(text: str) -> tuple[str, Any]:
-    """("docs", documents) or ("error", message) from the PyYAML path."""
+def reference(text: str, v2: bool = False) -> tuple[str, Any]:
+    """("docs", documents) or ("error", message) from the PyYAML path (v2: YAML 1.1 typing)."""
     saved = os.environ.get(yamlfast.ENV)
     os.environ[yamlfast.ENV] = "0"
     try:
-        return "docs", yamlio.load_all(text)
+        return "docs", (yamlio.load_yaml11 if v2 else yamlio.load_all)(text)
     except YamlError as exc:
         return "error", str(exc)
     finally:
@@ -47,8 +47,8 @@ def reference(text: str) -> tuple[str, Any]:
             os.environ[yamlfast.ENV] = saved
 
 
-def fast(text: str) -> list[Any] | None:
-    return yamlfast.load_docs(text, None, yamlio._v3_plain)
+def fast(text: str, v2: bool = False) -> list[Any] | None:
+    return yamlfast.load_docs(text, None, yamlio._v2_plain if v2 else yamlio._v3_plain)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -68,12 +68,12 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def check(text: str) -> bool:
+def check(text: str, v2: bool = False) -> bool:
     """Assert the fast path agrees with PyYAML on ``text``; True when it decided."""
-    got = fast(text)
+    got = fast(text, v2)
     if got is None:
         return False
-    kind, want = reference(text)
+    kind, want = reference(text, v2)
     assert kind == "docs", f"fast path accepted what PyYAML refuses ({want}): {text!r}"
     assert same(got, want), f"fast path differs on {text!r}:\n{got!r}\n{want!r}"
     return True
@@ -88,7 +88,10 @@ def yaml_files(root: Path) -> Iterator[Path]:
 
 
 def check_files(root: Path) -> tuple[int, int]:
-    """(files read, files the fast path decided); every decided one agrees with PyYAML."""
+    """(files read, files the fast path decided); every decided one agrees with PyYAML.
+
+    Kustomization files are read with go-yaml v2's typing too, as the engine reads them.
+    """
     read = decided = 0
     for path in yaml_files(root):
         try:
@@ -98,6 +101,8 @@ def check_files(root: Path) -> tuple[int, int]:
         read += 1
         try:
             decided += check(text)
+            if path.name.startswith("kustomization."):
+                check(text, v2=True)
         except AssertionError as exc:
             raise AssertionError(f"{path}: {exc}") from None
     return read, decided
@@ -138,7 +143,9 @@ def test_reads_a_manifest_and_marks_implicit_nulls() -> None:
         ("'inf': x\n", "key ryml rewrites"),
         ("a: 1\na: 2\n", "duplicate key"),
         ("a:\tb\n", "tab"),
-        ("a: |\n  x", "no final line break"),
+        ("a: |\n  x", "no final line break after a block scalar"),
+        ("a: b\nc: >\n  x", "no final line break after a folded scalar"),
+        ("a: \ud800\n", "lone surrogate"),
         ("a: @x\n", "reserved indicator"),
         ("a: [\n", "syntax error"),
         ("%YAML 1.1\n---\na: 1\n", "directive"),
@@ -153,10 +160,23 @@ def test_reads_a_manifest_and_marks_implicit_nulls() -> None:
         ("k: {x\n  : [1,2]}\n", "flow key over two lines"),
         ("k: 'multi\n  line': v\n", "quoted key over two lines"),
         ("k: ]\n", "plain scalar starting with ]"),
+        ("  v:\n  - a\n #c\n    b: n\n", "less indented comment: ryml reads a key '  b'"),
     ],
 )
 def test_declines_what_it_cannot_vouch_for(text: str, why: str) -> None:
     assert fast(text) is None, why
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: |\n  x\nb: 1",  # no final line break, but the block scalar does not end the text
+        "a: '#x'\nb: \"@y\"\n'%k': v\nc: |\n  # z\n",  # indicators starting quoted scalars
+        "",
+    ],
+)
+def test_decides_what_libyaml_reads_alike(text: str) -> None:
+    assert check(text) and check(text, v2=True), yamlfast.last_reason
 
 
 def test_parse_errors_print_nothing() -> None:
@@ -175,15 +195,51 @@ def test_parse_errors_print_nothing() -> None:
     assert proc.stdout.startswith("ryml: ExceptionParse")
 
 
-def test_off_switch_and_size_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
-    big = "a: 1\n" * (yamlfast.MIN_CHARS // 4)
+def test_off_switch_and_size_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml  # noqa: F401  (loaded, as the thresholds below assume)
+
+    small, big = "a: 1\n", "a: 1\n" * (yamlfast.MIN_CHARS // 4)
+    ryml = yamlfast._import_ryml()
     monkeypatch.delenv(yamlfast.ENV, raising=False)
-    assert yamlfast.wanted(big)
-    assert not yamlfast.wanted("a: 1\n") or yamlfast._ryml is not None
+    # PyYAML loaded, ryml not: only texts worth importing ryml for.
+    monkeypatch.setattr(yamlfast, "_ryml", None)
+    assert (yamlfast.wanted(small), yamlfast.wanted(big)) == (False, True)
+    monkeypatch.setenv(yamlfast.ENV, "always")
+    assert yamlfast.wanted(small)
     monkeypatch.setenv(yamlfast.ENV, "0")
     assert not yamlfast.wanted(big)
-    monkeypatch.setenv(yamlfast.ENV, "always")
-    assert yamlfast.wanted("a: 1\n")
+    monkeypatch.delenv(yamlfast.ENV)
+    # ryml loaded, or PyYAML not loaded (importing ryml is cheaper): every text.
+    monkeypatch.setattr(yamlfast, "_ryml", ryml)
+    assert (yamlfast.wanted(small), yamlfast.wanted(big)) == (True, True)
+    monkeypatch.delitem(sys.modules, "yaml")
+    monkeypatch.setattr(yamlfast, "_ryml", None)
+    assert (yamlfast.wanted(small), yamlfast.wanted(big)) == (True, True)
+    monkeypatch.setenv(yamlfast.ENV, "0")
+    assert not yamlfast.wanted(small)
+
+
+def test_ryml_is_imported_without_the_deprecation_package() -> None:
+    # ryml's deprecated functions still warn, and a later import gets the real package.
+    code = (
+        "import sys, warnings\n"
+        "from orchestrator import yamlfast\n"
+        "ryml = yamlfast._import_ryml()\n"
+        "print('deprecation' in sys.modules)\n"
+        "tree = ryml.parse_in_arena(b'a: 1\\n')\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    same = ryml.compute_emit_yaml_length(tree) == ryml.compute_yaml_length(tree)\n"
+        "print(same, [type(w.message).__name__ for w in caught])\n"
+        "import deprecation\n"
+        "print(deprecation.__name__, hasattr(deprecation, 'fail_if_not_removed'))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout == "False\nTrue ['DeprecatedWarning']\ndeprecation True\n"
 
 
 # ----------------------------------------------------------------------------- corpora
@@ -269,16 +325,26 @@ CONTEXTS = [
     "k: {s} x\n",
     "k: x\n  {s}\n",
     "k: {s} # c\n",
+    "k: |\n  {s}\nz: x\n",
+    "- >\n  {s}\n- x\n",
+    "k: '#{s}'\n",
+    'k: "@{s}"\n',
+    "'%{s}': v\n",
+    "k: |\n  #{s}\n",
+    "k: [x, '`{s}', \"|{s}\"]\n",
 ]
 
 
-def test_tricky_scalars_in_every_context() -> None:
+@pytest.mark.parametrize("v2", [False, True], ids=["v3", "v2"])
+def test_tricky_scalars_in_every_context(v2: bool) -> None:
     decided = 0
     for s, ctx in itertools.product(SCALARS, CONTEXTS):
-        decided += check(ctx.format(s=s))
+        decided += check(ctx.format(s=s), v2)
         # The same in a larger document, where the scalar is one among many.
-        decided += check("a: 1\nb: [x, y]\n" + ctx.format(s=s) + "c: {d: e}\n")
-    assert decided > len(SCALARS) * len(CONTEXTS)
+        decided += check("a: 1\nb: [x, z]\n" + ctx.format(s=s) + "c: {d: e}\n", v2)
+        # With no line break at the end (files often lack one).
+        decided += check(ctx.format(s=s).rstrip("\n"), v2)
+    assert decided > len(SCALARS) * len(CONTEXTS) * 3 // 2
 
 
 # ----------------------------------------------------------------------------- random documents
@@ -312,10 +378,15 @@ def documents(draw: Any, depth: int = 0) -> str:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(docs=st.lists(documents(), min_size=1, max_size=3), start=st.booleans())
-def test_random_documents(docs: list[str], start: bool) -> None:
-    text = ("---\n" if start else "") + "\n---\n".join(docs) + "\n"
-    check(text)
+@given(
+    docs=st.lists(documents(), min_size=1, max_size=3),
+    start=st.booleans(),
+    end=st.booleans(),
+    v2=st.booleans(),
+)
+def test_random_documents(docs: list[str], start: bool, end: bool, v2: bool) -> None:
+    text = ("---\n" if start else "") + "\n---\n".join(docs) + ("\n" if end else "")
+    check(text, v2)
 
 
 # ----------------------------------------------------------------------------- mutated files
@@ -340,5 +411,6 @@ def test_mutated_corpus_files() -> None:
                 text = text[:pos] + text[pos + rng.randint(1, 3) :]
             else:
                 text = text[:pos] + piece + text[pos + 1 :]
-        decided += check(text if text.endswith("\n") else text + "\n")
-    assert decided > 500
+        decided += check(text)
+        decided += check(text.rstrip("\n") if text.endswith("\n") else text + "\n")
+    assert decided > 1000

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -140,3 +144,99 @@ def test_every_expected_output_round_trips_byte_exact() -> None:
             failures.append(path)
     assert failures == []
     assert len(EXPECTED) >= 200
+
+
+# ----------------------------------------------------------------------------- PyYAML on demand
+
+ROOT = Path(__file__).resolve().parents[2]
+LAZY = ("yaml", "orchestrator.yamlpy", "deprecation")
+
+
+def _fresh(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a new interpreter on this checkout (the fast path at its defaults)."""
+    environ = {k: v for k, v in os.environ.items() if k != "KRM_YAML_FAST"}
+    environ.update(PYTHONPATH=str(ROOT), **env)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=120
+    )
+
+
+def test_importing_the_yaml_modules_does_not_load_pyyaml() -> None:
+    code = (
+        "import sys\n"
+        "import orchestrator.yamlio, orchestrator.yamllimits, orchestrator.kustomization\n"
+        f"print([m for m in {LAZY!r} if m in sys.modules])\n"
+    )
+    proc = _fresh(code)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (0, "", "[]\n")
+
+
+def test_a_small_build_does_not_load_pyyaml(tmp_path: Path) -> None:
+    # Kustomization files are read with go-yaml v2 typing; files often lack a final line break.
+    (tmp_path / "kustomization.yaml").write_text(
+        "namePrefix: p-\ncommonAnnotations:\n  team: a\nresources:\n- deploy.yaml\n- svc.yaml"
+    )
+    (tmp_path / "deploy.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n"
+        "  template:\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n"
+        "        env:\n        - name: ON\n          value: 'yes'\n        resources:\n"
+    )
+    (tmp_path / "svc.yaml").write_text(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  annotations:\n"
+        '    note: "0644"\nspec:\n  ports:\n  - port: 80\n    targetPort: 8080\n'
+    )
+    code = (
+        "import sys\n"
+        "from orchestrator.cli import main\n"
+        f"status = main(['build', {str(tmp_path)!r}, '--no-cache'])\n"
+        f"sys.stderr.write(repr([m for m in {LAZY!r} if m in sys.modules]))\n"
+        "sys.exit(status)\n"
+    )
+    fast = _fresh(code)
+    assert (fast.returncode, fast.stderr) == (0, "[]")
+    assert "name: p-web" in fast.stdout and "targetPort: 8080" in fast.stdout
+    # The same output through PyYAML alone.
+    slow = _fresh(code, KRM_YAML_FAST="0")
+    assert (slow.returncode, slow.stderr) == (0, "['yaml', 'orchestrator.yamlpy']")
+    assert slow.stdout == fast.stdout
+
+
+def test_declined_texts_and_errors_load_pyyaml_on_demand() -> None:
+    code = """if True:
+        import json, sys
+        from orchestrator import yamlio
+        from orchestrator.errors import YamlError
+        out = {"plain": yamlio.load_all("a: 1\\nb:\\n")}
+        out["implicit"] = sorted(out["plain"][0].implicit_nulls)
+        out["before"] = "yaml" in sys.modules
+        out["anchor"] = yamlio.load_all("a: &x {b: 1}\\nc: *x\\n")
+        out["after"] = "yaml" in sys.modules
+        out["v2"] = yamlio.load_yaml11("a: yes\\nb: on\\nc: 0x1F")
+        errors = []
+        for text in ("a: [\\n", "a: 1\\na: 2\\n", "[" * 200 + "]" * 200 + "\\n"):
+            try:
+                yamlio.load_all(text, source="f.yaml")
+            except YamlError as exc:
+                errors.append(str(exc))
+        out["errors"] = errors
+        print(json.dumps(out))
+    """
+    proc = _fresh(code)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got.pop("plain") == [{"a": 1, "b": None}]
+    assert got == {
+        "implicit": ["b"],
+        "before": False,
+        "anchor": [{"a": {"b": 1}, "c": {"b": 1}}],
+        "after": True,
+        "v2": [{"a": True, "b": True, "c": 31}],
+        "errors": [_error(t) for t in ("a: [\n", "a: 1\na: 2\n", "[" * 200 + "]" * 200 + "\n")],
+    }
+
+
+def _error(text: str) -> str:
+    """The error this process (PyYAML loaded) gives for ``text``."""
+    with pytest.raises(YamlError) as exc:
+        yamlio.load_all(text, source="f.yaml")
+    return str(exc.value)

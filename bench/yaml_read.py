@@ -27,13 +27,13 @@ from orchestrator.cli import main  # noqa: E402
 
 
 def record(path: str) -> list[tuple[Any, ...]]:
-    """The (reader, text, source, options) of every read a build of ``path`` makes."""
+    """The (v2 typing?, text, source) of every read a build of ``path`` makes."""
     calls: list[tuple[Any, ...]] = []
     real = yamlio._load_docs
 
-    def spy(loader_class: type, text: Any, source: Any, **kw: Any) -> list[Any]:
-        calls.append((loader_class, text, source, kw))
-        return real(loader_class, text, source, **kw)
+    def spy(v2: bool, text: Any, source: Any) -> list[Any]:
+        calls.append((v2, text, source))
+        return real(v2, text, source)
 
     yamlio._load_docs = spy  # type: ignore[assignment]
     try:
@@ -46,8 +46,8 @@ def record(path: str) -> list[tuple[Any, ...]]:
 
 def read_all(calls: list[tuple[Any, ...]]) -> tuple[float, float]:
     t0, c0 = time.perf_counter(), time.process_time()
-    for loader_class, text, source, kw in calls:
-        yamlio._load_docs(loader_class, text, source, **kw)
+    for v2, text, source in calls:
+        yamlio._load_docs(v2, text, source)
     return time.perf_counter() - t0, time.process_time() - c0
 
 
@@ -60,11 +60,11 @@ def main_() -> None:
     calls = record(args.dir)
     size = sum(len(c[1]) for c in calls)
     decided = 0
-    for loader_class, text, _, kw in calls:
-        if loader_class is yamlio.Loader and not kw:
-            decoded = text if isinstance(text, str) else yamlio.decode(text)
-            if yamlfast.wanted(decoded):
-                decided += yamlfast.load_docs(decoded, None, yamlio._v3_plain) is not None
+    for v2, text, _ in calls:
+        decoded = text if isinstance(text, str) else yamlio.decode(text)
+        if yamlfast.wanted(decoded):
+            plain = yamlio._v2_plain if v2 else yamlio._v3_plain
+            decided += yamlfast.load_docs(decoded, None, plain) is not None
     best: dict[str, tuple[float, float]] = {}
     for _ in range(args.repeat):
         for mode in ("1", "0"):

@@ -12,11 +12,14 @@ import base64
 import copy
 import posixpath
 import re
-from collections.abc import Callable
-from typing import Any
 
 from orchestrator.errors import KrmError, ResourceConflictError, ValidationError
 from orchestrator.resource import Resource
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "BEHAVIORS",

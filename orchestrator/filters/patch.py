@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 from orchestrator import yamlio
 from orchestrator.errors import KrmError, PatchError, ValidationError
 from orchestrator.filters.base import PluginContext, scalar_text
 from orchestrator.fs import display
 from orchestrator.resource import ResMap, Resource, effective_namespace, id_key, key_str
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # ----------------------------------------------------------------------------- selectors
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
 
 from orchestrator.errors import KrmError, ValidationError
 from orchestrator.resource import Resource
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "MISSING",

@@ -73,7 +73,7 @@ class FieldSpec(_FieldSpecFields):
 def split_path(path: str) -> tuple[str, ...]:
     """Split a field-spec path on ``/``, honouring ``\\/`` escapes."""
     if "\\" not in path:
-        return tuple(p for p in path.split("/") if p)
+        return tuple(filter(None, path.split("/")))
     parts: list[str] = []
     cur: list[str] = []
     i = 0
@@ -202,8 +202,7 @@ class TransformerConfig:
         self.name_reference: list[NameBackRef] = []
         for key, items in data.items():
             if key == "nameReference":
-                for entry in items or []:
-                    self._merge_backref(self._parse_backref(entry))
+                self._merge_backrefs(self._parse_backref(entry) for entry in items or [])
             else:
                 self.specs[key] = _merged(self.specs.get(key, ()), tuple(parse(items)))
         self._sort()
@@ -215,24 +214,37 @@ class TransformerConfig:
         )
         return NameBackRef(target, tuple(parse(entry.get("fieldSpecs") or entry.get("referrers"))))
 
-    def _merge_backref(self, br: NameBackRef) -> None:
-        for i, mine in enumerate(self.name_reference):
-            if mine.target == br.target:
-                referrers = _merged(mine.referrers, br.referrers)
-                if referrers is not mine.referrers:
-                    self.name_reference[i] = NameBackRef(mine.target, referrers)
-                return
-        self.name_reference.append(br)
+    def _merge_backrefs(self, backrefs: Iterable[NameBackRef]) -> bool:
+        """Merge each into the entry for its target, or append it; whether one was appended."""
+        refs = self.name_reference
+        # Targets are unique in the list: an entry for a known target is merged into it.
+        index = {br.target: i for i, br in enumerate(refs)}
+        appended = False
+        for br in backrefs:
+            i = index.get(br.target)
+            if i is None:
+                index[br.target] = len(refs)
+                refs.append(br)
+                appended = True
+                continue
+            mine = refs[i]
+            referrers = _merged(mine.referrers, br.referrers)
+            if referrers is not mine.referrers:
+                refs[i] = NameBackRef(mine.target, referrers)
+        return appended
 
     def add_name_reference(self, entry: dict[str, Any]) -> None:
         """Merge one ``nameReference`` entry (target gvk + referrer field specs)."""
-        self._merge_backref(self._parse_backref(entry))
+        self._merge_backrefs([self._parse_backref(entry)])
         self._sort()
 
-    def _sort(self) -> None:
+    def _sort(self, backrefs: bool = True) -> None:
+        # backrefs=False: no entry was added to the (sorted) name_reference list, so its
+        # order stands.
         for key, specs in self.specs.items():
             self.specs[key] = _sorted(specs)
-        self.name_reference.sort(key=lambda br: gvk_sort_key(br.target))
+        if backrefs:
+            self.name_reference.sort(key=lambda br: gvk_sort_key(br.target))
 
     def get(self, key: str) -> list[FieldSpec]:
         """The field specs of one category (e.g. ``commonLabels``)."""
@@ -250,9 +262,7 @@ class TransformerConfig:
         """Merge another config into this one, in place (kustomize's TransformerConfig.Merge)."""
         for key, specs in other.specs.items():
             self.specs[key] = _merged(self.specs.get(key, ()), specs)
-        for br in other.name_reference:
-            self._merge_backref(br)
-        self._sort()
+        self._sort(backrefs=self._merge_backrefs(other.name_reference))
 
 
 # Every kustomization of a build merges the same default lists into its config and its

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
-from typing import Any
 
 from orchestrator.functions.options import FnOptions, FunctionError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 JSON_SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 MAX_PROBLEMS = 200  # listed at most, for the whole build

@@ -12,10 +12,7 @@ set by whoever starts the build.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable
-from typing import Any
 
 from orchestrator import fieldspec, yamlio
 from orchestrator.errors import (
@@ -29,6 +26,11 @@ from orchestrator.fieldspec import TransformerConfig
 from orchestrator.filters import base as fbase
 from orchestrator.fs import ROOT_ONLY, Loader, display, find_kustomization
 from orchestrator.resource import ResMap, Resource, key_str
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 # The fields of a transformer configuration file (``configurations:``).
 CONFIG_KEYS = frozenset(
@@ -251,8 +253,9 @@ class Target:
         # Path of this kustomization relative to the top one (for origin annotations).
         self.origin = origin
         self.loader = loader
-        self.kfile = kfile or find_kustomization(loader.root, loader.restrictor)
-        self.source = display(self.kfile)
+        self.kfile = kfile or find_kustomization(
+            loader.root, loader.restrictor, real_root=loader.root
+        )
         self.k = kustomization.load(self.kfile, warnings=build.warnings)
         self.kind = self.k["kind"]
         self._catalogs: Any = None
@@ -443,6 +446,8 @@ class Target:
         kubectl). A CRD manifest there is an error in kustomize, and so it is here; declared
         references are not implemented yet, so they fail loudly instead of being ignored.
         """
+        import json
+
         for path in paths:
             for doc in yamlio.load_all(self.loader.read(path), source=path):
                 if not isinstance(doc, dict) or "kind" in doc or "apiVersion" in doc:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import types
-from typing import Any
 
 from orchestrator.accumulator import (  # re-exported: the façade's public names
     BUILTIN_OPENAPI,
@@ -34,6 +33,10 @@ from orchestrator.accumulator import (  # re-exported: the façade's public name
 )
 from orchestrator.errors import LoadError, ValidationError
 from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "BUILTIN_OPENAPI",
@@ -78,12 +81,13 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         if os.path.exists(path):
             raise LoadError("must be a directory", file=path)
         raise LoadError("directory does not exist", file=path)
-    if _composition_plugin(os.path.realpath(path)) is not None:
+    real = os.path.realpath(path)
+    if _composition_plugin(real) is not None:
         from orchestrator import composition
 
         return composition.build(path, options)
     state = BuildState(options, _composition_plugin)
-    target = Target(state, Loader(path, restrictor=options.load_restrictor))
+    target = Target(state, Loader(real, restrictor=options.load_restrictor, real=True))
     build_metadata = target.k.get("buildMetadata") or []
     # Any buildMetadata makes kustomize track origins; it prints only those asked for.
     state.origins = bool(build_metadata)

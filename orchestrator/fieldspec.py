@@ -11,25 +11,46 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
 
 from orchestrator.errors import ValidationError
 from orchestrator.resource import Gvk, ImplicitNullMap
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any, NamedTuple
+
+    class _FieldSpecFields(NamedTuple):
+        path: str
+        parts: tuple[str, ...]
+        group: str = ""
+        version: str = ""
+        kind: str = ""
+        create: bool = False
+
+    class _NameBackRefFields(NamedTuple):
+        target: Gvk
+        referrers: tuple[FieldSpec, ...]
+
+else:
+    # The classes typing.NamedTuple would make, without importing typing (start-up time).
+    from collections import namedtuple
+
+    _FieldSpecFields = namedtuple(
+        "_FieldSpecFields",
+        ("path", "parts", "group", "version", "kind", "create"),
+        defaults=("", "", "", False),
+    )
+    _NameBackRefFields = namedtuple("_NameBackRefFields", ("target", "referrers"))
 
 # Returned by a setter to leave the field as it is.
 KEEP = object()
 
 
-class FieldSpec(NamedTuple):
+class FieldSpec(_FieldSpecFields):
     """One field path plus the GVK selector it applies to."""
 
-    path: str
-    parts: tuple[str, ...]
-    group: str = ""
-    version: str = ""
-    kind: str = ""
-    create: bool = False
+    __slots__ = ()
 
     @property
     def gvk(self) -> Gvk:
@@ -52,7 +73,7 @@ class FieldSpec(NamedTuple):
 def split_path(path: str) -> tuple[str, ...]:
     """Split a field-spec path on ``/``, honouring ``\\/`` escapes."""
     if "\\" not in path:
-        return tuple(p for p in path.split("/") if p)
+        return tuple(filter(None, path.split("/")))
     parts: list[str] = []
     cur: list[str] = []
     i = 0
@@ -98,7 +119,7 @@ def parse(items: Iterable[Any] | None, *, source: str | None = None) -> list[Fie
     return out
 
 
-def merge(base: list[FieldSpec], extra: Iterable[FieldSpec]) -> list[FieldSpec]:
+def merge(base: Iterable[FieldSpec], extra: Iterable[FieldSpec]) -> list[FieldSpec]:
     """kustomize's FsSlice.MergeAll: append each new spec unless one already there with the
     same path is selected by its GVK (so a general spec after a specific one is dropped)."""
     out = list(base)
@@ -162,29 +183,28 @@ def _spec_sort_key(fs: FieldSpec) -> tuple[int, str]:
     )
 
 
-class NameBackRef(NamedTuple):
+class NameBackRef(_NameBackRefFields):
     """Resources of ``target`` kind are referred to by name from the ``referrers`` fields."""
 
-    target: Gvk
-    referrers: list[FieldSpec]
+    __slots__ = ()
 
 
 class TransformerConfig:
     """The field specs every builtin transformer uses (defaults plus ``configurations:``/crds).
 
     Built and merged like kustomize's TransformerConfig: each list sorted by GVK, merges
-    with :func:`merge` (whose order-dependent de-duplication is observable).
+    with :func:`merge` (whose order-dependent de-duplication is observable). The lists are
+    kept as tuples, so that configs share them and merges of the same lists are done once.
     """
 
     def __init__(self, data: dict[str, Any]):
-        self.specs: dict[str, list[FieldSpec]] = {}
+        self.specs: dict[str, tuple[FieldSpec, ...]] = {}
         self.name_reference: list[NameBackRef] = []
         for key, items in data.items():
             if key == "nameReference":
-                for entry in items or []:
-                    self._merge_backref(self._parse_backref(entry))
+                self._merge_backrefs(self._parse_backref(entry) for entry in items or [])
             else:
-                self.specs[key] = merge(self.specs.get(key, []), parse(items))
+                self.specs[key] = _merged(self.specs.get(key, ()), tuple(parse(items)))
         self._sort()
 
     @staticmethod
@@ -192,45 +212,96 @@ class TransformerConfig:
         target = Gvk(
             str(entry.get("group") or ""), str(entry.get("version") or ""), str(entry.get("kind"))
         )
-        return NameBackRef(target, parse(entry.get("fieldSpecs") or entry.get("referrers")))
+        return NameBackRef(target, tuple(parse(entry.get("fieldSpecs") or entry.get("referrers"))))
 
-    def _merge_backref(self, br: NameBackRef) -> None:
-        for i, mine in enumerate(self.name_reference):
-            if mine.target == br.target:
-                self.name_reference[i] = NameBackRef(
-                    mine.target, merge(mine.referrers, br.referrers)
-                )
-                return
-        self.name_reference.append(br)
+    def _merge_backrefs(self, backrefs: Iterable[NameBackRef]) -> bool:
+        """Merge each into the entry for its target, or append it; whether one was appended."""
+        refs = self.name_reference
+        # Targets are unique in the list: an entry for a known target is merged into it.
+        index = {br.target: i for i, br in enumerate(refs)}
+        appended = False
+        for br in backrefs:
+            i = index.get(br.target)
+            if i is None:
+                index[br.target] = len(refs)
+                refs.append(br)
+                appended = True
+                continue
+            mine = refs[i]
+            referrers = _merged(mine.referrers, br.referrers)
+            if referrers is not mine.referrers:
+                refs[i] = NameBackRef(mine.target, referrers)
+        return appended
 
     def add_name_reference(self, entry: dict[str, Any]) -> None:
         """Merge one ``nameReference`` entry (target gvk + referrer field specs)."""
-        self._merge_backref(self._parse_backref(entry))
+        self._merge_backrefs([self._parse_backref(entry)])
         self._sort()
 
-    def _sort(self) -> None:
+    def _sort(self, backrefs: bool = True) -> None:
+        # backrefs=False: no entry was added to the (sorted) name_reference list, so its
+        # order stands.
         for key, specs in self.specs.items():
-            self.specs[key] = sort_specs(specs)
-        self.name_reference.sort(key=lambda br: gvk_sort_key(br.target))
+            self.specs[key] = _sorted(specs)
+        if backrefs:
+            self.name_reference.sort(key=lambda br: gvk_sort_key(br.target))
 
     def get(self, key: str) -> list[FieldSpec]:
         """The field specs of one category (e.g. ``commonLabels``)."""
-        return self.specs.get(key, [])
+        return list(self.specs.get(key, ()))
 
     def copy(self) -> TransformerConfig:
         """An independent copy."""
         new = TransformerConfig({})
-        new.specs = {k: list(v) for k, v in self.specs.items()}
-        new.name_reference = [NameBackRef(b.target, list(b.referrers)) for b in self.name_reference]
+        # Spec tuples and NameBackRefs are immutable: sharing them is copying.
+        new.specs = dict(self.specs)
+        new.name_reference = list(self.name_reference)
         return new
 
     def merge_config(self, other: TransformerConfig) -> None:
         """Merge another config into this one, in place (kustomize's TransformerConfig.Merge)."""
         for key, specs in other.specs.items():
-            self.specs[key] = merge(self.specs.get(key, []), specs)
-        for br in other.name_reference:
-            self._merge_backref(br)
-        self._sort()
+            self.specs[key] = _merged(self.specs.get(key, ()), specs)
+        self._sort(backrefs=self._merge_backrefs(other.name_reference))
+
+
+# Every kustomization of a build merges the same default lists into its config and its
+# parent's: :func:`merge` and :func:`sort_specs` of tuples already seen are looked up by
+# identity. An entry keeps its tuples alive, so that their ids stay theirs.
+_MERGED: dict[tuple[int, int], tuple[tuple[FieldSpec, ...], ...]] = {}
+_SORTED: dict[int, tuple[tuple[FieldSpec, ...], tuple[FieldSpec, ...]]] = {}
+_MEMO_SIZE = 1024
+
+
+def _merged(base: tuple[FieldSpec, ...], extra: tuple[FieldSpec, ...]) -> tuple[FieldSpec, ...]:
+    """:func:`merge` of two tuples, memoised; ``base`` itself when nothing was added."""
+    hit = _MERGED.get((id(base), id(extra)))
+    if hit is not None:
+        return hit[2]
+    out = merge(base, extra)
+    if len(out) == len(base):
+        result = base
+    elif not base and len(out) == len(extra):
+        result = extra
+    else:
+        result = tuple(out)
+    if len(_MERGED) >= _MEMO_SIZE:
+        _MERGED.clear()
+    _MERGED[(id(base), id(extra))] = (base, extra, result)
+    return result
+
+
+def _sorted(specs: tuple[FieldSpec, ...]) -> tuple[FieldSpec, ...]:
+    """:func:`sort_specs` of a tuple, memoised; ``specs`` itself when already in order."""
+    hit = _SORTED.get(id(specs))
+    if hit is not None:
+        return hit[1]
+    out = tuple(sort_specs(list(specs)))
+    result = specs if out == specs else out
+    if len(_SORTED) >= _MEMO_SIZE:
+        _SORTED.clear()
+    _SORTED[id(specs)] = (specs, result)
+    return result
 
 
 @functools.lru_cache(maxsize=1)

@@ -8,6 +8,7 @@ components) may be anywhere, but never an ancestor of the current one (a cycle).
 from __future__ import annotations
 
 import os
+from stat import S_ISLNK
 
 from orchestrator.errors import LoadError
 
@@ -23,6 +24,19 @@ def _is_remote(path: str) -> bool:
 
 def display(path: str) -> str:
     """A path for messages: relative to the working directory when below it."""
+    if path.startswith("/") and not path.startswith("//"):
+        # os.path.relpath's answer for the usual absolute path, without its list work (a
+        # build shows every file it reads).
+        full = os.path.normpath(path)
+        cwd = os.getcwd()
+        if not cwd.startswith("//"):
+            if full == cwd:
+                return "."
+            prefix = cwd if cwd == "/" else cwd + "/"
+            if not full.startswith(prefix):
+                return path
+            rel = full[len(prefix) :]
+            return path if rel.startswith("..") else rel
     try:
         rel = os.path.relpath(path)
     except ValueError:
@@ -30,11 +44,42 @@ def display(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def _realpath(real_base: str, full: str) -> str:
+    """``os.path.realpath(full)`` for a normalised absolute ``full``, given a real path
+    ``real_base`` (its ancestors are real too): only the components of ``full`` below their
+    common ancestor are looked at, and resolved with realpath only if one is a symlink."""
+    if full.startswith("//"):
+        return os.path.realpath(full)
+    base = real_base
+    while not _within(base, full):
+        base = os.path.dirname(base)
+    if len(full) == len(base):
+        return full
+    cur = base.rstrip("/")
+    for name in full[len(cur) + 1 :].split("/"):
+        cur = f"{cur}/{name}"
+        try:
+            mode = os.lstat(cur).st_mode
+        except OSError:
+            return full  # realpath keeps a missing part and what follows as they are
+        if S_ISLNK(mode):
+            return os.path.realpath(full)
+    return full
+
+
 class Loader:
     """Reads files for one kustomization directory (``root``), applying the restrictor."""
 
-    def __init__(self, root: str, *, restrictor: str = ROOT_ONLY, parents: tuple[str, ...] = ()):
-        self.root = os.path.realpath(root)
+    def __init__(
+        self,
+        root: str,
+        *,
+        restrictor: str = ROOT_ONLY,
+        parents: tuple[str, ...] = (),
+        real: bool = False,
+    ):
+        # real: the caller resolved ``root`` already.
+        self.root = root if real else os.path.realpath(root)
         self.restrictor = restrictor
         # Roots of the kustomizations that led here, for cycle detection.
         self.parents = parents
@@ -54,7 +99,7 @@ class Loader:
         if _is_remote(path):
             raise LoadError(f"remote files are not supported: '{path}'", file=path)
         full = self.abspath(path)
-        real = os.path.realpath(full)
+        real = _realpath(self.root, full)
         self._check(path, real)
         if os.path.isdir(real):
             raise LoadError("is a directory, not a file", file=display(full))
@@ -78,7 +123,7 @@ class Loader:
         """A loader for the kustomization directory ``path``; cycles are errors."""
         if _is_remote(path):
             raise LoadError(f"remote resources are not supported: '{path}'", file=path)
-        full = os.path.realpath(self.abspath(path))
+        full = _realpath(self.root, self.abspath(path))
         if not os.path.isdir(full):
             raise LoadError("must be a directory", file=display(self.abspath(path)))
         chain = (*self.parents, self.root)
@@ -88,25 +133,32 @@ class Loader:
                     f"cycle detected: candidate root '{full}' contains visited root '{visited}'",
                     file=path,
                 )
-        return Loader(full, restrictor=self.restrictor, parents=chain)
+        return Loader(full, restrictor=self.restrictor, parents=chain, real=True)
 
 
 def _within(root: str, real: str) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def find_kustomization(root: str, restrictor: str = ROOT_ONLY) -> str:
+def find_kustomization(
+    root: str, restrictor: str = ROOT_ONLY, *, real_root: str | None = None
+) -> str:
     """Path of the one kustomization file in ``root`` (error if none or several).
 
     Like kustomize, a candidate the load restrictor forbids (a symlink to a file outside
-    ``root``) counts as absent.
+    ``root``) counts as absent. ``real_root``: ``os.path.realpath(root)``, when the caller
+    has it (a Loader's root).
     """
-    real_root = os.path.realpath(root)
+    if real_root is None:
+        real_root = os.path.realpath(root)
     found = [
         n
         for n in KUSTOMIZATION_FILES
         if os.path.isfile(os.path.join(root, n))
-        and (restrictor == NONE or _within(real_root, os.path.realpath(os.path.join(root, n))))
+        and (
+            restrictor == NONE
+            or _within(real_root, _realpath(real_root, os.path.join(real_root, n)))
+        )
     ]
     if not found:
         # A Composition directory never gets here: callers route it to orchestrator.composition.

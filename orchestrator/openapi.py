@@ -20,16 +20,19 @@ value schema of a map type (OpenAPI ``additionalProperties``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import os
 from functools import cache
-from pathlib import Path
-from typing import Any, cast
 
 from orchestrator.resource import Gvk
 
-SchemaNode = int | list[Any] | None
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
-DATA_FILE = Path(__file__).parent / "data" / "patchkeys.json"
+    SchemaNode = int | list[Any] | None
+
+DATA_FILE = os.path.join(os.path.dirname(__file__), "data", "patchkeys.json")
 ADDITIONAL = "*"
 _GVK_EXT = "x-kubernetes-group-version-kind"
 _STRATEGY_EXT = "x-kubernetes-patch-strategy"
@@ -87,7 +90,7 @@ class PatchSchema:
             return None
         if node == 0:
             return 0
-        fields: dict[str, SchemaNode] = self.types[cast(int, node)]
+        fields: dict[str, SchemaNode] = self.types[node]  # type: ignore[index]  # an int here
         child = fields.get(name)
         if child is None:
             return fields.get(ADDITIONAL)
@@ -156,9 +159,14 @@ class PatchSchema:
         return PatchSchema(types, gvks, defs)
 
 
+def _read_json(path: str) -> Any:
+    with open(path, "rb") as f:
+        return json.loads(f.read())
+
+
 @cache
 def _load_default() -> PatchSchema:
-    data = json.loads(DATA_FILE.read_bytes())
+    data = _read_json(DATA_FILE)
     return PatchSchema(data["types"], data["gvks"], data["defs"])
 
 

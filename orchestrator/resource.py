@@ -9,23 +9,42 @@ Filters that only change content work on ``res.obj`` directly.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, NamedTuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, NamedTuple
+
+    class _GvkFields(NamedTuple):
+        group: str
+        version: str
+        kind: str
+
+    class _ResIdFields(NamedTuple):
+        gvk: Gvk
+        name: str
+        namespace: str
+
+else:
+    # The classes typing.NamedTuple would make, without importing typing (start-up time).
+    from collections import namedtuple
+
+    _GvkFields = namedtuple("_GvkFields", ("group", "version", "kind"))
+    _ResIdFields = namedtuple("_ResIdFields", ("gvk", "name", "namespace"))
+
+# tuple.__new__ called directly: a Gvk is made per resource and per lookup (hot path).
+_new_tuple = tuple.__new__
 
 
-class Gvk(NamedTuple):
+class Gvk(_GvkFields):
     """Group, version and kind of a resource type."""
 
-    group: str
-    version: str
-    kind: str
+    __slots__ = ()
 
     @classmethod
     def from_api_version(cls, api_version: str | None, kind: str | None) -> Gvk:
         """Gvk from an ``apiVersion`` string and a kind."""
-        api_version = api_version or ""
-        group, _, version = api_version.rpartition("/")
-        return cls(group, version, kind or "")
+        group, _, version = (api_version or "").rpartition("/")
+        return _new_tuple(cls, (group, version, kind or ""))
 
     @property
     def api_version(self) -> str:
@@ -36,12 +55,10 @@ class Gvk(NamedTuple):
         return f"{self.group or '~G'}_{self.version or '~V'}_{self.kind or '~K'}"
 
 
-class ResId(NamedTuple):
+class ResId(_ResIdFields):
     """Identity of a resource: group, version, kind, namespace and name."""
 
-    gvk: Gvk
-    name: str
-    namespace: str
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"{self.gvk}|{self.namespace or '~X'}|{self.name}"
@@ -101,7 +118,9 @@ class Resource:
     @property
     def gvk(self) -> Gvk:
         """The group/version/kind of this resource or selector."""
-        return Gvk.from_api_version(self.obj.get("apiVersion"), self.obj.get("kind"))
+        obj = self.obj
+        group, _, version = (obj.get("apiVersion") or "").rpartition("/")
+        return _new_tuple(Gvk, (group, version, obj.get("kind") or ""))
 
     @property
     def name(self) -> str:
@@ -374,7 +393,7 @@ class ResMap:
         self.invalidate()
 
 
-class ImplicitNullMap(dict[str, Any]):
+class ImplicitNullMap(dict[str, "Any"]):  # a string: typing is not imported at run time
     """A map with keys written with no value at all (``key:``), named in ``implicit_nulls``.
 
     go-yaml keeps such a value as an empty null scalar, and kyaml's strategic merge drops it

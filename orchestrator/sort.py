@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from functools import cmp_to_key
-from typing import Any
 
 from orchestrator.errors import ValidationError
 from orchestrator.resource import Gvk, Resource
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 ORDER_FIRST = (
     "Namespace",

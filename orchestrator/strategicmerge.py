@@ -19,11 +19,15 @@ actual output.
 
 from __future__ import annotations
 
-from typing import Any
-
 from orchestrator.errors import PatchError
-from orchestrator.openapi import PatchSchema, SchemaNode
+from orchestrator.openapi import PatchSchema
 from orchestrator.resource import Gvk, ImplicitNullMap
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+    from orchestrator.openapi import SchemaNode
 
 __all__ = ["merge"]
 

@@ -8,8 +8,9 @@ lazily so that ``krm`` starts fast.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # kind -> "module:Class" (modules under orchestrator.filters)
 BUILTINS: dict[str, str] = {
@@ -41,4 +42,5 @@ def lookup(kind: str) -> Any:
     if ref is None:
         return None
     module, _, cls = ref.partition(":")
-    return getattr(importlib.import_module(f"orchestrator.filters.{module}"), cls)
+    # __import__ rather than importlib.import_module: importlib is not loaded otherwise.
+    return getattr(__import__(f"orchestrator.filters.{module}", fromlist=[cls]), cls)

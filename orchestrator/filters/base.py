@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from orchestrator import fieldspec
 from orchestrator.errors import KrmError, ValidationError
 from orchestrator.fieldspec import FieldSpec, TransformerConfig
 from orchestrator.resource import Resource
 from orchestrator.yamlio import scalar_text as scalar_text
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 
 class PluginContext:

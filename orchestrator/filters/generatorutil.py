@@ -8,15 +8,17 @@ kustomize hashes them; its output step folds NEL (U+0085) line breaks, see :func
 
 from __future__ import annotations
 
-import base64
-import copy
 import posixpath
 import re
-from collections.abc import Callable
-from typing import Any
+from functools import cache
 
 from orchestrator.errors import KrmError, ResourceConflictError, ValidationError
 from orchestrator.resource import Resource
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "BEHAVIORS",
@@ -62,11 +64,27 @@ _KNOWN_ARGS = frozenset(
     {"name", "namespace", "behavior", "literals", "files", "envs", "env", "options", "type"}
 )
 _KNOWN_OPTIONS = frozenset({"labels", "annotations", "disableNameSuffixHash", "immutable"})
-# A run of NEL line breaks (and the spaces around them) that a YAML reader folds.
-_NEL_RUN = re.compile("[ ]*\x85[ \x85]*")
-# kustomize round-trips a generator's arguments through JSON and a YAML 1.1 reader, which
-# rejects these characters (JSON leaves them unescaped); such a kustomization fails to build.
-_YAML_UNREADABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
+
+
+# Patterns compiled on first use: compiling them cost every build's start-up.
+@cache
+def _nel_run() -> re.Pattern[str]:
+    # A run of NEL line breaks (and the spaces around them) that a YAML reader folds.
+    return re.compile("[ ]*\x85[ \x85]*")
+
+
+@cache
+def _yaml_unreadable() -> re.Pattern[str]:
+    # kustomize round-trips a generator's arguments through JSON and a YAML 1.1 reader, which
+    # rejects these characters (JSON leaves them unescaped); such a kustomization fails to build.
+    return re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
+
+
+def _unreadable(value: str) -> bool:
+    # All of them but DEL are outside ASCII: most values need no pattern.
+    if value.isascii() and "\x7f" not in value:
+        return False
+    return _yaml_unreadable().search(value) is not None
 
 
 def _go_list(items: list[str]) -> str:
@@ -95,7 +113,7 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
 
 def _has_unreadable(value: Any) -> bool:
     if isinstance(value, str):
-        return _YAML_UNREADABLE.search(value) is not None
+        return _unreadable(value)
     if isinstance(value, dict):
         return any(_has_unreadable(k) or _has_unreadable(v) for k, v in value.items())
     if isinstance(value, list):
@@ -122,7 +140,7 @@ def fold_nel(value: Any) -> Any:
     quoted scalar: spaces around it vanish, one break becomes a space, n breaks n-1 newlines.
     """
     if isinstance(value, str):
-        return _NEL_RUN.sub(_fold_run, value) if "\x85" in value else value
+        return _nel_run().sub(_fold_run, value) if "\x85" in value else value
     if isinstance(value, dict):
         return {fold_nel(k): fold_nel(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -132,7 +150,7 @@ def fold_nel(value: Any) -> Any:
 
 def check_readable(value: str, where: str) -> None:
     """Fail like kustomize on a ConfigMap value its later YAML round trips cannot carry."""
-    if _YAML_UNREADABLE.search(value):
+    if _unreadable(value):
         raise ValidationError(f"{where}: yaml: control characters are not allowed")
 
 
@@ -342,6 +360,8 @@ def load_pairs(
 
 def base64_lines(raw: bytes) -> str:
     """Base64 as kyaml writes it: 70-column lines, each ending in \\n once there are 70+ chars."""
+    import base64  # with struct and binascii: not every build needs it
+
     text = base64.b64encode(raw).decode("ascii")
     if len(text) < 70:
         return text
@@ -409,6 +429,8 @@ def merge_into(existing: Resource, new: Resource) -> None:
         )
     old_obj = existing.obj
     old_md = old_obj.get("metadata") or {}
+    import copy
+
     obj = copy.deepcopy(new.obj)
     md = obj.get("metadata")
     if not isinstance(md, dict):

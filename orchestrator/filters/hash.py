@@ -7,31 +7,32 @@ first ten hex characters onto letters so the suffix never looks like a number.
 
 from __future__ import annotations
 
-import datetime
-import json
-import re
-from typing import Any
+import sys
 
 from orchestrator.errors import KrmError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["content_hash", "encode_hex", "go_json"]
 
 # kustomize's (and kubectl's) substitution of ambiguous hex digits.
 _SUFFIX_TABLE = str.maketrans({"0": "g", "1": "h", "3": "k", "a": "m", "e": "t"})
 # Go's json escapes these even inside strings (HTMLEscape + JS line separators); Python does not.
-_GO_EXTRA_ESCAPES = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
-_GO_EXTRA_RE = re.compile("[<>&\u2028\u2029]")
+_GO_EXTRA_ESCAPES = str.maketrans(
+    {
+        "<": "\\u003c",
+        ">": "\\u003e",
+        "&": "\\u0026",
+        "\u2028": "\\u2028",
+        "\u2029": "\\u2029",
+    }
+)
 # kustomize looks the name up as ONE top-level key "metadata/name", which never exists, so in
 # practice every hash is computed with an empty name; we reproduce that faithfully.
 _NAME_KEY = "metadata/name"
-# C-accelerated when available; escapes exactly what Go >= 1.22 escapes besides the above.
-_encode_str = json.encoder.encode_basestring
 
 
 def _go_float(value: float) -> str:
@@ -54,9 +55,11 @@ def _go_float(value: float) -> str:
     return f"{mantissa}e{sign}{digits}"
 
 
-def _encode(value: Any, out: list[str]) -> None:
+def _encode(value: Any, out: list[str], encode_str: Callable[[str], str]) -> None:
+    # encode_str: json's C-accelerated string encoder, which escapes exactly what Go >= 1.22
+    # escapes besides _GO_EXTRA_ESCAPES.
     if isinstance(value, str):
-        out.append(_encode_str(value))
+        out.append(encode_str(value))
     elif value is None:
         out.append("null")
     elif value is True:
@@ -74,24 +77,31 @@ def _encode(value: Any, out: list[str]) -> None:
         for i, (key, item) in enumerate(items):
             if i:
                 out.append(",")
-            out.append(_encode_str(key))
+            out.append(encode_str(key))
             out.append(":")
-            _encode(item, out)
+            _encode(item, out, encode_str)
         out.append("}")
     elif isinstance(value, list | tuple):
         out.append("[")
         for i, item in enumerate(value):
             if i:
                 out.append(",")
-            _encode(item, out)
+            _encode(item, out, encode_str)
         out.append("]")
-    elif isinstance(value, datetime.datetime | datetime.date):
-        # YAML timestamps that a YAML 1.1 loader turned into dates; Go keeps RFC 3339 text.
-        out.append(_encode_str(value.isoformat()))
     elif isinstance(value, bytes):
-        out.append(_encode_str(value.decode("utf-8", "replace")))
+        out.append(encode_str(value.decode("utf-8", "replace")))
+    elif _is_date(value):
+        # YAML timestamps that a YAML 1.1 loader turned into dates; Go keeps RFC 3339 text.
+        out.append(encode_str(value.isoformat()))
     else:
-        out.append(_encode_str(str(value)))
+        out.append(encode_str(str(value)))
+
+
+def _is_date(value: Any) -> bool:
+    # No value can be a date unless something imported datetime: importing it only for this
+    # check would cost every build's start-up.
+    dt = sys.modules.get("datetime")
+    return dt is not None and isinstance(value, dt.datetime | dt.date)
 
 
 def _plain(value: Any) -> bool:
@@ -114,14 +124,16 @@ def _plain(value: Any) -> bool:
 
 def go_json(value: Any) -> str:
     """Encode ``value`` exactly as Go's ``json.Marshal`` does for YAML-decoded data."""
+    import json  # on first use: a build without generators need not import it
+
     if _plain(value):
         # Fast path (the usual ConfigMap/Secret): the C encoder, sorted keys, no spaces.
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     else:
         out: list[str] = []
-        _encode(value, out)
+        _encode(value, out, json.encoder.encode_basestring)
         text = "".join(out)
-    return _GO_EXTRA_RE.sub(lambda m: _GO_EXTRA_ESCAPES[m.group()], text)
+    return text.translate(_GO_EXTRA_ESCAPES)
 
 
 def encode_hex(hex_digest: str) -> str:

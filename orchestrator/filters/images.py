@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from orchestrator import fieldspec
 from orchestrator.errors import ValidationError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, scalar_text
 from orchestrator.resource import ResMap
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def split_image(image: str) -> tuple[str, str, str]:

@@ -8,9 +8,12 @@ from RFC 6902 as jsonpatch implements it: negative array indices count from the 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from orchestrator.errors import PatchError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["apply", "parse_ops"]
 

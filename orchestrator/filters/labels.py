@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from orchestrator import fieldspec
 from orchestrator.errors import KrmError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, string_map
 from orchestrator.resource import ResMap, Resource
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 ALIAS = "value_aliases"
 

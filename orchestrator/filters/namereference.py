@@ -9,8 +9,6 @@ an index of previous names, so the whole pass is linear in the number of referri
 
 from __future__ import annotations
 
-from typing import Any
-
 from orchestrator.errors import KrmError
 from orchestrator.fieldspec import KEEP, FieldSpec, NameBackRef
 from orchestrator.filters.base import apply_spec
@@ -23,6 +21,10 @@ from orchestrator.resource import (
     is_cluster_scoped,
     key_str,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _same_ending(a: list[str], b: list[str]) -> bool:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from orchestrator import fieldspec
 from orchestrator.errors import ResourceConflictError, ValidationError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, scalar_text
 from orchestrator.resource import ResMap, is_cluster_scoped, key_str
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _MODES = ("", "defaultOnly", "allServiceAccounts", "none")
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from orchestrator import yamlio
 from orchestrator.errors import ValidationError
 from orchestrator.filters.base import PluginContext
 from orchestrator.resource import ResMap, Resource
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # Fields of a ConfigMapArgs/SecretArgs; plugin configs are decoded leniently by kustomize,
 # so anything else is ignored.

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from orchestrator import fieldspec
 from orchestrator.errors import KrmError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, scalar_text
 from orchestrator.resource import Gvk, ResMap, Resource
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # Kinds whose names kustomize never prefixes or suffixes (the selector is matched on the
 # original id).

@@ -10,14 +10,16 @@ takes the new text, anything else takes the source node whole. Resources are mut
 
 from __future__ import annotations
 
-import copy
 import re
-from collections.abc import Callable
-from functools import lru_cache
-from typing import Any
+from functools import cache, lru_cache
 
 from orchestrator.errors import KrmError, ValidationError
 from orchestrator.resource import Resource
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "MISSING",
@@ -35,10 +37,6 @@ __all__ = [
 _MAP, _SEQ, _SCALAR = "MappingNode", "SequenceNode", "ScalarNode"
 _DEFAULT_FIELD_PATH = "metadata.name"
 MISSING = object()
-_INT_RE = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
-_FLOAT_RE = re.compile(
-    r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"
-)
 _BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 _IDX_RE = re.compile(r"\d+")
@@ -70,15 +68,28 @@ def scalar_text(value: Any) -> str:
     return str(value)
 
 
+@cache
+def _number_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    # YAML 1.2 core schema ints and floats, compiled on first use (start-up time).
+    return (
+        re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"),
+        re.compile(
+            r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)"
+            r"|\.(nan|NaN|NAN)"
+        ),
+    )
+
+
 def resolve_scalar(text: str) -> Any:
     """The value an untagged plain scalar ``text`` means under YAML 1.2's core schema."""
     if text in _NULLS:
         return None
     if text in _BOOLS:
         return _BOOLS[text]
-    if _INT_RE.fullmatch(text):
+    int_re, float_re = _number_patterns()
+    if int_re.fullmatch(text):
         return int(text, 0) if text[:2] in ("0o", "0x") else int(text, 10)
-    if _FLOAT_RE.fullmatch(text):
+    if float_re.fullmatch(text):
         lowered = text.lower()
         if lowered.endswith("inf"):
             return float("-inf") if text.startswith("-") else float("inf")
@@ -429,10 +440,13 @@ class LabelSelector:
         return True
 
 
-_SELECTOR_TOKEN = re.compile(
-    r"\s*(?:(?P<set>[^\s,=!()]+)\s+(?P<setop>in|notin)\s*\((?P<vals>[^)]*)\)"
-    r"|(?P<key>!?[^\s,=!()]+)\s*(?:(?P<op>==|=|!=)\s*(?P<val>[^\s,=!()]*))?)\s*(?P<end>,|$)"
-)
+@cache
+def _selector_token() -> re.Pattern[str]:
+    # Compiled on first use (start-up time).
+    return re.compile(
+        r"\s*(?:(?P<set>[^\s,=!()]+)\s+(?P<setop>in|notin)\s*\((?P<vals>[^)]*)\)"
+        r"|(?P<key>!?[^\s,=!()]+)\s*(?:(?P<op>==|=|!=)\s*(?P<val>[^\s,=!()]*))?)\s*(?P<end>,|$)"
+    )
 
 
 @lru_cache(maxsize=256)
@@ -441,8 +455,9 @@ def parse_label_selector(text: str) -> LabelSelector:
     requirements: list[tuple[str, str, frozenset[str]]] = []
     pos = 0
     text = text.strip()
+    token = _selector_token()
     while pos < len(text):
-        m = _SELECTOR_TOKEN.match(text, pos)
+        m = token.match(text, pos)
         if not m or m.end() == pos:
             raise ValidationError(f"unable to parse requirement: invalid selector {text!r}")
         if m.group("set"):
@@ -673,6 +688,8 @@ def _set_value(slot: _Slot, value: Any, delimiter: str, index: int) -> None:
     elif isinstance(value, _Scalar):
         slot.set(value.materialize())
     else:
+        import copy
+
         slot.set(copy.deepcopy(value))
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from orchestrator.errors import KrmError, ValidationError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, scalar_text
 from orchestrator.resource import ResMap
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ReplicaCountTransformer:

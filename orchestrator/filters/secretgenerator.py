@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from orchestrator.errors import ValidationError
 from orchestrator.filters import generatorutil
 from orchestrator.filters.generatorutil import merge_into
 from orchestrator.resource import Resource
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["generate", "merge_into"]
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
 
 from orchestrator.errors import KrmError, ValidationError
 from orchestrator.filters.replacements import MISSING, get_field, lookup, split_path
 from orchestrator.resource import Resource
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DEFAULT_VAR_REFERENCE", "REFVARS", "VarError", "apply", "bind", "expand"]
 

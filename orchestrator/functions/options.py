@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from orchestrator.errors import KrmError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_MAX_DOWNLOAD = 256 * 1024 * 1024  # one exec archive or script
 DEFAULT_MAX_UNPACKED = 1024 * 1024 * 1024  # everything an archive unpacks to

@@ -14,14 +14,15 @@ Opt-outs, each with a warning: ``--skip-schema`` (``FnOptions.skip_schema``) and
 
 from __future__ import annotations
 
-import copy
-import json
 import os
 import re
-from collections.abc import Callable
-from typing import Any
 
 from orchestrator.functions.options import FnOptions, FunctionError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 JSON_SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 MAX_PROBLEMS = 200  # listed at most, for the whole build
@@ -133,6 +134,8 @@ def to_json_schema(openapi: Any) -> dict[str, Any]:
     set``, OpenAPI's boolean ``exclusiveMinimum``/``exclusiveMaximum``. Other ``x-`` keys and
     CEL rules are ignored. The input is not modified.
     """
+    import copy
+
     out: dict[str, Any] = _convert(
         copy.deepcopy(openapi) if isinstance(openapi, dict) else {}, root=True
     )
@@ -282,6 +285,8 @@ def _validator(compiled: _Compiled) -> Any:
 
 
 def _fmt_path(segments: list[Any]) -> str:
+    import json
+
     out = ""
     for seg in segments:
         if isinstance(seg, int):
@@ -570,6 +575,8 @@ def precheck(target: Any) -> None:
 
 
 def _key(config: dict[str, Any]) -> str:
+    import json
+
     return json.dumps(config, sort_keys=True, default=str)
 
 
@@ -592,6 +599,8 @@ def check_before_run(config: dict[str, Any], catalogs: Any, options: FnOptions) 
 def schema_text(kind: str, catalogs: list[str], *, options: FnOptions) -> str:
     """``krm fn schema``: the JSON Schema of KIND (``Kind`` or ``apiVersion/Kind``), from the
     official catalog and then ``catalogs`` in order; the first definition that matches wins."""
+    import json
+
     from orchestrator.functions.catalogs import CatalogSet, TrustConfig
 
     trust = TrustConfig.load(catalogs)

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.openapi import DATA_FILE, PatchSchema, compile_definitions
+from orchestrator.openapi import DATA_FILE as DATA_PATH
+from orchestrator.openapi import PatchSchema, compile_definitions
 from orchestrator.resource import Gvk
+
+DATA_FILE = Path(DATA_PATH)
 
 DEPLOY = Gvk("apps", "v1", "Deployment")
 # A git directory of kubernetes-sigs/kustomize (e.g. a bare clone), given by the caller.

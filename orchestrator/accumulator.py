@@ -227,6 +227,9 @@ class BuildState:
         self.schema: Any = None
         self.schema_set = False
         self.results: list[dict[str, Any]] = []
+        # kustomization file -> (parsed, its warnings): what the functions pre-check read of
+        # the tree, handed to the Target that loads the file next instead of parsing it again.
+        self.preloaded: dict[str, tuple[dict[str, Any], list[str]]] = {}
 
     def functions(self) -> Any:
         """The KRM functions context of this build (created on first use)."""
@@ -256,7 +259,12 @@ class Target:
         self.kfile = kfile or find_kustomization(
             loader.root, loader.restrictor, real_root=loader.root
         )
-        self.k = kustomization.load(self.kfile, warnings=build.warnings)
+        preloaded = build.preloaded.pop(self.kfile, None)
+        if preloaded is None:
+            self.k = kustomization.load(self.kfile, warnings=build.warnings)
+        else:
+            self.k, warnings = preloaded
+            build.warnings.extend(warnings)
         self.kind = self.k["kind"]
         self._catalogs: Any = None
         self.source = display(self.kfile)

@@ -38,14 +38,13 @@ import functools
 import os
 import sys
 import types
-from contextlib import contextmanager
 
 from orchestrator.resource import ImplicitNullMap
 from orchestrator.yamlpattern import Pattern
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from typing import Any
 
 ENV = "KRM_YAML_FAST"
@@ -168,28 +167,36 @@ def _import_ryml() -> Any:
     return _ryml
 
 
-@contextmanager
-def _quiet_stderr() -> Iterator[None]:
+class _QuietStderr:
     """Send file descriptor 2 to /dev/null: ryml prints its parse errors there before raising.
 
     Only while this is the process's only thread (as in ``krm``), so no other thread's output
     can be lost; with other threads running (a web server), a parse error leaves ryml's message.
+    (A class rather than contextlib.contextmanager: contextlib costs start-up.)
     """
-    threading = sys.modules.get("threading")  # not imported: no other thread was started
-    if threading is not None and threading.active_count() != 1:
-        yield
-        return
-    if sys.stderr is not None:
-        sys.stderr.flush()
-    saved = os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
+
+    def __enter__(self) -> None:
+        self.saved = self.null = -1
+        threading = sys.modules.get("threading")  # not imported: no other thread was started
+        if threading is not None and threading.active_count() != 1:
+            return
+        if sys.stderr is not None:
+            sys.stderr.flush()
+        self.saved = os.dup(2)
+        try:
+            self.null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(self.null, 2)
+        except OSError:
+            self.__exit__()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved >= 0:
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+        if self.null >= 0:
+            os.close(self.null)
+        self.saved = self.null = -1
 
 
 def _lines(text: str) -> str:
@@ -337,7 +344,7 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
         lines = _lines(text)
         _check_text(text, lines)
         ryml = _import_ryml()
-        with _quiet_stderr():
+        with _QuietStderr():
             bad_values: set[str] = set()
             bad_keys: set[str] = set()
             for token in _tokens(lines):

@@ -504,8 +504,16 @@ def _plugin_entries(k: dict[str, Any], loader: Any, kfile: str) -> list[Located]
     return [f for f in found if f.config.get("apiVersion") != "builtin"]
 
 
-def _walk(k: dict[str, Any], loader: Any, kfile: str, out: list[tuple[Located, Any]]) -> None:
-    """Every function config of the tree below one kustomization, with its kustomization."""
+def _walk(
+    k: dict[str, Any],
+    loader: Any,
+    kfile: str,
+    out: list[tuple[Located, Any]],
+    preloaded: dict[str, tuple[dict[str, Any], list[str]]],
+) -> None:
+    """Every function config of the tree below one kustomization, with its kustomization.
+
+    Each kustomization read is left in ``preloaded`` (with its warnings) for the build."""
     from orchestrator import kustomization
     from orchestrator.errors import KrmError
     from orchestrator.fs import find_kustomization
@@ -520,10 +528,12 @@ def _walk(k: dict[str, Any], loader: Any, kfile: str, out: list[tuple[Located, A
                 continue
             child = loader.child(path)
             child_file = find_kustomization(child.root)
-            child_k = kustomization.load(child_file, warnings=[])
+            warnings: list[str] = []
+            child_k = kustomization.load(child_file, warnings=warnings)
         except KrmError:
             continue
-        _walk(child_k, child, child_file, out)
+        preloaded[child_file] = (child_k, warnings)
+        _walk(child_k, child, child_file, out, preloaded)
 
 
 def precheck(target: Any) -> None:
@@ -534,7 +544,7 @@ def precheck(target: Any) -> None:
     where it meets them; only schema problems and revocations are raised here.
     """
     found: list[tuple[Located, Any]] = []
-    _walk(target.k, target.loader, target.kfile, found)
+    _walk(target.k, target.loader, target.kfile, found, target.build.preloaded)
     if not found:
         return  # before any import of the function machinery: builds without functions stay light
     from orchestrator.errors import KrmError

@@ -17,7 +17,7 @@ compares both writers byte for byte.
 
 from __future__ import annotations
 
-from orchestrator.yamlpattern import Pattern
+from orchestrator.lazyre import Pattern
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:

@@ -39,8 +39,8 @@ import os
 import sys
 import types
 
+from orchestrator.lazyre import Pattern
 from orchestrator.resource import ImplicitNullMap
-from orchestrator.yamlpattern import Pattern
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:

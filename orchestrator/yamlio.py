@@ -21,8 +21,8 @@ from functools import cmp_to_key
 
 from orchestrator import yamlemit, yamlfast
 from orchestrator.errors import YamlError
+from orchestrator.lazyre import Pattern
 from orchestrator.yamllimits import decode_error
-from orchestrator.yamlpattern import Pattern
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from functools import cache
 
 from orchestrator.errors import KrmError, ResourceConflictError, ValidationError
+from orchestrator.lazyre import Pattern
 from orchestrator.resource import Resource
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -66,25 +66,18 @@ _KNOWN_ARGS = frozenset(
 _KNOWN_OPTIONS = frozenset({"labels", "annotations", "disableNameSuffixHash", "immutable"})
 
 
-# Patterns compiled on first use: compiling them cost every build's start-up.
-@cache
-def _nel_run() -> re.Pattern[str]:
-    # A run of NEL line breaks (and the spaces around them) that a YAML reader folds.
-    return re.compile("[ ]*\x85[ \x85]*")
-
-
-@cache
-def _yaml_unreadable() -> re.Pattern[str]:
-    # kustomize round-trips a generator's arguments through JSON and a YAML 1.1 reader, which
-    # rejects these characters (JSON leaves them unescaped); such a kustomization fails to build.
-    return re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
+# A run of NEL line breaks (and the spaces around them) that a YAML reader folds.
+_NEL_RUN = Pattern("[ ]*\x85[ \x85]*")
+# kustomize round-trips a generator's arguments through JSON and a YAML 1.1 reader, which
+# rejects these characters (JSON leaves them unescaped); such a kustomization fails to build.
+_YAML_UNREADABLE = Pattern("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
 
 
 def _unreadable(value: str) -> bool:
     # All of them but DEL are outside ASCII: most values need no pattern.
     if value.isascii() and "\x7f" not in value:
         return False
-    return _yaml_unreadable().search(value) is not None
+    return _YAML_UNREADABLE.search(value) is not None
 
 
 def _go_list(items: list[str]) -> str:
@@ -140,7 +133,7 @@ def fold_nel(value: Any) -> Any:
     quoted scalar: spaces around it vanish, one break becomes a space, n breaks n-1 newlines.
     """
     if isinstance(value, str):
-        return _nel_run().sub(_fold_run, value) if "\x85" in value else value
+        return _NEL_RUN.sub(_fold_run, value) if "\x85" in value else value
     if isinstance(value, dict):
         return {fold_nel(k): fold_nel(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-from functools import cache
 
 from orchestrator import yamlio
 from orchestrator.errors import KrmError, PatchError, ValidationError
 from orchestrator.filters.base import PluginContext, scalar_text
 from orchestrator.fs import display
+from orchestrator.lazyre import Pattern
 from orchestrator.resource import ResMap, Resource, effective_namespace, id_key, key_str
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -83,12 +83,10 @@ class Selector:
         return [r for r in resmap if self.matches(r)]
 
 
-@cache
-def _requirement() -> re.Pattern[str]:
-    # One requirement of a label selector; compiled on first use (start-up time).
-    return re.compile(
-        r"\s*(!?)\s*([^\s!=,()]+)\s*(?:(==|=|!=|\s+in\s+|\s+notin\s+)\s*(\([^)]*\)|[^,\s]*))?\s*"
-    )
+# One requirement of a label selector.
+_REQUIREMENT = Pattern(
+    r"\s*(!?)\s*([^\s!=,()]+)\s*(?:(==|=|!=|\s+in\s+|\s+notin\s+)\s*(\([^)]*\)|[^,\s]*))?\s*"
+)
 
 
 def parse_label_selector(text: Any, source: str | None = None) -> list[tuple[Any, ...]] | None:
@@ -99,7 +97,7 @@ def parse_label_selector(text: Any, source: str | None = None) -> list[tuple[Any
         raise ValidationError(f"label selector must be a string, got {text!r}", file=source)
     reqs: list[tuple[Any, ...]] = []
     for part in _split_top(text):
-        m = _requirement().fullmatch(part)
+        m = _REQUIREMENT.fullmatch(part)
         if not m:
             raise ValidationError(f"unable to parse label selector {text!r}", file=source)
         neg, key, op, value = m.groups()

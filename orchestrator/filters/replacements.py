@@ -11,9 +11,10 @@ takes the new text, anything else takes the source node whole. Resources are mut
 from __future__ import annotations
 
 import re
-from functools import cache, lru_cache
+from functools import lru_cache
 
 from orchestrator.errors import KrmError, ValidationError
+from orchestrator.lazyre import Pattern
 from orchestrator.resource import Resource
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -39,7 +40,7 @@ _DEFAULT_FIELD_PATH = "metadata.name"
 MISSING = object()
 _BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
-_IDX_RE = re.compile(r"\d+")
+_IDX_RE = Pattern(r"\d+")
 
 
 class ReplacementError(KrmError):
@@ -68,16 +69,11 @@ def scalar_text(value: Any) -> str:
     return str(value)
 
 
-@cache
-def _number_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    # YAML 1.2 core schema ints and floats, compiled on first use (start-up time).
-    return (
-        re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"),
-        re.compile(
-            r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)"
-            r"|\.(nan|NaN|NAN)"
-        ),
-    )
+# YAML 1.2 core schema ints and floats.
+_INT = Pattern(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+_FLOAT = Pattern(
+    r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"
+)
 
 
 def resolve_scalar(text: str) -> Any:
@@ -86,10 +82,9 @@ def resolve_scalar(text: str) -> Any:
         return None
     if text in _BOOLS:
         return _BOOLS[text]
-    int_re, float_re = _number_patterns()
-    if int_re.fullmatch(text):
+    if _INT.fullmatch(text):
         return int(text, 0) if text[:2] in ("0o", "0x") else int(text, 10)
-    if float_re.fullmatch(text):
+    if _FLOAT.fullmatch(text):
         lowered = text.lower()
         if lowered.endswith("inf"):
             return float("-inf") if text.startswith("-") else float("inf")
@@ -440,13 +435,10 @@ class LabelSelector:
         return True
 
 
-@cache
-def _selector_token() -> re.Pattern[str]:
-    # Compiled on first use (start-up time).
-    return re.compile(
-        r"\s*(?:(?P<set>[^\s,=!()]+)\s+(?P<setop>in|notin)\s*\((?P<vals>[^)]*)\)"
-        r"|(?P<key>!?[^\s,=!()]+)\s*(?:(?P<op>==|=|!=)\s*(?P<val>[^\s,=!()]*))?)\s*(?P<end>,|$)"
-    )
+_SELECTOR_TOKEN = Pattern(
+    r"\s*(?:(?P<set>[^\s,=!()]+)\s+(?P<setop>in|notin)\s*\((?P<vals>[^)]*)\)"
+    r"|(?P<key>!?[^\s,=!()]+)\s*(?:(?P<op>==|=|!=)\s*(?P<val>[^\s,=!()]*))?)\s*(?P<end>,|$)"
+)
 
 
 @lru_cache(maxsize=256)
@@ -455,9 +447,8 @@ def parse_label_selector(text: str) -> LabelSelector:
     requirements: list[tuple[str, str, frozenset[str]]] = []
     pos = 0
     text = text.strip()
-    token = _selector_token()
     while pos < len(text):
-        m = token.match(text, pos)
+        m = _SELECTOR_TOKEN.match(text, pos)
         if not m or m.end() == pos:
             raise ValidationError(f"unable to parse requirement: invalid selector {text!r}")
         if m.group("set"):

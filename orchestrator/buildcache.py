@@ -32,6 +32,8 @@ import marshal
 import os
 import sys
 
+from orchestrator.digest import sha256
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -54,16 +56,6 @@ _PROBES = ("isdir", "isfile", "exists", "lexists", "islink", "realpath")
 _CHUNK = 1 << 20
 # Where the YAML libraries live (their code is part of the engine's fingerprint).
 _LIBRARIES = ("yaml", "ryml")
-
-
-def _sha256(data: bytes = b"") -> Any:
-    """A sha256 object: the built-in one, or OpenSSL's once hashlib is loaded anyway."""
-    hashlib = sys.modules.get("hashlib")
-    if hashlib is not None:
-        return hashlib.sha256(data)
-    import _sha256  # type: ignore[import-not-found]  # CPython's own sha256, no OpenSSL
-
-    return _sha256.sha256(data)
 
 
 def cache_dir() -> str:
@@ -107,7 +99,7 @@ def engine_fingerprint() -> str:
         for location in _library_dirs(name):
             parts.append(f"{name}={location}")
             _tree_fingerprint(location, parts)
-    return str(_sha256("\n".join(parts).encode()).hexdigest())
+    return str(sha256("\n".join(parts).encode()).hexdigest())
 
 
 def make_key(path: str, arguments: Any) -> str:
@@ -120,7 +112,7 @@ def make_key(path: str, arguments: Any) -> str:
         ("path", os.path.realpath(path)),
         ("arg", path),
     )
-    return str(_sha256(repr(material).encode()).hexdigest())
+    return str(sha256(repr(material).encode()).hexdigest())
 
 
 def _file_digest(
@@ -131,7 +123,7 @@ def _file_digest(
         with opener(path, "rb") as f:
             chunk = f.read(_CHUNK)
             if len(chunk) < _CHUNK:
-                return str(_sha256(chunk).hexdigest())
+                return str(sha256(chunk).hexdigest())
             import hashlib
 
             h = hashlib.sha256(chunk)
@@ -325,7 +317,7 @@ class BuildCache:
             for op, path, expected in data["observations"]:
                 if not _still_holds(op, path, expected):
                     return None
-            if _sha256(raw).hexdigest() != data["output_sha256"]:
+            if sha256(raw).hexdigest() != data["output_sha256"]:
                 return None  # corrupt: built again and rewritten
             warnings = [str(w) for w in data["warnings"]]
             return Entry(raw, warnings)
@@ -341,7 +333,7 @@ class BuildCache:
             "format": FORMAT,
             "key": self.key,
             "observations": [(op, path, r) for (op, path), r in recorder.observations.items()],
-            "output_sha256": _sha256(raw).hexdigest(),
+            "output_sha256": sha256(raw).hexdigest(),
             "warnings": list(warnings),
         }
         try:

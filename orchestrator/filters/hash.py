@@ -173,9 +173,9 @@ def content_hash(obj: dict[str, Any]) -> str:
     else:
         encoded = obj
     text = go_json(encoded)
-    import hashlib  # imported on first use: loading OpenSSL costs every build start-up
+    from orchestrator.digest import sha256
 
-    return encode_hex(hashlib.sha256(text.encode("utf-8")).hexdigest())
+    return encode_hex(sha256(text.encode("utf-8")).hexdigest())
 
 
 def add_hashes(resmap: Any) -> None:

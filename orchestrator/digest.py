@@ -1,0 +1,28 @@
+"""sha256 for the build's start-up path, without loading OpenSSL when it is not loaded yet.
+
+``import hashlib`` loads OpenSSL's libcrypto, about 2.5 ms of a small build's ~30 ms, to hash a
+few kilobytes (generated resources' names, the build cache's entries). CPython's own sha256
+module gives the same digests; a Python built without it (some FIPS builds) uses hashlib.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def sha256(data: bytes = b"") -> Any:
+    """A sha256 hash object: OpenSSL's once hashlib is loaded anyway, else CPython's own."""
+    if "hashlib" not in sys.modules:
+        try:
+            import _sha256  # type: ignore[import-not-found]
+        except ImportError:
+            pass
+        else:
+            return _sha256.sha256(data)
+    import hashlib
+
+    return hashlib.sha256(data)

@@ -8,7 +8,6 @@ components) may be anywhere, but never an ancestor of the current one (a cycle).
 from __future__ import annotations
 
 import os
-from stat import S_ISLNK
 
 from orchestrator.errors import LoadError
 
@@ -58,11 +57,10 @@ def _realpath(real_base: str, full: str) -> str:
     cur = base.rstrip("/")
     for name in full[len(cur) + 1 :].split("/"):
         cur = f"{cur}/{name}"
-        try:
-            mode = os.lstat(cur).st_mode
-        except OSError:
-            return full  # realpath keeps a missing part and what follows as they are
-        if S_ISLNK(mode):
+        # os.path.islink, not os.lstat: the build cache records islink answers (a symlink that
+        # appears later must end a cached build), and a missing part is no link either, which
+        # realpath keeps as it is with what follows.
+        if os.path.islink(cur):
             return os.path.realpath(full)
     return full
 

@@ -220,3 +220,22 @@ def test_files_over_a_chunk_are_hashed_whole(tmp_path: Path) -> None:
     big.write_bytes(data)
     assert buildcache._file_digest(str(big)) == hashlib.sha256(data).hexdigest()
     assert buildcache._file_digest(str(tmp_path / "missing")) is None
+
+
+def test_a_symlink_out_of_the_root_ends_a_cached_build(tmp_path: Path) -> None:
+    """A base replaced by a link to the same files outside the overlay's tree: the read digests
+    still match, but a fresh build refuses the link, so the cache must not answer."""
+    src = _tree(tmp_path)
+    home = tmp_path / "home"
+    (src / "overlay" / "local").mkdir()
+    (src / "overlay" / "local" / "cm.yaml").write_text(BASE_CM.replace("settings", "local"))
+    (src / "overlay" / "kustomization.yaml").write_text("resources:\n- local/cm.yaml\n")
+    first = _krm("build", "overlay", home=home, cwd=src)
+    assert first.returncode == 0, first.stderr
+    outside = tmp_path / "outside"
+    (src / "overlay" / "local").rename(outside)
+    (src / "overlay" / "local").symlink_to(outside)
+    fresh = _krm("build", "overlay", "--no-cache", home=home, cwd=src)
+    assert fresh.returncode == 1 and "security; file" in fresh.stderr
+    warm = _krm("build", "overlay", home=home, cwd=src)
+    assert (warm.returncode, warm.stdout, warm.stderr) == (1, "", fresh.stderr)

@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("-o", "--output", help="write to FILE, or one file per resource into DIR")
     b.add_argument(
         "--load-restrictor",
-        default="LoadRestrictionsRootOnly",
+        default=_BUILD_DEFAULTS["load_restrictor"],
         choices=_CHOICES["load_restrictor"],
         help="whether files outside a kustomization's directory may be read",
     )
@@ -74,7 +74,9 @@ def _parser() -> argparse.ArgumentParser:
         "or input order",
     )
     b.add_argument("--enable-helm", action="store_true", help="inflate helmCharts with helm")
-    b.add_argument("--helm-command", default="helm", help="helm binary to use")
+    b.add_argument(
+        "--helm-command", default=_BUILD_DEFAULTS["helm_command"], help="helm binary to use"
+    )
     b.add_argument("--debug", action="store_true", dest="debug_cmd", help=argparse.SUPPRESS)
     b.add_argument(
         "--no-cache",

@@ -7,13 +7,13 @@ first ten hex characters onto letters so the suffix never looks like a number.
 
 from __future__ import annotations
 
+import json
 import sys
 
 from orchestrator.errors import KrmError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
 __all__ = ["content_hash", "encode_hex", "go_json"]
@@ -33,6 +33,8 @@ _GO_EXTRA_ESCAPES = str.maketrans(
 # kustomize looks the name up as ONE top-level key "metadata/name", which never exists, so in
 # practice every hash is computed with an empty name; we reproduce that faithfully.
 _NAME_KEY = "metadata/name"
+# C-accelerated when available; escapes exactly what Go >= 1.22 escapes besides the above.
+_encode_str = json.encoder.encode_basestring
 
 
 def _go_float(value: float) -> str:
@@ -55,11 +57,9 @@ def _go_float(value: float) -> str:
     return f"{mantissa}e{sign}{digits}"
 
 
-def _encode(value: Any, out: list[str], encode_str: Callable[[str], str]) -> None:
-    # encode_str: json's C-accelerated string encoder, which escapes exactly what Go >= 1.22
-    # escapes besides _GO_EXTRA_ESCAPES.
+def _encode(value: Any, out: list[str]) -> None:
     if isinstance(value, str):
-        out.append(encode_str(value))
+        out.append(_encode_str(value))
     elif value is None:
         out.append("null")
     elif value is True:
@@ -77,24 +77,24 @@ def _encode(value: Any, out: list[str], encode_str: Callable[[str], str]) -> Non
         for i, (key, item) in enumerate(items):
             if i:
                 out.append(",")
-            out.append(encode_str(key))
+            out.append(_encode_str(key))
             out.append(":")
-            _encode(item, out, encode_str)
+            _encode(item, out)
         out.append("}")
     elif isinstance(value, list | tuple):
         out.append("[")
         for i, item in enumerate(value):
             if i:
                 out.append(",")
-            _encode(item, out, encode_str)
+            _encode(item, out)
         out.append("]")
     elif isinstance(value, bytes):
-        out.append(encode_str(value.decode("utf-8", "replace")))
+        out.append(_encode_str(value.decode("utf-8", "replace")))
     elif _is_date(value):
         # YAML timestamps that a YAML 1.1 loader turned into dates; Go keeps RFC 3339 text.
-        out.append(encode_str(value.isoformat()))
+        out.append(_encode_str(value.isoformat()))
     else:
-        out.append(encode_str(str(value)))
+        out.append(_encode_str(str(value)))
 
 
 def _is_date(value: Any) -> bool:
@@ -124,14 +124,12 @@ def _plain(value: Any) -> bool:
 
 def go_json(value: Any) -> str:
     """Encode ``value`` exactly as Go's ``json.Marshal`` does for YAML-decoded data."""
-    import json  # on first use: a build without generators need not import it
-
     if _plain(value):
         # Fast path (the usual ConfigMap/Secret): the C encoder, sorted keys, no spaces.
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     else:
         out: list[str] = []
-        _encode(value, out, json.encoder.encode_basestring)
+        _encode(value, out)
         text = "".join(out)
     return text.translate(_GO_EXTRA_ESCAPES)
 

@@ -9,7 +9,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# bubblewrap: the jail the worker runs contributed functions' trial runs in (catalogs/sandbox.py).
+# bubblewrap: the jail the worker runs contributed functions' trial runs in (catalogs/review/sandbox.py).
 RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 

@@ -43,8 +43,8 @@ def _setup(db: Path) -> None:
 
 
 def _seed(history: int) -> str:
-    from catalogs import services
-    from catalogs.models import Catalog, Publisher
+    from catalogs.publishing import services
+    from catalogs.publishing.models import Catalog, Publisher
 
     publisher = Publisher.objects.create(slug="bench", display_name="Bench")
     catalog = Catalog.objects.create(publisher=publisher, name="functions")

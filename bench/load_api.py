@@ -49,8 +49,10 @@ SEED = """
 import yaml
 from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
-from catalogs import services
-from catalogs.models import Catalog, Contribution, MirrorSource, Publisher, SyncRun
+from catalogs.publishing import services
+from catalogs.publishing.models import Catalog, Publisher
+from catalogs.review.models import Contribution
+from catalogs.mirroring.models import MirrorSource, SyncRun
 staff = User.objects.create_user("bench", is_staff=True)
 catalog = Catalog.objects.get(publisher__slug="{publisher}", name="{catalog}")
 doc = yaml.safe_load(open("{catalog_file}"))

@@ -6,7 +6,8 @@ then in the same run measures:
 
 - baseline: one ``curl`` process downloading the 200 files (keep-alive, sequential) followed by
   ``sha256sum`` over them;
-- mirror: a real sync run of the registry (``catalogs.mirrors``) on a temporary SQLite database
+- mirror: a real sync run of the registry (``catalogs.mirroring.services``) on a temporary SQLite
+database
   and media root: fetch, parse, download every artifact, verify its sha256, store it by digest,
   publish the rewritten catalog;
 - Python's raw ``hashlib.sha256`` throughput over the same bytes in memory.
@@ -152,14 +153,14 @@ def setup_django(workdir: Path, ca: str) -> None:
 
 
 def _artifact_names() -> list[str]:
-    from catalogs.models import RuntimeArtifact
+    from catalogs.mirroring.models import RuntimeArtifact
 
     return list(RuntimeArtifact.objects.values_list("storage_name", flat=True))
 
 
 def mirror_once(url: str, name: str) -> tuple[float, object]:
     """Seconds for one complete sync run of a new source at ``url``."""
-    from catalogs import mirrors
+    from catalogs.mirroring import services as mirrors
 
     source = mirrors.mirror_source_create(name=name, url=url, actor=None, mirror_runtimes=True)
     run = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)

@@ -230,8 +230,10 @@ def one_round(
     from django.db import connections
     from django.db.models import Count
 
-    from catalogs import mirrors, tasks
-    from catalogs.models import CatalogVersion, MirrorSource, SyncRun
+    from catalogs.mirroring import services as mirrors
+    from catalogs.mirroring import tasks
+    from catalogs.mirroring.models import MirrorSource, SyncRun
+    from catalogs.publishing.models import CatalogVersion
     from registry.celery import app
 
     created_at = time.perf_counter()

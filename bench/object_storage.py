@@ -67,8 +67,9 @@ def run_backend(name: str, storage: dict, versions: int) -> dict[str, float]:
 
 
 def _run(name: str, versions: int) -> dict[str, float]:
-    from catalogs import mirrors, selectors, services
-    from catalogs.oci.selectors import oci_caches_clear
+    from catalogs.distribution.selectors import oci_caches_clear
+    from catalogs.mirroring import services as mirrors
+    from catalogs.publishing import content, selectors, services
 
     publisher = services.publisher_create(slug=f"bench-{name}", display_name=name, actor=None)
     catalog = services.catalog_create(publisher=publisher, name="bench", actor=None)
@@ -87,7 +88,7 @@ def _run(name: str, versions: int) -> dict[str, float]:
 
     def cold() -> None:
         oci_caches_clear()
-        selectors._content_cache.__init__(max_bytes=selectors._content_cache.max_bytes)  # type: ignore[misc]
+        content.content_cache.__init__(max_bytes=content.content_cache.max_bytes)  # type: ignore[misc]
         read()
 
     figures: dict[str, float] = {}

@@ -1,7 +1,8 @@
 """Server time of the search page over 1,000 functions: p50/p95/p99, queries, bytes per page.
 
 Seeds a temporary database (SQLite by default, or ``--database-url``) with ``--functions``
-distinct functions published through ``catalogs.services`` in 10 catalogs of 5 publishers (2
+distinct functions published through ``catalogs.publishing.services`` in 10 catalogs of 5
+publishers (2
 verified), each catalog published twice (only the latest version is searched), plus a fork
 carrying 15% of them and a mirrored catalog carrying 10% (so those functions are carried by
 several catalogs), 1-3 versions each and every runtime kind. Then requests the search page in
@@ -155,8 +156,9 @@ def seed(functions: int) -> dict:
     from django.conf import settings
     from django.contrib.auth.models import User
 
-    from catalogs import services
-    from catalogs.models import Catalog, FunctionVersion, MirrorSource, Publisher
+    from catalogs.mirroring.models import MirrorSource
+    from catalogs.publishing import services
+    from catalogs.publishing.models import Catalog, FunctionVersion, Publisher
 
     owner = User.objects.create_user("bench-owner")
     publishers = []

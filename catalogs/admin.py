@@ -10,10 +10,16 @@ from django.contrib import admin
 from django.contrib.admin import helpers
 from django.http import HttpRequest
 
-from catalogs import services
 from catalogs.exceptions import RegistryError
-from catalogs.models import Catalog, CatalogVersion, FunctionDefinition, FunctionVersion, Publisher
-from catalogs.selectors import publisher_slug_is_reserved
+from catalogs.publishing import services
+from catalogs.publishing.models import (
+    Catalog,
+    CatalogVersion,
+    FunctionDefinition,
+    FunctionVersion,
+    Publisher,
+)
+from catalogs.publishing.selectors import publisher_slug_is_reserved
 
 
 class ReadOnlyAdminMixin:
@@ -118,7 +124,7 @@ class CatalogVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_text(self, obj: CatalogVersion) -> str:
-        from catalogs.selectors import catalog_version_bytes
+        from catalogs.publishing.content import catalog_version_bytes
 
         return catalog_version_bytes(version=obj).decode("utf-8", errors="replace")
 
@@ -137,15 +143,15 @@ class FunctionVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return request.user.is_active and request.user.is_staff
 
 
-# --- Contributions (issue 7): the review actions call the same services as the web UI. ---
+# --- Contributions: the review actions call the same services as the web UI. ---
 
 from django import forms as _forms  # noqa: E402
 from django.contrib import messages as _messages  # noqa: E402
 from django.template.response import TemplateResponse  # noqa: E402
 
-from catalogs import contributions as _contributions  # noqa: E402
 from catalogs.exceptions import RegistryError as _RegistryError  # noqa: E402
-from catalogs.models import Contribution, ReviewEvent  # noqa: E402
+from catalogs.review import services as _contributions  # noqa: E402
+from catalogs.review.models import Contribution, ReviewEvent  # noqa: E402
 
 
 class _RejectReasonForm(_forms.Form):
@@ -220,9 +226,9 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return None
 
 
-# --- Mirroring (issue 6): sources are managed through the API's services; runs are records. ---
+# --- Mirroring: sources are managed through the API's services; runs are records. ---
 
-from catalogs.models import DriftEvent, MirrorSource, RuntimeArtifact, SyncRun  # noqa: E402
+from catalogs.mirroring.models import DriftEvent, MirrorSource, RuntimeArtifact, SyncRun  # noqa: E402
 
 
 @admin.register(MirrorSource)
@@ -252,9 +258,10 @@ class DriftEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 # --- People: requests for the verified badge and publisher audit entries are records; staff
-# decide on requests at /verification/ (catalogs.publishers), which keeps the audit log. ---
+# decide on requests at /verification/ (catalogs.publishing.publishers), which keeps the audit log.
+# ---
 
-from catalogs.models import PublisherEvent, VerificationRequest  # noqa: E402
+from catalogs.publishing.models import PublisherEvent, VerificationRequest  # noqa: E402
 
 
 @admin.register(VerificationRequest)
@@ -271,7 +278,7 @@ class PublisherEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = ["publisher__slug", "detail"]
 
 
-from catalogs.models import Revocation, RevocationList  # noqa: E402
+from catalogs.trust.models import Revocation, RevocationList  # noqa: E402
 
 
 class RevocationAdminForm(forms.ModelForm):
@@ -293,7 +300,7 @@ class RevocationAdminForm(forms.ModelForm):
     user: Any = None  # set by RevocationAdmin.get_form
 
     def clean(self) -> dict[str, Any]:
-        from catalogs import revocations
+        from catalogs.trust import revocations
 
         data = super().clean()
         assert data is not None  # ModelForm.clean returns cleaned_data

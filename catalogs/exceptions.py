@@ -67,7 +67,7 @@ class InvalidInputError(RegistryError):
     """A request argument that is malformed (bad slug, unknown user name)."""
 
 
-# --- Mirroring (issue 6). A sync run records ``message`` of any of these as its one reason. ---
+# --- Mirroring. A sync run records ``message`` of any of these as its one reason. ---
 
 
 class SyncError(RegistryError):

@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from urllib.parse import urlsplit
 
+from celery import Task
 from django.conf import settings
 from limits import RateLimitItem, parse
 from limits.errors import StorageError
@@ -122,3 +123,18 @@ def _deferral(limiter: MovingWindowRateLimiter, host: str, item: RateLimitItem) 
     wait = max(0.1, stats.reset_time - time.time())
     wait += random.uniform(0, item.get_expiry() / 4)  # noqa: S311  (spreading, not secrecy)
     return Deferral(host=host, limit=str(item), retry_after=round(wait, 3))
+
+
+def task_wait_for_upstream(task: Task, admit: Callable[[], Deferral | None]) -> int:
+    """Call ``admit`` until an upstream host's rate limit lets the run start; deferrals so far.
+
+    With a broker the task is retried after the deferral (the worker is free meanwhile, and the
+    run is not failed); eager tasks have no queue to come back through, so they wait here.
+    """
+    waited = 0
+    while (deferral := admit()) is not None:
+        if not task.request.is_eager:
+            raise task.retry(countdown=deferral.retry_after)
+        waited += 1
+        time.sleep(deferral.retry_after)
+    return (task.request.retries or 0) + waited

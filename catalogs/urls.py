@@ -2,7 +2,9 @@
 
 from django.urls import path, re_path
 
-from catalogs import mirror_views, revocation_views, schema_views, views
+from catalogs.mirroring import views as mirror_views
+from catalogs.publishing import schema_views, views
+from catalogs.trust import views as revocation_views
 
 app_name = "catalogs"
 # The .sig URLs: the same views, answering with the signature instead of the bytes.

@@ -108,8 +108,9 @@ class RegistryCollector(Collector):
             yield queued
 
     def _database_families(self) -> Iterator[GaugeMetricFamily]:
-        from catalogs.models import CatalogVersion, RuntimeArtifact, SyncRun
-        from catalogs.oci.models import OciBlob, OciManifest
+        from catalogs.distribution.models import OciBlob, OciManifest
+        from catalogs.mirroring.models import RuntimeArtifact, SyncRun
+        from catalogs.publishing.models import CatalogVersion
 
         runs = GaugeMetricFamily(
             "krm_sync_runs", "Mirror sync runs recorded, by status.", labels=["status"]
@@ -146,8 +147,8 @@ def _backlog_families() -> Iterator[GaugeMetricFamily]:
     """Mirror sources waiting for a sync, and how long the oldest queued run has waited."""
     from django.utils import timezone
 
-    from catalogs.mirrors import mirror_sources_due
-    from catalogs.models import SyncRun
+    from catalogs.mirroring.models import SyncRun
+    from catalogs.mirroring.services import mirror_sources_due
 
     now = timezone.now()
     queued = SyncRun.objects.filter(status=SyncRun.Status.QUEUED)
@@ -264,7 +265,7 @@ OCI_BLOB_VIEW = "oci:blob"
 
 
 def count_oci_blob_fast_path(method: str, seconds: float) -> None:
-    """Count a blob the OCI fast path (catalogs.oci.wsgi) answered, as if the view had."""
+    """Count a blob the OCI fast path (catalogs.distribution.wsgi) answered, as if the view had."""
     REQUEST_SECONDS.labels(OCI_BLOB_VIEW).observe(seconds)
     REQUESTS.labels(OCI_BLOB_VIEW, method, "200").inc()
 

@@ -1,18 +1,21 @@
 """Root URLs: serving under /c/, OCI under /v2/, the API under /api/v1/, schema, docs, admin."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from catalogs import views as catalog_views
+from catalogs.trust import views as trust_views
+from registry.views import admin_moved_model
 
 urlpatterns = [
     path("c/", include("catalogs.urls")),
-    path("signing-key.pub", catalog_views.signing_key_public, name="signing-key-pub"),
-    path("v2/", include("catalogs.oci.urls", namespace="oci")),
+    path("signing-key.pub", trust_views.signing_key_public, name="signing-key-pub"),
+    path("v2/", include("catalogs.distribution.urls", namespace="oci")),
     path("api/v1/", include("catalogs.api.urls", namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Admin pages of the models from before the domain apps: a permanent redirect to their app.
+    re_path(r"^admin/catalogs/(?P<model>[a-z]+)/(?P<rest>.*)$", admin_moved_model),
     path("admin/", admin.site.urls),
     path("", include("catalogs.web.urls", namespace="web")),
 ]

@@ -4,7 +4,7 @@
 #   skopeo           a real OCI client for the registry's /v2/ endpoint tests
 #   chromium         the browser the web UI tests drive (with chromium-driver)
 #   git              git sources for the mirroring tests
-#   bwrap            bubblewrap, the jail of the trial sandbox (catalogs/sandbox.py)
+#   bwrap            bubblewrap, the jail of the trial sandbox (catalogs/review/sandbox.py)
 #   nginx            the deployed serving path in front of gunicorn (tests/deploy/test_nginx.py,
 #                    bench/serve_catalog.py run deploy/nginx/krm-registry.conf.template)
 #   wrk              the HTTP load generator of the serving benchmarks (their parser's tests)

@@ -27,7 +27,7 @@ def _serving_cache_forgotten():
     """Each test's rows are rolled back: the serving cache must not outlive them (a later test
     publishing another version 1 of the same catalog would otherwise get this one's bytes)."""
     yield
-    serving = sys.modules.get("catalogs.serving")
+    serving = sys.modules.get("catalogs.publishing.serving")
     if serving is not None:
         serving.serving_caches_clear()
 
@@ -146,11 +146,11 @@ def s3_storage(s3_endpoint, settings, tmp_path):
 
 
 def _content_caches_clear() -> None:
-    from catalogs import selectors
-    from catalogs.oci.selectors import oci_caches_clear
+    from catalogs.distribution.selectors import oci_caches_clear
+    from catalogs.publishing import content
 
     oci_caches_clear()
-    selectors._content_cache.__init__(max_bytes=selectors._content_cache.max_bytes)  # type: ignore[misc]
+    content.content_cache.__init__(max_bytes=content.content_cache.max_bytes)  # type: ignore[misc]
 
 
 @pytest.fixture

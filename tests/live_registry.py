@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SETUP = """
 from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
-from catalogs import services
+from catalogs.publishing import services
 user = User.objects.create_user("alice", password="alice-password-1")
 publisher = services.publisher_create(slug="acme", actor=user)
 services.catalog_create(publisher=publisher, name="fns", actor=user)

@@ -11,7 +11,7 @@ from rest_framework import renderers
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
-from catalogs.services import OversizedDocument
+from catalogs.oversized import OversizedDocument
 
 _CHUNK = 64 * 1024
 # Deepest nesting of objects and arrays a JSON body may have: a body wraps a document that may

@@ -2,7 +2,11 @@
 
 from django.urls import path
 
-from catalogs.api import contributions, mirrors, revocations, search, views
+from catalogs.discovery import api as search
+from catalogs.mirroring import api as mirrors
+from catalogs.publishing.api import views
+from catalogs.review import api as contributions
+from catalogs.trust import api as revocations
 
 app_name = "api"
 
@@ -108,7 +112,7 @@ urlpatterns = [
     ),
     path(
         "signing-keys/",
-        views.SigningKeyViewSet.as_view({"get": "list"}),
+        revocations.SigningKeyViewSet.as_view({"get": "list"}),
         name="signing-key-list",
     ),
     path(

@@ -10,7 +10,12 @@ from django.db import migrations, models
 
 def backfill_manifests(apps, schema_editor):
     """Store the OCI manifest of every version published before this migration (and tag it)."""
-    from catalogs.oci.manifests import LATEST, OCI_MANIFEST, catalog_version_manifest, sha256_digest
+    from catalogs.distribution.manifests import (
+        LATEST,
+        OCI_MANIFEST,
+        catalog_version_manifest,
+        sha256_digest,
+    )
 
     version_model = apps.get_model("catalogs", "CatalogVersion")
     manifest_model = apps.get_model("catalogs", "OciManifest")

@@ -1,4 +1,4 @@
-"""Every stored byte moves from the database to the object store (catalogs.blobstore).
+"""Every stored byte moves from the database to the object store (catalogs.publishing.blobstore).
 
 Forward: each version's, revocation list's, OCI manifest's and blob's bytes are written to the
 default storage under their digest (and checked: the digest is recomputed, the stored size read
@@ -18,7 +18,7 @@ _TABLES = [
 
 
 def _to_store(apps, schema_editor):
-    from catalogs import blobstore
+    from catalogs.publishing import blobstore
 
     for model_name, _ in _TABLES:
         model = apps.get_model("catalogs", model_name)
@@ -35,7 +35,7 @@ def _to_store(apps, schema_editor):
 
 
 def _from_store(apps, schema_editor):
-    from catalogs import blobstore
+    from catalogs.publishing import blobstore
 
     for model_name, _ in _TABLES:
         model = apps.get_model("catalogs", model_name)

@@ -19,7 +19,7 @@ def landing(context: template.Context) -> dict[str, object]:
     """The landing section above the search: for a signed-out visitor without a query only."""
     from django.urls import reverse
 
-    from catalogs import selectors
+    from catalogs.publishing import selectors
 
     request = context.get("request")
     user = context.get("user")

@@ -12,7 +12,8 @@ from django.utils.functional import SimpleLazyObject
 
 def layout(request: HttpRequest) -> dict[str, Any]:
     """Who may see which navigation links; computed only when a template asks."""
-    from catalogs import contributions, mirrors
+    from catalogs.mirroring import services as mirrors
+    from catalogs.review import services as contributions
 
     user = getattr(request, "user", None)
 

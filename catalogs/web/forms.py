@@ -9,10 +9,9 @@ from django.conf import settings
 from django.contrib.auth.forms import UserCreationForm
 from django.db.models import QuerySet
 
-from catalogs.api.filters import FunctionSearchFilter  # noqa: F401 (the search page's filters)
-from catalogs.mirrors import MIRROR_SOURCE_FIELDS
-from catalogs.models import Catalog, ContributionStatus, Publisher
-from catalogs.services import OversizedDocument
+from catalogs.oversized import OversizedDocument
+from catalogs.publishing.models import Catalog, Publisher
+from catalogs.review.models import ContributionStatus
 
 
 def _document_from(
@@ -160,92 +159,6 @@ class CatalogCreateForm(forms.Form):
     def __init__(self, *args, publishers: QuerySet[Publisher], **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.ModelChoiceField, self.fields["publisher"]).queryset = publishers
-
-
-class MirrorSourceForm(forms.Form):
-    """A mirror source's settings; the mirror services validate URL, pin and policy."""
-
-    name = forms.SlugField(
-        max_length=100, help_text="Served as /c/mirrors/<name>/catalog.yaml; cannot change later."
-    )
-    url = forms.CharField(
-        max_length=2048,
-        label="Upstream URL",
-        help_text="https://…/catalog.yaml, git+https://host/repo.git//path/catalog.yaml?ref=REF, "
-        "oci://host/repo:tag or oci://host/repo@sha256:…",
-        widget=forms.TextInput(attrs={"size": 70, "spellcheck": "false"}),
-    )
-    digest = forms.CharField(
-        max_length=100,
-        required=False,
-        label="Digest pin",
-        help_text="Optional: sha256:… of the document or OCI manifest, or a git commit.",
-    )
-    cosign_public_key = forms.CharField(
-        required=False,
-        label="cosign public key (OCI)",
-        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "code"}),
-    )
-    sigstore_identity = forms.CharField(max_length=1024, required=False, label="sigstore identity")
-    sigstore_issuer = forms.CharField(max_length=1024, required=False, label="sigstore issuer")
-    mirror_runtimes = forms.BooleanField(
-        required=False, label="Mirror runtimes (exec binaries and starlark scripts)"
-    )
-    enabled = forms.BooleanField(required=False, initial=True, label="Sync on a schedule")
-    interval_minutes = forms.IntegerField(
-        min_value=1, max_value=7 * 24 * 60, initial=60, label="Every (minutes)"
-    )
-
-    FIELDS = MIRROR_SOURCE_FIELDS
-
-    def __init__(self, *args, editing: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        if editing:
-            # The name is where the catalog is served: it stays.
-            del self.fields["name"]
-
-    def settings(self) -> dict:
-        """The cleaned values as the services' keyword arguments (name aside)."""
-        return {key: self.cleaned_data[key] for key in self.FIELDS}
-
-
-class PublisherCreateForm(forms.Form):
-    """A new publisher; the signed-in user becomes its first owner."""
-
-    slug = forms.CharField(
-        max_length=100,
-        label="Name",
-        help_text="Letters, numbers, hyphens, underscores; in every URL of your catalogs.",
-    )
-    display_name = forms.CharField(max_length=200, required=False, label="Display name")
-
-
-class OwnerAddForm(forms.Form):
-    """Invite a co-owner by user name."""
-
-    username = forms.CharField(max_length=150, label="User name of the new owner")
-
-
-class VerificationRequestForm(forms.Form):
-    """Ask staff for the verified badge."""
-
-    message = forms.CharField(
-        required=False,
-        max_length=2000,
-        label="Who you are (a web site, a repository) — for staff",
-        widget=forms.Textarea(attrs={"rows": 2}),
-    )
-
-
-class VerificationDecisionForm(forms.Form):
-    """Staff's answer; a refusal needs a reason, which the owners see."""
-
-    reason = forms.CharField(
-        required=False,
-        max_length=2000,
-        label="Reason (required to refuse)",
-        widget=forms.Textarea(attrs={"rows": 2}),
-    )
 
 
 class ReviewFilterForm(forms.Form):

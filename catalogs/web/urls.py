@@ -3,7 +3,11 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from catalogs.web import mirror_pages, publisher_pages, revocation_pages, search_pages, views
+from catalogs.discovery import pages as search_pages
+from catalogs.mirroring import pages as mirror_pages
+from catalogs.publishing import pages as publisher_pages
+from catalogs.trust import pages as revocation_pages
+from catalogs.web import views
 
 app_name = "web"
 

@@ -6,8 +6,6 @@ NotFoundError -> 404, invalid input -> the form again with the errors inline.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -16,33 +14,30 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
-from django.shortcuts import redirect, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
-from catalogs import contributions, function_pages, mirrors, selectors, services, trials
+from catalogs.discovery import function_pages
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
     MirrorCatalogReadOnlyError,
     NotAllowedError,
-    NotFoundError,
     RegistryError,
 )
-from catalogs.models import Catalog, ContributionStatus, FunctionDefinition, Publisher
+from catalogs.mirroring import services as mirrors
+from catalogs.pages import domain_errors, page_forbidden, page_render
+from catalogs.publishing import selectors, services
+from catalogs.publishing.models import Catalog, FunctionDefinition, Publisher
+from catalogs.review import services as contributions
+from catalogs.review import trials
+from catalogs.review.models import ContributionStatus
 from catalogs.web import forms
 
 PAGE_SIZE = 20
-
-
-def _render(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200):
-    """Render with what the layout needs on every page."""
-    context.setdefault("is_reviewer", contributions.user_can_review(user=request.user))
-    context.setdefault("signup_enabled", settings.SIGNUP_ENABLED)
-    context.setdefault("is_operator", _is_operator(request.user))
-    return render(request, f"catalogs/{template}", context, status=status)
 
 
 def _is_operator(user) -> bool:
@@ -58,27 +53,6 @@ def image_digest(container: dict[str, Any] | None) -> str:
         return f"sha256:{container['sha256']}"
     _, at, digest = str(container.get("image", "")).partition("@")
     return digest if at else ""
-
-
-def _forbidden(request: HttpRequest, message: str) -> HttpResponse:
-    context = {"title": "Not allowed", "message": message, "status": 403}
-    response = _render(request, "error.html", context, 403)
-    return HttpResponseForbidden(response.content)
-
-
-def domain_errors(view: Callable) -> Callable:
-    """Turn NotAllowedError and NotFoundError into 403 and 404 pages."""
-
-    @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        try:
-            return view(request, *args, **kwargs)
-        except NotAllowedError as err:
-            return _forbidden(request, err.message)
-        except NotFoundError as err:
-            raise Http404(err.message)
-
-    return wrapper
 
 
 def _catalog(publisher: str, catalog: str) -> Catalog:
@@ -140,7 +114,7 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
         "can_publish": mirror_url is None
         and selectors.user_is_owner_or_staff(publisher=cat.publisher, user=request.user),
     }
-    return _render(request, "catalog_detail.html", context)
+    return page_render(request, "catalog_detail.html", context)
 
 
 @domain_errors
@@ -154,7 +128,7 @@ def function_detail(
         kind=kind,
         absolute_url=request.build_absolute_uri,
     )
-    return _render(request, "function_detail.html", context)
+    return page_render(request, "function_detail.html", context)
 
 
 # --------------------------------------------------------------------------- publish
@@ -188,7 +162,7 @@ def catalog_create(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Catalog {cat} created. Publish its first version.")
             return redirect("web:catalog-publish", publisher=cat.publisher.slug, catalog=cat.name)
-    return _render(request, "catalog_create.html", {"form": form})
+    return page_render(request, "catalog_create.html", {"form": form})
 
 
 @login_required
@@ -243,8 +217,8 @@ def catalog_publish(request: HttpRequest, publisher: str, catalog: str) -> HttpR
         context["form"] = form
     if request.headers.get("HX-Request"):
         # htmx swaps in only 2xx answers, and the message must show.
-        return _render(request, "partials/publish_result.html", context)
-    return _render(request, "catalog_publish.html", context, status)
+        return page_render(request, "partials/publish_result.html", context)
+    return page_render(request, "catalog_publish.html", context, status)
 
 
 # --------------------------------------------------------------------------- contributions
@@ -282,7 +256,7 @@ def contribution_create(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Contribution #{contribution.pk} sent for review.")
             return redirect("web:contributions")
-    return _render(request, "contribution_create.html", context)
+    return page_render(request, "contribution_create.html", context)
 
 
 @login_required
@@ -290,7 +264,7 @@ def contribution_list_mine(request: HttpRequest) -> HttpResponse:
     """The signed-in user's contributions with status and the reviewer's reason."""
     assert selectors.signed_in(request.user)  # @login_required
     items = contributions.contribution_list(author=request.user)
-    return _render(request, "contribution_list.html", {"contributions": items})
+    return page_render(request, "contribution_list.html", {"contributions": items})
 
 
 @login_required
@@ -308,7 +282,7 @@ def contribution_edit(request: HttpRequest, pk: int) -> HttpResponse:
             f"Only a rejected contribution can be resubmitted; this one is {contribution.status}."
         )
         status = 400 if request.method == "POST" else 200
-        return _render(request, "contribution_edit.html", context, status=status)
+        return page_render(request, "contribution_edit.html", context, status=status)
     if request.method == "POST" and form.is_valid():
         try:
             contributions.contribution_resubmit(
@@ -323,7 +297,7 @@ def contribution_edit(request: HttpRequest, pk: int) -> HttpResponse:
             messages.success(request, f"Contribution #{contribution.pk} resubmitted.")
             return redirect("web:contributions")
     context["events"] = contributions.review_event_list(contribution=contribution)
-    return _render(request, "contribution_edit.html", context)
+    return page_render(request, "contribution_edit.html", context)
 
 
 # --------------------------------------------------------------------------- review
@@ -351,7 +325,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         user=request.user, status=status, catalog=catalog
     )
     page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
-    return _render(request, "review_queue.html", {"form": form, "page": page})
+    return page_render(request, "review_queue.html", {"form": form, "page": page})
 
 
 def _review_context(request: HttpRequest, contribution) -> dict[str, Any]:
@@ -435,7 +409,7 @@ def _review_page(
     context["own"] = contribution.author_id == request.user.pk
     context["reject_form"] = reject_form
     context["approve_form"] = approve_form or forms.ApproveForm()
-    return _render(request, "review_detail.html", context, status=status)
+    return page_render(request, "review_detail.html", context, status=status)
 
 
 @login_required
@@ -509,7 +483,7 @@ def review_log(request: HttpRequest) -> HttpResponse:
     _require_reviewer(request)
     events = contributions.review_event_list(reviewer=request.user).order_by("-created_at", "-pk")
     page = Paginator(events, 50).get_page(request.GET.get("page"))
-    return _render(request, "review_log.html", {"page": page})
+    return page_render(request, "review_log.html", {"page": page})
 
 
 # --------------------------------------------------------------------------- accounts
@@ -519,13 +493,13 @@ def review_log(request: HttpRequest) -> HttpResponse:
 def signup(request: HttpRequest) -> HttpResponse:
     """Self sign-up, only when settings.SIGNUP_ENABLED; otherwise an admin creates accounts."""
     if not settings.SIGNUP_ENABLED:
-        return _forbidden(request, "Sign-up is closed; ask an administrator for an account.")
+        return page_forbidden(request, "Sign-up is closed; ask an administrator for an account.")
     form = forms.SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("web:search")
-    return _render(request, "registration/signup.html", {"form": form})
+    return page_render(request, "registration/signup.html", {"form": form})
 
 
 @login_required
@@ -541,7 +515,7 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
         if action in ("regenerate", "revoke") and request.POST.get("confirm") != "yes":
             # A confirmation step that needs no script: the next POST carries confirm=yes.
             context = {"token": token, "confirm_action": action}
-            return _render(request, "tokens.html", context)
+            return page_render(request, "tokens.html", context)
         if action in ("create", "regenerate"):
             # One transaction: a failed create must not leave the user without their old token.
             with transaction.atomic():
@@ -555,4 +529,4 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
         else:
             messages.error(request, f"Unknown action {action!r}: use create, regenerate or revoke.")
             status = 400
-    return _render(request, "tokens.html", {"token": token, "new_key": new_key}, status=status)
+    return page_render(request, "tokens.html", {"token": token, "new_key": new_key}, status=status)

@@ -49,6 +49,12 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "catalogs",
+    "catalogs.publishing",
+    "catalogs.distribution",
+    "catalogs.trust",
+    "catalogs.mirroring",
+    "catalogs.review",
+    "catalogs.discovery",
 ]
 
 MIDDLEWARE = [
@@ -115,7 +121,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 MEDIA_URL = "media/"
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(BASE_DIR / "media"))
 # Where trial runs of contributions keep downloaded runtimes (verified by sha256).
-# Run contributed functions in the trial sandbox when a contribution arrives (catalogs/trials.py).
+# Run contributed functions in the trial sandbox when a contribution arrives
+# (catalogs/review/trials.py).
 TRIAL_RUNS_ENABLED = env.bool("TRIAL_RUNS_ENABLED", default=True)
 TRIAL_CACHE_DIR = env.path("TRIAL_CACHE_DIR", default=str(Path(MEDIA_ROOT) / "trial-cache"))
 STORAGES: dict[str, dict[str, Any]] = {
@@ -157,7 +164,8 @@ warnings.filterwarnings("ignore", message=r"No directory at: .*staticfiles")
 # what one invalidates (a publish, an API write) no other serves stale; the embedded default keeps a
 # per-process memory cache.
 CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
-# The serving cache (catalogs.serving: which version `latest` is, signatures): same place, own
+# The serving cache (catalogs.publishing.serving: which version `latest` is, signatures): same
+# place, own
 # key prefix (and its own memory store when process-local).
 CACHES["serving"] = {**CACHES["default"], "KEY_PREFIX": "krm-serving"}
 _CACHE_SHARED = "locmem" not in CACHES["default"]["BACKEND"].lower()
@@ -228,8 +236,8 @@ SPECTACULAR_SETTINGS = {
         "catalogs.api.schema.forbid_nul_in_inputs",
     ],
     "ENUM_NAME_OVERRIDES": {
-        "StatusEnum": "catalogs.models.SyncRun.Status",
-        "ContributionStatusEnum": "catalogs.models.ContributionStatus",
+        "StatusEnum": "catalogs.mirroring.models.SyncRun.Status",
+        "ContributionStatusEnum": "catalogs.review.models.ContributionStatus",
     },
 }
 
@@ -286,7 +294,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
 }
 
-# --- Mirroring (issue 6): sources fetched over HTTPS, Git and OCI, verified, served locally. ---
+# --- Mirroring: sources fetched over HTTPS, Git and OCI, verified, served locally. ---
 # Largest catalog document and largest runtime artifact a sync downloads.
 MIRROR_MAX_BYTES = env_int("MIRROR_MAX_BYTES", CATALOG_MAX_BYTES)
 MIRROR_ARTIFACT_MAX_BYTES = env_int("MIRROR_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024)
@@ -323,7 +331,7 @@ MIRROR_BLOB_PREFIX = "blobs/sha256"
 # longest sync.
 BLOB_GC_GRACE_MINUTES = env_int("BLOB_GC_GRACE_MINUTES", 24 * 60)
 
-# --- Many workers (issue 15): upstream hosts are shared by every worker. ---
+# --- Many workers: upstream hosts are shared by every worker. ---
 # At most this many sync runs and trial runs start against one upstream host per window, counted
 # across all workers, in the notation of the `limits` library: "10/second", "120/minute",
 # "1 per 2 seconds". Empty turns the limit off. A run over the limit is not failed: its job is
@@ -405,7 +413,7 @@ RESERVED_PUBLISHER_SLUGS = env.list(
     ],
 )
 
-# Web UI (issue 7): sign-in pages, self sign-up (off by default: an admin creates accounts).
+# Web UI: sign-in pages, self sign-up (off by default: an admin creates accounts).
 LOGIN_URL = "web:login"
 LOGIN_REDIRECT_URL = "web:search"
 LOGOUT_REDIRECT_URL = "web:search"
@@ -417,7 +425,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
 }
 
-# --- OCI distribution endpoint (issue 11): /v2/ pull and push. ---
+# --- OCI distribution endpoint: /v2/ pull and push. ---
 # Largest manifest a push may send, and largest blob an upload session may hold.
 OCI_MANIFEST_MAX_BYTES = env_int("OCI_MANIFEST_MAX_BYTES", 4 * 1024 * 1024)
 OCI_UPLOAD_MAX_BYTES = env_int("OCI_UPLOAD_MAX_BYTES", CATALOG_MAX_BYTES)
@@ -427,7 +435,7 @@ OCI_UPLOAD_GC_MINUTES = env_int("OCI_UPLOAD_GC_MINUTES", 60)
 # Lifetime of the bearer tokens GET /v2/token hands out.
 OCI_TOKEN_TTL_SECONDS = env_int("OCI_TOKEN_TTL_SECONDS", 300)
 
-# --- Signing (issue 11): every catalog version the registry serves is signed (ECDSA P-256). ---
+# --- Signing: every catalog version the registry serves is signed (ECDSA P-256). ---
 # SIGNING_KEY_PEM (the private key itself, PKCS#8 or SEC1 PEM) wins over SIGNING_KEY_FILE (a path
 # to it). The embedded default creates the file on first use next to db.sqlite3; production
 # creates nothing and refuses to start without one of the two.

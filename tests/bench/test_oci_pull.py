@@ -27,7 +27,7 @@ def test_oras_pushes_the_catalog_to_docker_registry(tmp_path):
 
 @pytest.mark.django_db(transaction=True)
 def test_registry_blob_url_is_the_catalog_layer(live_server):
-    from catalogs.services import catalog_import
+    from catalogs.publishing.services import catalog_import
 
     body = bench.common.generate_catalog(3)
     version, _ = catalog_import(

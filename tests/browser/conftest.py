@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.catalogs.mirrors.conftest import (  # noqa: F401 - the walk mirrors from it
+from tests.catalogs.mirroring.conftest import (  # noqa: F401 - the walk mirrors from it
     https_upstream,
     https_upstream_session,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from catalogs import services
+from catalogs.publishing import services
 from tests.browser.conftest import DESKTOP, PHONE
 from tests.catalogs.factories import CatalogFactory, PublisherFactory
 from tests.catalogs.web.test_function_page import HEAD, NAMESPACE_SCHEMA, _function, _version

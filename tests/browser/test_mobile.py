@@ -12,11 +12,14 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from catalogs import contributions, mirrors
-from catalogs.models import Catalog, Contribution, SyncRun
+from catalogs.mirroring import services as mirrors
+from catalogs.mirroring.models import SyncRun
+from catalogs.publishing.models import Catalog
+from catalogs.review import services as contributions
+from catalogs.review.models import Contribution
 from tests.browser.conftest import DESKTOP, PHONE, WIDTH_JS, sign_in
-from tests.catalogs.contribution_fixtures import DEFINITION
 from tests.catalogs.factories import UserFactory
+from tests.catalogs.review.contribution_fixtures import DEFINITION
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

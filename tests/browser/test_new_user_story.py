@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from catalogs.models import Catalog, Contribution, MirrorSource
+from catalogs.mirroring.models import MirrorSource
+from catalogs.publishing.models import Catalog
+from catalogs.review.models import Contribution
 from tests.browser.conftest import DESKTOP, PHONE, TRANSFERRED, WIDTH_JS
-from tests.catalogs.contribution_fixtures import DEFINITION
 from tests.catalogs.factories import UserFactory, catalog_yaml
+from tests.catalogs.review.contribution_fixtures import DEFINITION
 from tests.e2e.test_trusted_catalog import _app, _krm, serve_catalog_with_runtimes
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from catalogs import services
+from catalogs.publishing import services
 from tests.browser.conftest import DESKTOP, PHONE, TRANSFERRED, WIDTH_JS
 from tests.catalogs.factories import CatalogFactory, PublisherFactory, catalog_yaml
 

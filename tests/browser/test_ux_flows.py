@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from catalogs import contributions, services
-from catalogs.models import Publisher, VerificationRequest
+from catalogs.publishing import services
+from catalogs.publishing.models import Publisher, VerificationRequest
+from catalogs.review import services as contributions
 from tests.browser.conftest import sign_in
-from tests.catalogs.contribution_fixtures import DEFINITION
 from tests.catalogs.factories import UserFactory, catalog_yaml
+from tests.catalogs.review.contribution_fixtures import DEFINITION
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

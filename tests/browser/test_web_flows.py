@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group
 
-from catalogs.models import Contribution
+from catalogs.review.models import Contribution
 from tests.browser.conftest import sign_in
-from tests.catalogs.contribution_fixtures import DEFINITION
 from tests.catalogs.factories import PublisherFactory, UserFactory, catalog_yaml
+from tests.catalogs.review.contribution_fixtures import DEFINITION
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -157,8 +157,8 @@ def test_tokens_page(new_page, people, screenshots):
 def test_mirror_pages(new_page, people, screenshots, monkeypatch):
     from django.utils import timezone
 
-    from catalogs import mirrors
-    from catalogs.models import DriftEvent, SyncRun
+    from catalogs.mirroring import services as mirrors
+    from catalogs.mirroring.models import DriftEvent, SyncRun
     from registry.celery import app as celery_app
 
     # This checks the pages, not the worker: "sync now" runs in this process even in the

@@ -5,8 +5,8 @@ from __future__ import annotations
 import factory
 from django.contrib.auth import get_user_model
 
-from catalogs import services
-from catalogs.models import Catalog, CatalogVersion, Publisher
+from catalogs.publishing import services
+from catalogs.publishing.models import Catalog, CatalogVersion, Publisher
 
 
 def catalog_yaml(

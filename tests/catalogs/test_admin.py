@@ -2,8 +2,8 @@
 
 import pytest
 
-from catalogs.models import CatalogVersion
-from catalogs.services import catalog_version_publish
+from catalogs.publishing.models import CatalogVersion
+from catalogs.publishing.services import catalog_version_publish
 from tests.catalogs.factories import catalog_yaml
 
 pytestmark = pytest.mark.django_db
@@ -22,12 +22,12 @@ def admin_client_with_version(client, catalog, django_user_model):
 @pytest.mark.parametrize("model", ["publisher", "catalog", "catalogversion", "functionversion"])
 def test_changelists_render(admin_client_with_version, model):
     client, _ = admin_client_with_version
-    assert client.get(f"/admin/catalogs/{model}/").status_code == 200
+    assert client.get(f"/admin/publishing/{model}/").status_code == 200
 
 
 def test_version_page_shows_the_content_without_a_save_button(admin_client_with_version):
     client, version = admin_client_with_version
-    response = client.get(f"/admin/catalogs/catalogversion/{version.pk}/change/")
+    response = client.get(f"/admin/publishing/catalogversion/{version.pk}/change/")
     assert response.status_code == 200
     page = response.content.decode()
     assert version.digest in page
@@ -37,10 +37,10 @@ def test_version_page_shows_the_content_without_a_save_button(admin_client_with_
 
 def test_versions_cannot_be_added_changed_or_deleted(admin_client_with_version):
     client, version = admin_client_with_version
-    assert client.get("/admin/catalogs/catalogversion/add/").status_code == 403
-    url = f"/admin/catalogs/catalogversion/{version.pk}/change/"
+    assert client.get("/admin/publishing/catalogversion/add/").status_code == 403
+    url = f"/admin/publishing/catalogversion/{version.pk}/change/"
     assert client.post(url, {"number": 99}).status_code == 403
-    delete = f"/admin/catalogs/catalogversion/{version.pk}/delete/"
+    delete = f"/admin/publishing/catalogversion/{version.pk}/delete/"
     assert client.post(delete, {"post": "yes"}).status_code == 403
     version.refresh_from_db()
     assert version.number == 1
@@ -49,18 +49,26 @@ def test_versions_cannot_be_added_changed_or_deleted(admin_client_with_version):
 
 def test_publisher_is_editable(admin_client_with_version, publisher):
     client, _ = admin_client_with_version
-    response = client.get(f"/admin/catalogs/publisher/{publisher.pk}/change/")
+    response = client.get(f"/admin/publishing/publisher/{publisher.pk}/change/")
     assert 'name="_save"' in response.content.decode()
 
 
 @pytest.mark.parametrize("model", ["verificationrequest", "publisherevent"])
 def test_people_records_are_listed_read_only(admin_client_with_version, owner, model):
-    from catalogs import publishers
+    from catalogs.publishing import publishers
 
     client, version = admin_client_with_version
     publishers.publisher_verification_request(
         publisher=version.catalog.publisher, actor=owner, message="please"
     )
-    listing = client.get(f"/admin/catalogs/{model}/")
+    listing = client.get(f"/admin/publishing/{model}/")
     assert listing.status_code == 200 and "example-co" in listing.content.decode()
-    assert client.get(f"/admin/catalogs/{model}/add/").status_code == 403
+    assert client.get(f"/admin/publishing/{model}/add/").status_code == 403
+
+
+def test_admin_pages_from_before_the_domain_apps_redirect_to_their_app(client, staff_user):
+    client.force_login(staff_user)
+    response = client.get("/admin/catalogs/contribution/?status=pending")
+    assert response.status_code == 301
+    assert response["Location"] == "/admin/review/contribution/?status=pending"
+    assert client.get("/admin/catalogs/nosuchmodel/").status_code == 404

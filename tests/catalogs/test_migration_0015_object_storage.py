@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from catalogs import blobstore
+from catalogs.publishing import blobstore
 
 BEFORE = [("catalogs", "0014_upstream_rate_limits")]
 AFTER = [("catalogs", "0015_object_storage")]

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from tests.catalogs.test_signing import independently_verified
+from tests.catalogs.trust.test_signing import independently_verified
 from tests.e2e.registry_a import registry_a
 from tests.e2e.test_trusted_catalog import _krm_cmd
 
@@ -37,7 +37,7 @@ def mirror_settings(settings, upstream):
 
 
 def _sync(name: str, url: str, key_pem: str):
-    from catalogs import mirrors
+    from catalogs.mirroring import services as mirrors
 
     source = mirrors.mirror_source_create(name=name, url=url, actor=None, cosign_public_key=key_pem)
     run = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
@@ -47,7 +47,7 @@ def _sync(name: str, url: str, key_pem: str):
 def test_registry_mirrors_another_over_oci_with_its_key(
     upstream, mirror_settings, live_server, tmp_path
 ):
-    from catalogs.models import SyncRun
+    from catalogs.mirroring.models import SyncRun
 
     base, port = upstream
     a_pub = httpx.get(f"{base}/signing-key.pub").text
@@ -92,7 +92,7 @@ def test_registry_mirrors_another_over_oci_with_its_key(
 def test_mirror_with_another_key_is_refused_and_publishes_nothing(
     upstream, mirror_settings, live_server
 ):
-    from catalogs.models import SyncRun
+    from catalogs.mirroring.models import SyncRun
 
     _base, port = upstream
     # B's own key is not the key A signs with.

@@ -19,7 +19,7 @@ import httpx
 import pytest
 import yaml
 
-from catalogs import services
+from catalogs.publishing import services
 from tests.catalogs.web.test_function_page import _code
 from tests.e2e.test_trusted_catalog import files_server  # noqa: F401 - a fixture
 

@@ -147,8 +147,8 @@ def test_revoked_runtime_digest_is_refused(live_server, published, tmp_path):
 
 
 def test_tampered_list_with_key_is_an_error(live_server, published, tmp_path):
-    from catalogs import blobstore
-    from catalogs.models import RevocationList
+    from catalogs.publishing import blobstore
+    from catalogs.trust.models import RevocationList
 
     url, key, ca_file, token, _digest = published
     assert (
@@ -202,7 +202,7 @@ def test_permission_matrix(live_server, published, other_user, staff_user):
     assert refused.json()["detail"] == (
         "Only owners of publisher 'example-co' (or staff) may change it."
     )
-    from catalogs.models import Revocation, RevocationList
+    from catalogs.trust.models import Revocation, RevocationList
 
     assert not Revocation.objects.exists() and not RevocationList.objects.exists()
     assert _revoke(live_server, token, **body).status_code == 201
@@ -236,7 +236,7 @@ def test_append_only_sequences(live_server, published):
 
 
 def test_rollback_and_vanished_list(live_server, published, tmp_path):
-    from catalogs.models import Revocation, RevocationList
+    from catalogs.trust.models import Revocation, RevocationList
 
     url, _key, ca_file, token, digest = published
     home = tmp_path / "h"

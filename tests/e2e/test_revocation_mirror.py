@@ -11,14 +11,15 @@ import httpx
 import pytest
 import yaml
 
-from tests.catalogs.test_signing import independently_verified
+from tests.catalogs.trust.test_signing import independently_verified
 from tests.e2e.registry_a import registry_a
 from tests.e2e.test_federation import _sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REVOKE = """
-from catalogs import revocations, selectors
+from catalogs.trust import revocations
+from catalogs.publishing import selectors
 cat = selectors.catalog_get(publisher_slug="upstream", name="tools")
 revocations.revocation_create(catalog=cat, actor=None, group="tools.example.co", kind="Lint",
     version="v1", reason="compromised", replacement="tools.example.co/v2 Lint")
@@ -33,7 +34,8 @@ def upstream_revoked(tmp_path):
 
 
 def test_mirror_carries_upstream_revocations(upstream_revoked, settings, live_server):
-    from catalogs.models import Revocation, SyncRun
+    from catalogs.mirroring.models import SyncRun
+    from catalogs.trust.models import Revocation
 
     base, port = upstream_revoked
     settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
@@ -62,7 +64,7 @@ def test_mirror_carries_upstream_revocations(upstream_revoked, settings, live_se
     assert independently_verified(b_pub, sig, served.content)
 
     # A second sync adds nothing: the list keeps its one sequence.
-    from catalogs import mirrors
+    from catalogs.mirroring import services as mirrors
 
     again = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
     again = mirrors.sync_run_execute(run_pk=again.pk)
@@ -73,12 +75,12 @@ def test_mirror_carries_upstream_revocations(upstream_revoked, settings, live_se
 def test_list_that_does_not_verify_is_not_carried(upstream_revoked, settings, live_server):
     """The source's key signs the catalog but a forged list: nothing is carried (the catalog
     sync itself stays good)."""
-    from catalogs.models import Revocation, SyncRun
+    from catalogs.mirroring.models import SyncRun
+    from catalogs.trust.models import Revocation
 
     _base, port = upstream_revoked
     settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     settings.MIRROR_OCI_PLAIN_HTTP_HOSTS = [f"127.0.0.1:{port}"]
-    from catalogs import revocations
 
     # Carry with another key than the one that signed the upstream list.
     a_pub = httpx.get(f"http://127.0.0.1:{port}/signing-key.pub").text
@@ -92,6 +94,8 @@ def test_list_that_does_not_verify_is_not_carried(upstream_revoked, settings, li
     source.cosign_public_key = other.public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     ).decode()
-    outcome = revocations.revocation_list_mirror(source=source)
+    from catalogs.mirroring.revocations import revocation_list_mirror
+
+    outcome = revocation_list_mirror(source=source)
     assert outcome["status"] == "refused: bad signature"
     assert not Revocation.objects.exists()

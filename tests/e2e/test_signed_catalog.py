@@ -55,7 +55,7 @@ def _store_tampered(digest: str, content: bytes) -> None:
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
 
-    from catalogs import blobstore
+    from catalogs.publishing import blobstore
     from tests.conftest import _content_caches_clear
 
     name = blobstore.blob_name(digest)
@@ -113,7 +113,7 @@ def _refused(proc, app, url: str, reason: str) -> None:
 
 
 def test_changed_bytes_are_refused(published, tmp_path):
-    from catalogs.models import CatalogVersion
+    from catalogs.publishing.models import CatalogVersion
 
     url, key, key_id, ca_file, _files = published
     version = CatalogVersion.objects.get()
@@ -140,8 +140,8 @@ def test_changed_bytes_are_refused(published, tmp_path):
 
 
 def test_signature_by_another_key_is_refused(published, tmp_path):
-    from catalogs.models import CatalogVersion
-    from catalogs.serving import serving_caches_clear
+    from catalogs.publishing.models import CatalogVersion
+    from catalogs.publishing.serving import serving_caches_clear
 
     url, key, key_id, ca_file, _files = published
     version = CatalogVersion.objects.get()
@@ -207,7 +207,7 @@ def _oci_build(app, ref, key, ca_file, tmp_path):
 
 
 def test_oci_build_with_registry_key(published, live_server, tmp_path):
-    from catalogs.models import CatalogVersion
+    from catalogs.publishing.models import CatalogVersion
 
     _url, key, key_id, ca_file, _files = published
     ref = _oci_ref(live_server)
@@ -234,11 +234,11 @@ def test_oci_build_with_registry_key(published, live_server, tmp_path):
 def test_oci_changed_layer_with_the_old_signature_is_refused(published, live_server, tmp_path):
     """An attacker with write access to the repository swaps the catalog (a new layer and
     manifest under ``latest``) and copies the old signature to the new manifest's .sig tag."""
-    from catalogs.models import CatalogVersion
-    from catalogs.oci import manifests as m
-    from catalogs.oci.models import OciTag
-    from catalogs.oci.selectors import oci_caches_clear
-    from catalogs.oci.services import oci_artifact_store
+    from catalogs.distribution import manifests as m
+    from catalogs.distribution.models import OciTag
+    from catalogs.distribution.selectors import oci_caches_clear
+    from catalogs.distribution.services import oci_artifact_store
+    from catalogs.publishing.models import CatalogVersion
 
     _url, key, _key_id, ca_file, _files = published
     version = CatalogVersion.objects.get()
@@ -281,9 +281,9 @@ def test_oci_changed_layer_with_the_old_signature_is_refused(published, live_ser
 
 
 def test_oci_signature_by_another_key_is_refused(published, live_server, tmp_path, settings):
-    from catalogs import services, signing
-    from catalogs.models import CatalogVersion
-    from catalogs.oci.selectors import oci_caches_clear
+    from catalogs.distribution.selectors import oci_caches_clear
+    from catalogs.publishing.models import CatalogVersion
+    from catalogs.trust import services, signing
 
     _url, key, key_id, ca_file, _files = published
     version = CatalogVersion.objects.get()
@@ -304,8 +304,8 @@ def test_oci_signature_by_another_key_is_refused(published, live_server, tmp_pat
 
 
 def test_oci_missing_signature_is_refused(published, live_server, tmp_path):
-    from catalogs.models import CatalogVersion
-    from catalogs.oci.models import OciTag
+    from catalogs.distribution.models import OciTag
+    from catalogs.publishing.models import CatalogVersion
 
     _url, key, _key_id, ca_file, _files = published
     version = CatalogVersion.objects.get()

@@ -9,14 +9,9 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from catalogs.models import (
-    Catalog,
-    CatalogVersion,
-    Contribution,
-    FunctionVersion,
-    MirrorSource,
-    Publisher,
-)
+from catalogs.mirroring.models import MirrorSource
+from catalogs.publishing.models import Catalog, CatalogVersion, FunctionVersion, Publisher
+from catalogs.review.models import Contribution
 from tests.catalogs.factories import catalog_yaml
 from tests.hostile.registry_payloads import HUGE, JSON_BODIES, YAML_DOCUMENTS, problems
 

@@ -118,7 +118,7 @@ def test_a_server_that_cannot_read_chunked_bodies_says_so(live_server, admin_use
     """Django's own server (wsgiref) hands chunked bytes over undecoded: 411, not a guess."""
     from rest_framework.authtoken.models import Token
 
-    from catalogs.models import CatalogVersion
+    from catalogs.publishing.models import CatalogVersion
 
     token = Token.objects.create(user=admin_user).key
     status, _, body = _post(

@@ -9,8 +9,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from catalogs.models import Catalog, CatalogVersion, Contribution, FunctionVersion, Publisher
-from tests.catalogs.contribution_fixtures import as_user, contributor, published  # noqa: F401
+from catalogs.publishing.models import Catalog, CatalogVersion, FunctionVersion, Publisher
+from catalogs.review.models import Contribution
+from tests.catalogs.review.contribution_fixtures import as_user, contributor, published  # noqa: F401
 from tests.hostile.registry_payloads import HUGE, LIMIT, YAML_DOCUMENTS
 
 pytestmark = pytest.mark.django_db

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SETUP = """
 from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
-from catalogs import services
+from catalogs.publishing import services
 user = User.objects.create_user("alice")
 publisher = services.publisher_create(slug="acme", actor=user)
 services.catalog_create(publisher=publisher, name="fns", actor=user)

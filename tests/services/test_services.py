@@ -100,7 +100,7 @@ spec:
 
 @pytest.fixture
 def catalog(db):
-    from catalogs import services
+    from catalogs.publishing import services
 
     publisher = services.publisher_create(slug="ci-services", display_name="CI", actor=None)
     return services.catalog_create(publisher=publisher, name="round-trip", actor=None)
@@ -108,8 +108,8 @@ def catalog(db):
 
 @pytest.mark.django_db(transaction=True)
 def test_publish_task_runs_in_the_worker_and_writes_postgresql(celery_app, workers, catalog):
-    from catalogs import tasks
-    from catalogs.models import CatalogVersion
+    from catalogs.publishing import tasks
+    from catalogs.publishing.models import CatalogVersion
 
     task = tasks.catalog_version_publish_task
     before = _executed(celery_app, task.name)
@@ -131,9 +131,9 @@ def test_publish_task_runs_in_the_worker_and_writes_postgresql(celery_app, worke
 
 @pytest.mark.django_db(transaction=True)
 def test_failing_task_reports_the_error_and_writes_nothing(celery_app, workers, catalog):
-    from catalogs import tasks
     from catalogs.exceptions import InvalidCatalogError
-    from catalogs.models import CatalogVersion
+    from catalogs.publishing import tasks
+    from catalogs.publishing.models import CatalogVersion
 
     bad = CATALOG.replace("kind: Catalog", "kind: NotACatalog")
     result = tasks.catalog_version_publish_task.delay(catalog.pk, bad)

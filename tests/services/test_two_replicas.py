@@ -25,7 +25,7 @@ import pytest
 import trustme
 
 from tests.catalogs.factories import catalog_yaml
-from tests.catalogs.mirrors.conftest import HttpsUpstream, exec_catalog_doc
+from tests.catalogs.mirroring.conftest import HttpsUpstream, exec_catalog_doc
 from tests.s3_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,7 +181,7 @@ def _sha256(data: bytes) -> str:
 def test_publish_through_one_replica_read_through_the_other(replicas):
     from rest_framework.authtoken.models import Token
 
-    from catalogs import services
+    from catalogs.publishing import services
     from tests.catalogs.factories import UserFactory
 
     web_a, web_b = replicas
@@ -222,8 +222,8 @@ def test_publish_through_one_replica_read_through_the_other(replicas):
 def test_a_mirror_synced_by_a_worker_is_served_by_both_replicas(
     replicas, mirror_worker, https_upstream, settings
 ):
-    from catalogs import mirrors
-    from catalogs.models import SyncRun
+    from catalogs.mirroring import services as mirrors
+    from catalogs.mirroring.models import SyncRun
     from registry.celery import app
 
     settings.MIRROR_ALLOWED_HOSTS = ["127.0.0.1"]

@@ -12,8 +12,9 @@ import pytest
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
-from catalogs import mirrors
-from catalogs.models import Catalog, CatalogVersion, MirrorSource, Publisher, SyncRun
+from catalogs.mirroring import services as mirrors
+from catalogs.mirroring.models import MirrorSource, SyncRun
+from catalogs.publishing.models import Catalog, CatalogVersion, Publisher
 from tests.catalogs.factories import UserFactory, catalog_yaml
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ import hashlib
 import pytest
 from django.conf import settings
 
-from catalogs.models import CatalogVersion
+from catalogs.publishing.models import CatalogVersion
 from tests.catalogs.factories import catalog_yaml
 
 pytestmark = pytest.mark.django_db

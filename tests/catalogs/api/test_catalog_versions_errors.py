@@ -2,7 +2,7 @@
 
 import pytest
 
-from catalogs.models import CatalogVersion, FunctionVersion
+from catalogs.publishing.models import CatalogVersion, FunctionVersion
 from tests.catalogs.bad_documents import BAD_DOCUMENTS, expected_problems
 from tests.catalogs.factories import catalog_yaml
 

@@ -1,6 +1,6 @@
 import pytest
 
-from catalogs.services import catalog_version_publish
+from catalogs.publishing.services import catalog_version_publish
 from tests.catalogs.factories import CatalogFactory, PublisherFactory, catalog_yaml
 
 pytestmark = pytest.mark.django_db

@@ -6,10 +6,11 @@ import pytest
 import yaml
 from rest_framework.test import APIClient
 
-from catalogs import contributions
-from catalogs.models import CatalogVersion, Contribution, ReviewEvent
-from tests.catalogs import contribution_fixtures
-from tests.catalogs.contribution_fixtures import DEFINITION
+from catalogs.publishing.models import CatalogVersion
+from catalogs.review import services as contributions
+from catalogs.review.models import Contribution, ReviewEvent
+from tests.catalogs.review import contribution_fixtures
+from tests.catalogs.review.contribution_fixtures import DEFINITION
 
 pytestmark = pytest.mark.django_db
 
@@ -209,7 +210,7 @@ def test_a_yaml_body_is_415(client_for, published):
 
 
 def test_a_mirrored_catalog_takes_no_contributions(client_for, published):
-    from catalogs import mirrors
+    from catalogs.mirroring import services as mirrors
 
     mirrors.mirror_source_create(
         name="upstream", url="https://127.0.0.1:9/catalog.yaml", actor=None

@@ -16,12 +16,16 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from catalogs import contributions, mirrors, revocations, services
 from catalogs.api import cache as list_cache
-from catalogs.models import Catalog, Publisher, SyncRun
-from tests.catalogs import contribution_fixtures
-from tests.catalogs.contribution_fixtures import DEFINITION
+from catalogs.mirroring import services as mirrors
+from catalogs.mirroring.models import SyncRun
+from catalogs.publishing import services
+from catalogs.publishing.models import Catalog, Publisher
+from catalogs.review import services as contributions
+from catalogs.trust import revocations
 from tests.catalogs.factories import UserFactory, catalog_yaml
+from tests.catalogs.review import contribution_fixtures
+from tests.catalogs.review.contribution_fixtures import DEFINITION
 
 pytestmark = pytest.mark.django_db
 

@@ -9,14 +9,10 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from catalogs import services
-from catalogs.models import (
-    Catalog,
-    Contribution,
-    MirrorSource,
-    Publisher,
-    SyncRun,
-)
+from catalogs.mirroring.models import MirrorSource, SyncRun
+from catalogs.publishing import services
+from catalogs.publishing.models import Catalog, Publisher
+from catalogs.review.models import Contribution
 from tests.catalogs.factories import UserFactory, catalog_yaml
 
 pytestmark = pytest.mark.django_db
@@ -101,6 +97,6 @@ def test_source_runs_take_a_fixed_number_of_queries(many, django_assert_max_num_
 def test_fast_reverse_is_reverse(name, kwargs):
     from django.urls import reverse
 
-    from catalogs.api.serializers import fast_reverse
+    from catalogs.publishing.api.serializers import fast_reverse
 
     assert fast_reverse(name, **kwargs) == reverse(name, kwargs=kwargs)

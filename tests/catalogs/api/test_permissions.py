@@ -7,7 +7,7 @@ user who may not act gets 403.
 import pytest
 from django.core.management import call_command
 
-from catalogs.models import Catalog, CatalogVersion, Publisher
+from catalogs.publishing.models import Catalog, CatalogVersion, Publisher
 from tests.catalogs.factories import catalog_yaml
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from rest_framework.test import APIClient
 
-from catalogs import services
+from catalogs.publishing import services
 from tests.catalogs.factories import CatalogFactory, PublisherFactory, catalog_yaml
 
 pytestmark = pytest.mark.django_db

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from catalogs.models import CatalogVersion
+from catalogs.publishing.models import CatalogVersion
 
 pytestmark = pytest.mark.django_db
 
-CHANGELIST = "/admin/catalogs/contribution/"
+CHANGELIST = "/admin/review/contribution/"
 
 
 @pytest.fixture
@@ -44,8 +44,8 @@ def test_admin_reject_asks_for_a_reason_first(client, pending, staff_reviewer):
 
 
 def test_admin_refuses_a_self_review(client, published, staff_reviewer):
-    from catalogs.contributions import contribution_submit
-    from tests.catalogs.contribution_fixtures import DEFINITION
+    from catalogs.review.services import contribution_submit
+    from tests.catalogs.review.contribution_fixtures import DEFINITION
 
     own = contribution_submit(catalog=published, content=DEFINITION, actor=staff_reviewer)
     client.force_login(staff_reviewer)

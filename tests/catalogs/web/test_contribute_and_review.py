@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from catalogs.models import CatalogVersion, Contribution
-from tests.catalogs.contribution_fixtures import DEFINITION
+from catalogs.publishing.models import CatalogVersion
+from catalogs.review.models import Contribution
+from tests.catalogs.review.contribution_fixtures import DEFINITION
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +35,7 @@ def test_contribute_by_upload(as_user, published, contributor):
 
 
 def test_a_mirrored_catalog_is_not_offered_and_is_refused(as_user, published, contributor):
-    from catalogs import mirrors
+    from catalogs.mirroring import services as mirrors
 
     source = mirrors.mirror_source_create(
         name="upstream", url="https://127.0.0.1:9/catalog.yaml", actor=None
@@ -114,7 +115,7 @@ def test_the_queue_filters_by_status_and_catalog(as_user, pending, reviewer, cat
 
 
 def test_the_review_page_shows_definition_needs_diff_and_validity(as_user, published, reviewer):
-    from catalogs.contributions import contribution_submit
+    from catalogs.review.services import contribution_submit
     from tests.catalogs.factories import UserFactory
 
     text = (
@@ -201,7 +202,7 @@ def test_approving_twice_shows_the_error_and_publishes_once(as_user, pending, re
 
 
 def test_own_contribution_has_no_decision_buttons(as_user, published, reviewer):
-    from catalogs.contributions import contribution_submit
+    from catalogs.review.services import contribution_submit
 
     c = contribution_submit(catalog=published, content=DEFINITION, actor=reviewer)
     body = as_user(reviewer).get(f"/review/{c.pk}/").content.decode()
@@ -209,7 +210,7 @@ def test_own_contribution_has_no_decision_buttons(as_user, published, reviewer):
 
 
 def test_contribute_with_the_form_fields(as_user, published, contributor):
-    from catalogs.contributions import contribution_definition_parse
+    from catalogs.review.services import contribution_definition_parse
 
     data = {
         "mode": "fields",

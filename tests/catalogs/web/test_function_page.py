@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from catalogs import services
-from catalogs.models import Catalog
+from catalogs.publishing import services
+from catalogs.publishing.models import Catalog
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import html
 
 import pytest
 
-from catalogs import services
+from catalogs.publishing import services
 from tests.catalogs.factories import CatalogFactory, PublisherFactory, UserFactory, catalog_yaml
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from catalogs import mirrors
-from catalogs.models import DriftEvent, SyncRun
+from catalogs.mirroring import services as mirrors
+from catalogs.mirroring.models import DriftEvent, SyncRun
 
 pytestmark = pytest.mark.django_db
 
@@ -122,7 +122,7 @@ def test_unknown_source_is_404(as_user, staff_user):
 
 
 def test_search_filters_mirrored_and_signed(client, source):
-    from catalogs import services
+    from catalogs.publishing import services
     from tests.catalogs.factories import catalog_yaml
 
     # A mirror's catalog takes versions only from a running sync of its source.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from catalogs import services
+from catalogs.publishing import services
 from tests.catalogs.factories import CatalogFactory, PublisherFactory, catalog_yaml
 
 pytestmark = pytest.mark.django_db
@@ -204,7 +204,7 @@ def test_unknown_catalog_or_function_is_404(client, published, url):
 
 
 def test_catalog_text_is_escaped_everywhere(as_user, catalog, contributor, reviewer):
-    from catalogs import contributions
+    from catalogs.review import services as contributions
 
     catalog.description = HOSTILE
     catalog.save()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from catalogs import contributions
-from catalogs.models import Catalog, CatalogVersion, Contribution, ReviewEvent
-from tests.catalogs.contribution_fixtures import DEFINITION
+from catalogs.publishing.models import Catalog, CatalogVersion
+from catalogs.review import services as contributions
+from catalogs.review.models import Contribution, ReviewEvent
 from tests.catalogs.factories import catalog_yaml
+from tests.catalogs.review.contribution_fixtures import DEFINITION
 
 pytestmark = pytest.mark.django_db
 

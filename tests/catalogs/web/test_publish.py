@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from catalogs.models import CatalogVersion
+from catalogs.publishing.models import CatalogVersion
 from tests.catalogs.factories import catalog_yaml
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from catalogs import publishers
 from catalogs.exceptions import AlreadyExistsError, InvalidInputError, NotAllowedError
-from catalogs.models import Publisher, PublisherEvent, VerificationRequest
+from catalogs.publishing import publishers
+from catalogs.publishing.models import Publisher, PublisherEvent, VerificationRequest
 from tests.catalogs.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from catalogs import services
-from catalogs.models import Revocation, RevocationList
+from catalogs.publishing import services
+from catalogs.trust.models import Revocation, RevocationList
 from tests.catalogs.factories import catalog_yaml
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +56,7 @@ def test_others_see_no_form_and_cannot_post(client, other_user, with_version):
 def test_admin_adds_through_the_service(client, staff_user, with_version, django_user_model):
     admin = django_user_model.objects.create_superuser("root", "root@example.co", "pw")
     client.force_login(admin)
-    url = "/admin/catalogs/revocation/add/"
+    url = "/admin/trust/revocation/add/"
     bad = client.post(
         url, {"catalog": with_version.pk, "kind": "Nope", "version": "v1", "reason": "broken"}
     )
@@ -68,5 +68,5 @@ def test_admin_adds_through_the_service(client, staff_user, with_version, django
     row = Revocation.objects.get()
     assert row.sequence == 1 and row.created_by == admin
     assert RevocationList.objects.get().sequence == 1
-    change = client.get(f"/admin/catalogs/revocation/{row.pk}/change/")
+    change = client.get(f"/admin/trust/revocation/{row.pk}/change/")
     assert b'name="_save"' not in change.content

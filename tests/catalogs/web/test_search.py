@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from catalogs import services
+from catalogs.publishing import services
 from tests.catalogs.factories import CatalogFactory, PublisherFactory, UserFactory, catalog_yaml
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,1 @@
+"""The registry's discovery app: search, function pages, the landing page."""

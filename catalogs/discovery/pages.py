@@ -1,0 +1,191 @@
+"""The search page: validate the query string, call catalogs.discovery.search, render cards and
+facets.
+
+Every parameter a visitor can mistype (a filter, the sort, the page, the page size) gets a notice
+on the page saying what was used instead; none is an error page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.urls import reverse
+from django.utils.http import RFC3986_SUBDELIMS
+from django.utils.timezone import localtime
+
+from catalogs.discovery import search
+from catalogs.pages import page_render
+from catalogs.publishing import selectors
+from catalogs.publishing.api.filters import FunctionSearchFilter
+
+# Filters shown as facets (their values are links); the rest are typed into "More filters".
+TYPED_FILTERS = ("group", "kind", "version", "catalog", "key")
+# Catalogs listed on each card; a page holding one function lists up to ALL_CARRIERS (a page of
+# 30 cards listing every catalog of each would pass 100 KB).
+CARD_CARRIERS = 3
+ALL_CARRIERS = 100
+# "Every function, <phrase>." above an unfiltered list.
+SORT_PHRASES = {
+    "relevance": "by relevance",
+    "name": "by name",
+    "updated": "recently updated first",
+    "catalogs": "carried by the most catalogs first",
+}
+# Parameters that are not filters.
+NOT_FILTERS = ("q", "sort", "page", "page_size")
+
+
+def _link(params: QueryDict, **changes: str | None) -> str:
+    """``?...`` for ``params`` with ``changes`` (None removes a key); a new filter goes back to
+    page 1, so the page is always dropped unless given."""
+    query = params.copy()
+    query.pop("page", None)
+    for key, value in changes.items():
+        query.pop(key, None)
+        if value is not None:
+            query[key] = value
+    encoded = query.urlencode()
+    return f"?{encoded}" if encoded else "?"
+
+
+def _selected(params: QueryDict, param: str, value: str) -> bool:
+    given = params.get(param, "")
+    return given.lower() == value.lower() if param in ("tag", "runtime") else given == value
+
+
+def _facets(params: QueryDict, facets: list[search.Facet]) -> list[dict[str, Any]]:
+    """Facets with each value's toggle link; a selected value is kept even at a zero count."""
+    shown = []
+    for facet in facets:
+        values = []
+        for v in facet.values:
+            selected = _selected(params, v.param, v.value)
+            if v.count or selected:
+                link = _link(params, **{v.param: None if selected else v.value})
+                values.append({"value": v, "selected": selected, "href": link})
+        if values:
+            shown.append({"label": facet.label, "values": values})
+    return shown
+
+
+def _active_filters(params: QueryDict) -> list[dict[str, str]]:
+    """The filters in use, each with the link that removes it."""
+    active = []
+    for key in params:
+        value = params.get(key, "")
+        if key in NOT_FILTERS or not value:
+            continue
+        label = key if value == "on" else f"{key}: {value}"
+        active.append({"label": label, "href": _link(params, **{key: None})})
+    return active
+
+
+def _function_url_format() -> str:
+    """``reverse('web:function')`` as a format string: reversing per link cost a fifth of the
+    page's rendering; the arguments are quoted as ``reverse`` quotes them."""
+    names = ("publisher", "catalog", "group", "kind")
+    sample = reverse("web:function", args=[f"--{name}--" for name in names])
+    sample = sample.replace("{", "{{").replace("}", "}}")
+    for name in names:
+        sample = sample.replace(f"--{name}--", "{" + name + "}")
+    return sample
+
+
+def _q(value: str) -> str:
+    return quote(value, safe=RFC3986_SUBDELIMS + "~:@")
+
+
+def _cards(results: Iterable[search.FunctionResult], limit: int) -> list[dict[str, Any]]:
+    """What each card shows, worked out here once (a template looks each name up slowly)."""
+    url = _function_url_format()
+    cards = []
+    for r in results:
+        group, kind = _q(r.group), _q(r.kind)
+        carriers = [
+            {
+                "href": url.format(
+                    publisher=_q(c.publisher), catalog=_q(c.catalog), group=group, kind=kind
+                ),
+                "name": f"{c.publisher}/{c.catalog}",
+                "verified": c.publisher_verified,
+                "signed": bool(c.signed_key_id),
+                "mirrored": c.mirrored,
+                "when": f"{', '.join(c.versions)} · {localtime(c.updated_at):%Y-%m-%d}",
+            }
+            for c in r.carriers[:limit]
+        ]
+        cards.append(
+            {
+                "result": r,
+                "href": carriers[0]["href"] if carriers else "",
+                "carriers": carriers,
+                "hidden": max(0, len(r.carriers) - limit),
+                "more_href": "?" + urlencode({"group": r.group, "kind": r.kind}),
+            }
+        )
+    return cards
+
+
+def _filter_errors(flt: FunctionSearchFilter) -> list[str]:
+    notices = []
+    for name, errors in flt.errors.items():
+        for error in errors:
+            notices.append(f"Filter '{name}' ignored: {error}")
+    return notices
+
+
+def search_page(request: HttpRequest) -> HttpResponse:
+    """One result per function over every catalog's latest version: facets, sorts, pages."""
+    params = request.GET
+    flt = FunctionSearchFilter(params, queryset=selectors.function_version_list())
+    notices = _filter_errors(flt)
+    query = (params.get("q") or "").strip()
+    found = search.function_search(
+        versions=flt.qs,
+        query=query,
+        sort=params.get("sort"),
+        page=params.get("page"),
+        page_size=params.get("page_size"),
+    )
+    page = found.page
+    active = _active_filters(params)
+    limit = ALL_CARRIERS if len(page.object_list) == 1 else CARD_CARRIERS
+    context = {
+        "filter": flt,
+        "found": found,
+        "page": page,
+        "cards": _cards(page.object_list, limit),
+        "query_text": query,
+        "notices": notices + found.notices,
+        "facets": _facets(params, found.facets),
+        "active_filters": active,
+        "clear_filters": _link(QueryDict(mutable=True), q=query or None),
+        # Hidden inputs keep the filters when a new query is typed.
+        "kept": [
+            (key, value)
+            for key in params
+            if key not in ("q", "page", *TYPED_FILTERS)
+            for value in params.getlist(key)
+        ],
+        "typed_open": any(params.get(key) for key in TYPED_FILTERS),
+        "sort_phrase": SORT_PHRASES[found.sort],
+        "sorts": [
+            {"key": key, "label": label, "href": _link(params, sort=key)}
+            for key, label in search.SORTS.items()
+            if key != "relevance" or query
+        ],
+        "page_sizes": [
+            {"size": size, "href": _link(params, page_size=str(size))} for size in search.PAGE_SIZES
+        ],
+        "page_links": [
+            {"number": n, "href": _link(params, page=str(n)) if isinstance(n, int) else ""}
+            for n in page.paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)
+        ],
+        "previous_href": _link(params, page=str(page.number - 1)) if page.has_previous() else "",
+        "next_href": _link(params, page=str(page.number + 1)) if page.has_next() else "",
+        "catalogs": selectors.catalog_list().published()[:50] if not params else None,
+    }
+    return page_render(request, "search.html", context)

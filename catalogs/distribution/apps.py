@@ -1,0 +1,18 @@
+"""App configuration of distribution."""
+
+from django.apps import AppConfig
+
+
+class DistributionConfig(AppConfig):
+    """The OCI distribution endpoint /v2/: manifests, blobs, uploads, tags, tokens."""
+
+    name = "catalogs.distribution"
+    label = "distribution"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from catalogs import events
+        from catalogs.distribution import services
+        from catalogs.publishing.events import CatalogVersionPublished
+
+        events.subscribe(CatalogVersionPublished, services.on_catalog_version_published)

@@ -1,0 +1,2 @@
+"""The registry's mirroring app: mirror sources, sync runs, fetchers by scheme, runtime artifacts,
+drift."""

@@ -1,0 +1,54 @@
+"""Web forms of mirroring: they only check the shape of input; services decide the rest."""
+
+from __future__ import annotations
+
+from django import forms
+
+from catalogs.mirroring.services import MIRROR_SOURCE_FIELDS
+
+
+class MirrorSourceForm(forms.Form):
+    """A mirror source's settings; the mirror services validate URL, pin and policy."""
+
+    name = forms.SlugField(
+        max_length=100, help_text="Served as /c/mirrors/<name>/catalog.yaml; cannot change later."
+    )
+    url = forms.CharField(
+        max_length=2048,
+        label="Upstream URL",
+        help_text="https://…/catalog.yaml, git+https://host/repo.git//path/catalog.yaml?ref=REF, "
+        "oci://host/repo:tag or oci://host/repo@sha256:…",
+        widget=forms.TextInput(attrs={"size": 70, "spellcheck": "false"}),
+    )
+    digest = forms.CharField(
+        max_length=100,
+        required=False,
+        label="Digest pin",
+        help_text="Optional: sha256:… of the document or OCI manifest, or a git commit.",
+    )
+    cosign_public_key = forms.CharField(
+        required=False,
+        label="cosign public key (OCI)",
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "code"}),
+    )
+    sigstore_identity = forms.CharField(max_length=1024, required=False, label="sigstore identity")
+    sigstore_issuer = forms.CharField(max_length=1024, required=False, label="sigstore issuer")
+    mirror_runtimes = forms.BooleanField(
+        required=False, label="Mirror runtimes (exec binaries and starlark scripts)"
+    )
+    enabled = forms.BooleanField(required=False, initial=True, label="Sync on a schedule")
+    interval_minutes = forms.IntegerField(
+        min_value=1, max_value=7 * 24 * 60, initial=60, label="Every (minutes)"
+    )
+
+    FIELDS = MIRROR_SOURCE_FIELDS
+
+    def __init__(self, *args, editing: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if editing:
+            # The name is where the catalog is served: it stays.
+            del self.fields["name"]
+
+    def settings(self) -> dict:
+        """The cleaned values as the services' keyword arguments (name aside)."""
+        return {key: self.cleaned_data[key] for key in self.FIELDS}

@@ -1,0 +1,39 @@
+"""Serving mirrored runtime artifacts by digest: ``/c/blobs/sha256/<hex>``."""
+
+from __future__ import annotations
+
+from django.core.files.storage import default_storage
+from django.http import Http404, HttpRequest, HttpResponseNotModified
+from django.http.response import HttpResponseBase
+from django.views.decorators.http import require_safe
+
+from catalogs.mirroring.models import RuntimeArtifact
+from catalogs.publishing import serving
+from catalogs.publishing.views import IMMUTABLE_CACHE_CONTROL
+
+
+@require_safe
+def blob_by_digest(request: HttpRequest, hexdigest: str) -> HttpResponseBase:
+    """A mirrored exec binary or starlark script; its URL names its bytes, so cache forever."""
+    digest = f"sha256:{hexdigest}"
+    artifact = RuntimeArtifact.objects.filter(digest=digest).first()
+    if artifact is None:
+        raise Http404("No such blob.")
+    etag = f'"{digest}"'
+    if request.META.get("HTTP_IF_NONE_MATCH") == etag:
+        if not default_storage.exists(artifact.storage_name):
+            raise Http404("No such blob.")
+        response: HttpResponseBase = HttpResponseNotModified()
+    else:
+        try:
+            response = serving.serving_stored_file(
+                storage_name=artifact.storage_name,
+                size=artifact.size,
+                content_type="application/octet-stream",
+            )
+        except FileNotFoundError:
+            raise Http404("No such blob.")
+    response["ETag"] = etag
+    response["X-Content-Digest"] = digest
+    response["Cache-Control"] = IMMUTABLE_CACHE_CONTROL
+    return response

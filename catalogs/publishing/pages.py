@@ -1,0 +1,175 @@
+"""Publisher pages: create your own, invite co-owners, ask for (and, as staff, decide on) the
+verified badge. Thin: each calls one service of catalogs.publishing.services or
+catalogs.publishing.publishers."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods, require_POST
+
+from catalogs.exceptions import (
+    AlreadyExistsError,
+    NotAllowedError,
+    RegistryError,
+    ReservedNameError,
+)
+from catalogs.pages import domain_errors, page_render
+from catalogs.publishing import forms, publishers, selectors, services
+from catalogs.publishing.models import VerificationStatus
+
+
+def _next_url(request: HttpRequest) -> str | None:
+    target = request.POST.get("next") or request.GET.get("next")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return None
+
+
+@login_required
+@domain_errors
+@require_http_methods(["GET", "POST"])
+def publisher_create(request: HttpRequest) -> HttpResponse:
+    """Any signed-in user creates a publisher and becomes its first owner."""
+    form = forms.PublisherCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            publisher = services.publisher_create(
+                slug=form.cleaned_data["slug"],
+                display_name=form.cleaned_data["display_name"],
+                actor=request.user,
+            )
+        except ReservedNameError as err:
+            form.add_error("slug", err.message)
+        except NotAllowedError:
+            raise
+        except RegistryError as err:
+            form.add_error("slug", err.message)
+        else:
+            messages.success(request, f"Publisher {publisher.slug} created; you own it.")
+            return redirect(_next_url(request) or "web:publisher", slug=publisher.slug)
+    context = {"form": form, "next": _next_url(request) or ""}
+    return page_render(request, "publisher_create.html", context, 400 if form.errors else 200)
+
+
+def _publisher_page(request: HttpRequest, publisher, status: int = 200, **forms_) -> HttpResponse:
+    can_manage = selectors.user_is_owner_or_staff(publisher=publisher, user=request.user)
+    context = {
+        "publisher": publisher,
+        "catalogs": selectors.catalog_list(publisher_slug=publisher.slug),
+        "owners": publisher.owners.order_by("username"),
+        "can_manage": can_manage,
+        "owner_form": forms_.get("owner_form") or forms.OwnerAddForm(),
+        "verify_form": forms_.get("verify_form") or forms.VerificationRequestForm(),
+    }
+    if can_manage:
+        context["events"] = publishers.publisher_event_list(publisher=publisher)
+        context["pending_request"] = publisher.verification_requests.filter(
+            status=VerificationStatus.PENDING
+        ).first()
+    return page_render(request, "publisher_detail.html", context, status)
+
+
+@domain_errors
+def publisher_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """A publisher: its catalogs and owners; for owners, co-owners and the verified badge."""
+    return _publisher_page(request, selectors.publisher_get(slug=slug))
+
+
+@login_required
+@domain_errors
+@require_POST
+def publisher_owner_add(request: HttpRequest, slug: str) -> HttpResponse:
+    """An owner adds an existing user as co-owner."""
+    publisher = selectors.publisher_get(slug=slug)
+    form = forms.OwnerAddForm(request.POST)
+    if form.is_valid():
+        try:
+            publishers.publisher_owner_add(
+                publisher=publisher, username=form.cleaned_data["username"], actor=request.user
+            )
+        except NotAllowedError:
+            raise
+        except RegistryError as err:
+            form.add_error("username", err.message)
+        else:
+            messages.success(request, f"{form.cleaned_data['username']} now owns {slug}.")
+            return redirect("web:publisher", slug=slug)
+    return _publisher_page(request, publisher, 400, owner_form=form)
+
+
+@login_required
+@domain_errors
+@require_POST
+def publisher_verification_request(request: HttpRequest, slug: str) -> HttpResponse:
+    """An owner asks staff for the verified badge."""
+    publisher = selectors.publisher_get(slug=slug)
+    form = forms.VerificationRequestForm(request.POST)
+    if form.is_valid():
+        try:
+            publishers.publisher_verification_request(
+                publisher=publisher, actor=request.user, message=form.cleaned_data["message"]
+            )
+        except NotAllowedError:
+            raise
+        except RegistryError as err:
+            form.add_error(None, err.message)
+        else:
+            messages.success(request, "Request sent; staff will grant or refuse the badge.")
+            return redirect("web:publisher", slug=slug)
+    return _publisher_page(request, publisher, 400, verify_form=form)
+
+
+def _require_staff(request: HttpRequest) -> None:
+    if not request.user.is_staff:
+        raise NotAllowedError("Only staff grant or refuse the verified badge.")
+
+
+@login_required
+@domain_errors
+def verification_queue(request: HttpRequest) -> HttpResponse:
+    """Staff: pending requests for the verified badge, and the ones decided lately."""
+    _require_staff(request)
+    context = {
+        "pending": publishers.verification_request_list(status=VerificationStatus.PENDING),
+        "decided": publishers.verification_request_list()
+        .exclude(status=VerificationStatus.PENDING)
+        .order_by("-decided_at", "-pk")[:20],
+        "decide_form": forms.VerificationDecisionForm(),
+    }
+    return page_render(request, "verification_queue.html", context)
+
+
+@login_required
+@domain_errors
+@require_POST
+def verification_decide(request: HttpRequest, pk: int) -> HttpResponse:
+    """Staff grant (action=grant) or refuse (action=refuse, with a reason) one request."""
+    _require_staff(request)
+    item = publishers.verification_request_get(pk=pk)
+    form = forms.VerificationDecisionForm(request.POST)
+    form.is_valid()
+    action = request.POST.get("action")
+    if action not in ("grant", "refuse"):
+        messages.error(request, f"Unknown action {action!r}: use grant or refuse.")
+        return redirect("web:verification-queue")
+    try:
+        publishers.publisher_verification_decide(
+            request=item,
+            actor=request.user,
+            grant=action == "grant",
+            reason=form.cleaned_data.get("reason", ""),
+        )
+    except NotAllowedError:
+        raise
+    except (AlreadyExistsError, RegistryError) as err:
+        messages.error(request, f"{item.publisher.slug}: {err.message}")
+    else:
+        verb = "granted" if action == "grant" else "refused"
+        messages.success(request, f"Verified badge {verb} for {item.publisher.slug}.")
+    return redirect("web:verification-queue")

@@ -1,0 +1,161 @@
+"""People and publishers: co-owners invited by owners, and the verified badge staff grant.
+
+Services (writes) are ``publisher_<verb>``; each change is an entry of the publisher's audit log
+(``PublisherEvent``). Creating a publisher is ``services.publisher_create`` (reserved names and
+slug rules live there), which the web UI calls as the API does.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from catalogs.exceptions import (
+    AlreadyExistsError,
+    InvalidInputError,
+    NotAllowedError,
+    NotFoundError,
+)
+from catalogs.publishing.models import (
+    Publisher,
+    PublisherEvent,
+    PublisherEventAction,
+    VerificationRequest,
+    VerificationStatus,
+)
+from catalogs.publishing.selectors import signed_in, user_is_owner_or_staff
+from catalogs.publishing.services import Actor
+
+_signed_in = signed_in
+
+
+def _check_owner(*, publisher: Publisher, actor: Actor) -> None:
+    if actor is None:
+        return
+    if not user_is_owner_or_staff(publisher=publisher, user=actor):
+        raise NotAllowedError(
+            f"Only owners of publisher '{publisher.slug}' (or staff) may do this."
+        )
+
+
+def _check_staff(actor: Actor) -> None:
+    if actor is None:
+        return
+    if not (_signed_in(actor) and actor.is_staff):
+        raise NotAllowedError("Only staff grant or refuse the verified badge.")
+
+
+def _log(publisher: Publisher, actor: Actor, action: str, detail: str = "") -> PublisherEvent:
+    return PublisherEvent.objects.create(
+        publisher=publisher,
+        actor=actor if _signed_in(actor) else None,
+        action=action,
+        detail=detail,
+    )
+
+
+# --------------------------------------------------------------------------- selectors
+
+
+def publisher_list_owned(*, user: Actor) -> QuerySet[Publisher]:
+    """Publishers ``user`` owns."""
+    if not _signed_in(user):
+        return Publisher.objects.none()
+    return Publisher.objects.filter(owners=user)
+
+
+def publisher_event_list(*, publisher: Publisher) -> QuerySet[PublisherEvent]:
+    """A publisher's audit log, oldest first."""
+    return PublisherEvent.objects.filter(publisher=publisher).select_related("actor")
+
+
+def verification_request_list(*, status: str | None = None) -> QuerySet[VerificationRequest]:
+    """Requests for the verified badge, newest first, optionally by status."""
+    qs = VerificationRequest.objects.select_related("publisher", "requested_by", "decided_by")
+    return qs.filter(status=status) if status else qs
+
+
+def verification_request_get(*, pk: int) -> VerificationRequest:
+    """Request ``pk`` or NotFoundError."""
+    try:
+        return verification_request_list().get(pk=pk)
+    except VerificationRequest.DoesNotExist:
+        raise NotFoundError(f"Verification request {pk} does not exist.")
+
+
+# --------------------------------------------------------------------------- services
+
+
+@transaction.atomic
+def publisher_owner_add(*, publisher: Publisher, username: str, actor: Actor) -> Publisher:
+    """An owner (or staff) makes an existing user a co-owner of ``publisher``."""
+    _check_owner(publisher=publisher, actor=actor)
+    username = (username or "").strip()
+    if not username:
+        raise InvalidInputError("Give the user name of the new owner.")
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is None:
+        raise InvalidInputError(f"Unknown user '{username}': they must sign up first.")
+    if publisher.owners.filter(pk=user.pk).exists():
+        raise AlreadyExistsError(f"{username} already owns publisher '{publisher.slug}'.")
+    publisher.owners.add(user)
+    _log(publisher, actor, PublisherEventAction.OWNER_ADDED, username)
+    return publisher
+
+
+@transaction.atomic
+def publisher_verification_request(
+    *, publisher: Publisher, actor: Actor, message: str = ""
+) -> VerificationRequest:
+    """An owner asks staff for the verified badge (one pending request at a time)."""
+    _check_owner(publisher=publisher, actor=actor)
+    locked = Publisher.objects.select_for_update().get(pk=publisher.pk)
+    if locked.verified:
+        raise InvalidInputError(f"Publisher '{locked.slug}' is verified already.")
+    if locked.verification_requests.filter(status=VerificationStatus.PENDING).exists():
+        raise AlreadyExistsError(
+            f"Publisher '{locked.slug}' has a pending request already; staff will answer it."
+        )
+    try:
+        with transaction.atomic():
+            request = VerificationRequest.objects.create(
+                publisher=locked,
+                requested_by=actor if _signed_in(actor) else None,
+                message=(message or "").strip(),
+            )
+    except IntegrityError:
+        raise AlreadyExistsError(f"Publisher '{locked.slug}' has a pending request already.")
+    _log(locked, actor, PublisherEventAction.VERIFICATION_REQUESTED, request.message)
+    return request
+
+
+@transaction.atomic
+def publisher_verification_decide(
+    *, request: VerificationRequest, actor: Actor, grant: bool, reason: str = ""
+) -> VerificationRequest:
+    """Staff grant the badge (the publisher becomes verified) or refuse it with a reason."""
+    _check_staff(actor)
+    locked = VerificationRequest.objects.select_for_update().get(pk=request.pk)
+    if locked.status != VerificationStatus.PENDING:
+        raise InvalidInputError(f"This request was {locked.status} already.")
+    reason = (reason or "").strip()
+    if not grant and not reason:
+        raise InvalidInputError("A reason is required to refuse the verified badge.")
+    locked.status = VerificationStatus.GRANTED if grant else VerificationStatus.REFUSED
+    locked.decided_by = actor if _signed_in(actor) else None
+    locked.decided_at = timezone.now()
+    locked.reason = reason
+    locked.save()
+    publisher = locked.publisher
+    if grant:
+        Publisher.objects.filter(pk=publisher.pk).update(verified=True, updated_at=timezone.now())
+        publisher.verified = True
+    action = (
+        PublisherEventAction.VERIFICATION_GRANTED
+        if grant
+        else PublisherEventAction.VERIFICATION_REFUSED
+    )
+    _log(publisher, actor, action, reason)
+    return locked

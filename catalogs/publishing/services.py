@@ -1,0 +1,470 @@
+"""Writes: every change to the registry's records goes through one of these services.
+
+``actor`` is the user acting (``request.user`` in views, possibly anonymous); ``None`` means a
+trusted system caller such as a management command or a Celery task started by one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as AuthUser
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_slug
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from catalogs import events
+from catalogs.exceptions import (
+    AlreadyExistsError,
+    InvalidCatalogError,
+    InvalidInputError,
+    NotAllowedError,
+    ProblemDetail,
+    ReservedNameError,
+)
+from catalogs.oversized import OversizedDocument
+from catalogs.publishing import blobstore, serving
+from catalogs.publishing.documents import problems_located
+from catalogs.publishing.events import CatalogVersionPublished, CatalogWriteRequested
+from catalogs.publishing.models import (
+    Catalog,
+    CatalogVersion,
+    FunctionDefinition,
+    FunctionVersion,
+    Publisher,
+)
+from catalogs.publishing.selectors import (
+    publisher_slug_is_reserved,
+    signed_in,
+    user_is_mirror_operator,
+    user_is_owner_or_staff,
+)
+from orchestrator.catalog import Catalog as ParsedCatalog
+from orchestrator.catalog import CatalogError, parse_catalog
+
+# Who acts: a user (possibly anonymous) from a request, or None for a trusted system caller.
+Actor = AuthUser | AnonymousUser | None
+
+
+def _slug_checked(value: str, *, what: str) -> str:
+    """Return ``value`` if it is a valid slug, else InvalidInputError naming ``what``."""
+    try:
+        validate_slug(value)
+    except DjangoValidationError:
+        raise InvalidInputError(
+            f"Invalid {what} '{value}': use only letters, numbers, hyphens and underscores."
+        )
+    if len(value) > 100:
+        raise InvalidInputError(f"Invalid {what} '{value}': at most 100 characters.")
+    return value
+
+
+def _check_can_write(*, publisher: Publisher, actor: Actor) -> None:
+    """Raise NotAllowedError unless ``actor`` is a system caller, staff or an owner.
+
+    The mirror publisher is the registry's: only mirror operators change it, whoever owns it.
+    """
+    if actor is None:
+        return
+    if publisher.slug == settings.MIRROR_PUBLISHER_SLUG:
+        if not user_is_mirror_operator(actor):
+            raise NotAllowedError(
+                f"Only staff or mirror operators may change the mirrored catalogs of publisher "
+                f"'{publisher.slug}'."
+            )
+        return
+    if not user_is_owner_or_staff(publisher=publisher, user=actor):
+        raise NotAllowedError(
+            f"Only owners of publisher '{publisher.slug}' (or staff) may change it."
+        )
+
+
+def publisher_check_can_write(*, publisher: Publisher, actor: Actor) -> None:
+    """NotAllowedError unless ``actor`` may change ``publisher`` and its catalogs.
+
+    Views call it before reading the request body, so a refused user gets 403, never a 400.
+    """
+    _check_can_write(publisher=publisher, actor=actor)
+
+
+def _users_by_name(usernames: list[str]) -> list[AuthUser]:
+    """Users named in ``usernames``, or InvalidInputError listing the unknown names."""
+    user_model = get_user_model()
+    users = list(user_model.objects.filter(username__in=usernames))
+    unknown = sorted(set(usernames) - {u.username for u in users})
+    if unknown:
+        raise InvalidInputError(f"Unknown user(s): {', '.join(unknown)}.")
+    return users
+
+
+def _check_slug_not_reserved(slug: str, *, system: bool) -> None:
+    """Raise ReservedNameError if ``slug`` is reserved (a system caller may take all but one)."""
+    if slug.lower() == settings.MIRROR_PUBLISHER_SLUG.lower():
+        raise ReservedNameError(
+            f"Publisher slug '{slug}' is reserved for mirrored catalogs: it is created by adding "
+            "a mirror source (POST /api/v1/sources/), never by hand."
+        )
+    if not system and publisher_slug_is_reserved(slug):
+        raise ReservedNameError(
+            f"Publisher slug '{slug}' is reserved for the registry itself "
+            "(RESERVED_PUBLISHER_SLUGS): choose another."
+        )
+
+
+def publisher_slug_check(*, slug: str, system: bool = False) -> str:
+    """``slug`` if it may name a new publisher: a valid slug, not reserved (unless ``system``)."""
+    _slug_checked(slug, what="publisher slug")
+    _check_slug_not_reserved(slug, system=system)
+    return slug
+
+
+@transaction.atomic
+def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publisher:
+    """Create a publisher; an authenticated actor becomes its first owner.
+
+    Reserved slugs (RESERVED_PUBLISHER_SLUGS) are the registry's: no user may take one; a system
+    caller (``import_catalog``) creates it with no owner. The mirror publisher's slug is taken
+    only by the first mirror source.
+    """
+    if actor is not None and not signed_in(actor):
+        raise NotAllowedError("Log in to create a publisher.")
+    publisher_slug_check(slug=slug, system=actor is None)
+    try:
+        # A savepoint: a concurrent create of the same slug loses cleanly, not with a 500.
+        with transaction.atomic():
+            publisher = Publisher.objects.create(slug=slug, display_name=display_name or slug)
+    except IntegrityError:
+        raise AlreadyExistsError(f"Publisher '{slug}' already exists.")
+    if signed_in(actor):
+        publisher.owners.add(actor)
+    return publisher
+
+
+@transaction.atomic
+def publisher_update(
+    *,
+    publisher: Publisher,
+    actor: Actor,
+    display_name: str | None = None,
+    owners: list[str] | None = None,
+) -> Publisher:
+    """Change a publisher's display name and/or replace its owners (by user name)."""
+    _check_can_write(publisher=publisher, actor=actor)
+    if owners is not None:
+        if publisher_slug_is_reserved(publisher.slug):
+            raise ReservedNameError(
+                f"Publisher '{publisher.slug}' is reserved: it is owned by the registry, not by "
+                "users."
+            )
+        if not owners:
+            raise InvalidInputError("A publisher needs at least one owner.")
+        publisher.owners.set(_users_by_name(owners))
+    if display_name is not None:
+        publisher.display_name = display_name
+        publisher.save(update_fields=["display_name", "updated_at"])
+    return publisher
+
+
+@transaction.atomic
+def catalog_create(
+    *,
+    publisher: Publisher,
+    name: str,
+    description: str = "",
+    actor: Actor,
+    for_mirror_source: bool = False,
+) -> Catalog:
+    """Create an empty catalog under ``publisher``.
+
+    Under the mirror publisher only ``mirror_source_create`` (``for_mirror_source``) creates them.
+    """
+    _check_can_write(publisher=publisher, actor=actor)
+    if publisher.slug == settings.MIRROR_PUBLISHER_SLUG and not for_mirror_source:
+        raise NotAllowedError(
+            f"Catalogs of publisher '{publisher.slug}' are created by adding a mirror source "
+            "(POST /api/v1/sources/)."
+        )
+    _slug_checked(name, what="catalog name")
+    try:
+        with transaction.atomic():
+            return Catalog.objects.create(publisher=publisher, name=name, description=description)
+    except IntegrityError:
+        raise AlreadyExistsError(f"Catalog '{publisher.slug}/{name}' already exists.")
+
+
+@transaction.atomic
+def catalog_update(*, catalog: Catalog, actor: Actor, description: str | None = None) -> Catalog:
+    """Change a catalog's description (its versions never change)."""
+    _check_can_write(publisher=catalog.publisher, actor=actor)
+    if description is not None:
+        catalog.description = description
+        catalog.save(update_fields=["description", "updated_at"])
+    return catalog
+
+
+def _invalid(problems: list[ProblemDetail]) -> InvalidCatalogError:
+    count = len(problems)
+    return InvalidCatalogError(
+        f"The catalog document is invalid ({count} problem{'s' if count != 1 else ''}).", problems
+    )
+
+
+def catalog_document_parse(*, content: bytes | str | OversizedDocument) -> ParsedCatalog:
+    """Parse and validate a catalog document, or InvalidCatalogError listing every problem."""
+    limit = settings.CATALOG_MAX_BYTES
+    if isinstance(content, OversizedDocument):
+        # Same words as orchestrator.catalog's own size check, which never saw these bytes.
+        message = f"catalog is {content.size} bytes, over the limit of {limit} bytes"
+        raise _invalid([ProblemDetail(path="", message=message)])
+    try:
+        return parse_catalog(content, max_bytes=limit, strict=True)
+    except CatalogError as err:
+        problems = [
+            ProblemDetail(path=p.path, message=p.message, line=p.line, column=p.column)
+            for p in err.problems
+        ]
+        text = content.decode("utf-8", errors="replace") if isinstance(content, bytes) else content
+        # Every problem with the line it is on (from its path), top to bottom, for API and web.
+        raise _invalid(problems_located(text, problems))
+
+
+def _search_text(*parts: Any) -> str:
+    """Lower-cased words of ``parts`` for substring search."""
+    words: list[str] = []
+    for part in parts:
+        if isinstance(part, list | tuple):
+            words.extend(str(p) for p in part)
+        elif part:
+            words.append(str(part))
+    return " ".join(words).lower()
+
+
+@dataclass(frozen=True)
+class PreparedDocument:
+    """A parsed, validated catalog document with its canonical bytes and unsaved function rows.
+
+    Built outside any transaction (parsing 4,000 functions takes a while), so that a publish
+    holds the database's write lock only to insert.
+    """
+
+    parsed: ParsedCatalog
+    canonical: bytes
+    digest: str
+    # One (definition, its versions) per function; foreign keys are set at insert time.
+    rows: list[tuple[FunctionDefinition, list[FunctionVersion]]]
+
+
+def catalog_document_prepare(
+    *, content: bytes | str | OversizedDocument, served: bytes | None = None
+) -> PreparedDocument:
+    """Parse and validate ``content`` and build its rows, or InvalidCatalogError (no DB access).
+
+    The bytes served are the canonical form, or ``served`` as given (an OCI push's layer).
+    """
+    parsed = catalog_document_parse(content=content)
+    canonical = parsed.canonical_bytes() if served is None else served
+    # Hash the bytes we serve, so X-Content-Digest always equals sha256(body).
+    digest = "sha256:" + hashlib.sha256(canonical).hexdigest()
+    return PreparedDocument(
+        parsed=parsed, canonical=canonical, digest=digest, rows=_function_rows(parsed)
+    )
+
+
+def _function_rows(parsed: ParsedCatalog) -> list[tuple[FunctionDefinition, list[FunctionVersion]]]:
+    """Unsaved function definition and version rows of a parsed document."""
+    rows = []
+    for position, fn in enumerate(parsed.functions):
+        definition = FunctionDefinition(
+            position=position,
+            group=fn.group or "",
+            kind=fn.kind or "",
+            description=fn.description or "",
+            publisher=fn.publisher or "",
+            home=fn.home or "",
+            maintainers=list(fn.maintainers or []),
+            tags=list(fn.tags or []),
+        )
+        tags = [str(t) for t in fn.tags or []]
+        search_text = _search_text(fn.group, fn.kind, fn.description, fn.publisher, tags)
+        versions = []
+        for number, fv in enumerate(fn.versions):
+            kinds = list(fv.runtime_kinds or [])
+            versions.append(
+                FunctionVersion(
+                    group=definition.group,
+                    kind=definition.kind,
+                    name=fv.name or "",
+                    position=number,
+                    runtime=dict(fv.runtime or {}),
+                    schema=fv.schema,
+                    idempotent=fv.idempotent,
+                    usage=fv.usage or "",
+                    examples=list(fv.examples or []),
+                    license=fv.license or "",
+                    maintainers=list(fv.maintainers or []),
+                    runtime_kinds=kinds,
+                    requires_network=bool(fv.requires_network),
+                    requires_storage_mount=bool(fv.requires_storage_mount),
+                    tags_index="".join(f"|{t.lower()}" for t in tags) + "|",
+                    runtime_kinds_index="".join(f"|{k.lower()}" for k in kinds) + "|",
+                    search_text=search_text,
+                )
+            )
+        rows.append((definition, versions))
+    return rows
+
+
+def _functions_create(*, version: CatalogVersion, prepared: PreparedDocument) -> None:
+    """Insert the function definition and version rows of a newly published version."""
+    for definition, _ in prepared.rows:
+        # pk reset: the same prepared rows may be inserted again after a rolled-back attempt.
+        definition.pk = None
+        definition.catalog_version = version
+    FunctionDefinition.objects.bulk_create([definition for definition, _ in prepared.rows])
+    rows = []
+    for definition, versions in prepared.rows:
+        for fv in versions:
+            fv.pk = None
+            fv.function = definition
+            fv.catalog_version = version
+            rows.append(fv)
+    FunctionVersion.objects.bulk_create(rows)
+
+
+def _check_may_publish(*, catalog: Catalog, sync_run: Any) -> None:
+    """Ask the apps above whether ``catalog`` may take a version now (a mirror's catalog takes
+    versions only from its own running sync run); a refusal raises their domain error."""
+    events.emit(CatalogWriteRequested(catalog=catalog, context=sync_run))
+
+
+def catalog_version_publish(
+    *,
+    catalog: Catalog,
+    content: bytes | str | OversizedDocument | PreparedDocument,
+    actor: Actor,
+    sync_run: Any = None,
+    oci_manifest: bytes | None = None,
+) -> tuple[CatalogVersion, bool]:
+    """Publish ``content`` as the next immutable version; the same content returns the existing one.
+
+    Returns ``(version, created)``. Nothing is written unless the document is valid. A mirror's
+    catalog takes versions only from ``sync_run``, a running sync of its own source. With
+    ``oci_manifest`` (an OCI push), ``content`` is that manifest's layer: served as it is. The
+    document is parsed and validated before the transaction starts: the write lock (on SQLite, the
+    whole database's) is held only for the inserts.
+    """
+    _check_can_write(publisher=catalog.publisher, actor=actor)
+    _check_may_publish(catalog=catalog, sync_run=sync_run)
+    if isinstance(content, PreparedDocument):
+        prepared = content
+    else:
+        # A pushed manifest names its layer's digest: those bytes are served, not re-serialised.
+        served = content if oci_manifest is not None and isinstance(content, bytes) else None
+        prepared = catalog_document_prepare(content=content, served=served)
+    # The bytes are in the object store before any row names them (a refused write raises
+    # StorageError here: nothing is published). Outside the transaction: no lock is held.
+    blobstore.blob_put(content=prepared.canonical, digest=prepared.digest)
+    with transaction.atomic():
+        return _catalog_version_insert(
+            catalog=catalog,
+            prepared=prepared,
+            actor=actor,
+            sync_run=sync_run,
+            oci_manifest=oci_manifest,
+        )
+
+
+def _catalog_version_insert(
+    *,
+    catalog: Catalog,
+    prepared: PreparedDocument,
+    actor: Actor,
+    sync_run: Any,
+    oci_manifest: bytes | None = None,
+) -> tuple[CatalogVersion, bool]:
+    """The write half of a publish, inside the caller's transaction."""
+    # Lock the catalog row: concurrent publishes get consecutive numbers, never a duplicate.
+    locked = Catalog.objects.select_for_update().get(pk=catalog.pk)
+    # Again under the lock: a source may have been attached since the check above.
+    _check_may_publish(catalog=locked, sync_run=sync_run)
+    existing = CatalogVersion.objects.filter(catalog=locked, digest=prepared.digest).first()
+    if existing is not None:
+        return existing, False
+
+    number = (locked.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+    version = CatalogVersion.objects.create(
+        catalog=locked,
+        number=number,
+        digest=prepared.digest,
+        size=len(prepared.canonical),
+        document_name=str(prepared.parsed.name or ""),
+        created_by=actor if signed_in(actor) else None,
+    )
+    _functions_create(version=version, prepared=prepared)
+    locked.latest_version = version
+    locked.save(update_fields=["latest_version", "updated_at"])
+    catalog.latest_version = version
+    serving.serving_latest_changed(publisher_slug=catalog.publisher.slug, catalog_name=locked.name)
+    # In the same transaction: distribution stores its OCI manifest, trust signs it, so nothing
+    # serves it unsigned (a mirror's run verified its upstream signature before it published).
+    events.emit(
+        CatalogVersionPublished(
+            version=version, content=prepared.canonical, oci_manifest=oci_manifest
+        )
+    )
+    return version, True
+
+
+def catalog_import(
+    *,
+    publisher_slug: str,
+    catalog_name: str,
+    content: bytes | str,
+    owner_username: str | None = None,
+    description: str = "",
+) -> tuple[CatalogVersion, bool]:
+    """Publish from the command line: create the publisher and catalog if absent, then publish."""
+    owner = _users_by_name([owner_username])[0] if owner_username else None
+    if owner is not None and publisher_slug_is_reserved(publisher_slug):
+        raise ReservedNameError(
+            f"Publisher '{publisher_slug}' is reserved: it is owned by the registry, so --owner "
+            "cannot be given."
+        )
+    # Parsed before the transaction, like any publish; a bad document creates nothing.
+    prepared = catalog_document_prepare(content=content)
+    with transaction.atomic():
+        return _catalog_import_write(
+            publisher_slug=publisher_slug,
+            catalog_name=catalog_name,
+            prepared=prepared,
+            owner=owner,
+            description=description,
+        )
+
+
+def _catalog_import_write(
+    *,
+    publisher_slug: str,
+    catalog_name: str,
+    prepared: PreparedDocument,
+    owner: AuthUser | None,
+    description: str,
+) -> tuple[CatalogVersion, bool]:
+    """The write half of an import: one transaction, so a refused publish creates nothing."""
+    publisher = Publisher.objects.filter(slug=publisher_slug).first()
+    if publisher is None:
+        publisher = publisher_create(slug=publisher_slug, display_name=publisher_slug, actor=None)
+    if owner is not None:
+        publisher.owners.add(owner)
+    catalog = Catalog.objects.filter(publisher=publisher, name=catalog_name).first()
+    if catalog is None:
+        catalog = catalog_create(
+            publisher=publisher, name=catalog_name, description=description, actor=None
+        )
+    return catalog_version_publish(catalog=catalog, content=prepared, actor=None)

@@ -1,0 +1,285 @@
+"""Trial runs of contributed functions: services and selectors.
+
+Each run fetches the contributed runtime the way ``krm`` does (https, or http to loopback, sha256
+verified) and runs it in ``catalogs.review.sandbox`` on each example of the version. KEP-2906 lists
+``examples`` as strings; one that is an https (or loopback http) URL of a ``.yaml``/``.yml`` file is
+read as one or two YAML documents: a ResourceList to run the function on, and optionally the
+ResourceList it must produce (a run whose output differs is flagged). Other examples are
+documentation links; with no runnable example the function runs on a built-in ConfigMap,
+Deployment and Service. Runtimes and examples given as local paths or ``file:`` URIs are never
+read by the worker: a runtime of that kind is recorded as not run.
+"""
+
+from __future__ import annotations
+
+import platform as _platform
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import transaction
+
+from catalogs.exceptions import InvalidInputError, RegistryError
+from catalogs.ratelimits import Deferral, upstream_hosts_admit
+from catalogs.review import sandbox, services
+from catalogs.review.models import Contribution, TrialRun, TrialRunStatus
+from catalogs.review.services import contribution_definition_parse
+from orchestrator import yamlio
+from orchestrator.errors import KrmError
+from orchestrator.functions import fetch
+from orchestrator.functions.options import FnOptions
+
+BUILTIN_EXAMPLE = "built-in: a ConfigMap, a Deployment and a Service"
+BUILTIN_ITEMS: list[dict[str, Any]] = [
+    {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": "demo"},
+        "data": {"mode": "trial"},
+    },
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "demo", "labels": {"app": "web"}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+            },
+        },
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "demo"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+    },
+]
+MAX_EXAMPLE_BYTES = 1024 * 1024
+MAX_EXAMPLES = 10  # runnable examples per trial; each may take the sandbox's full wall clock
+_BAD_EXAMPLE = "an example must be one or two ResourceList documents"
+_FAILURES: dict[str, str] = {
+    TrialRunStatus.FAILED: "crashed or reported errors",
+    TrialRunStatus.TIMEOUT: "timed out",
+    TrialRunStatus.OUTPUT_LIMIT: "printed more than the output limit",
+    TrialRunStatus.INVALID_OUTPUT: "wrote no valid ResourceList",
+}
+
+
+def _downloadable(uri: str | None) -> bool:
+    if not uri:
+        return False
+    try:
+        fetch.check_url(uri)
+    except fetch.FetchError:
+        return False
+    return urlsplit(uri).scheme in ("http", "https")
+
+
+def _options() -> FnOptions:
+    return FnOptions(cache_dir=str(settings.TRIAL_CACHE_DIR), timeout=30.0)
+
+
+def _arch() -> str:
+    machine = _platform.machine().lower()
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+
+
+def _run_runtime(
+    runtime: dict[str, Any], items: list[dict[str, Any]], config: dict[str, Any] | None = None
+) -> tuple[str, Any]:
+    """(runtime kind, sandbox outcome) for the first runtime the sandbox can run."""
+    star = runtime.get("starlark")
+    if star is not None:
+        spec = {"uri": star} if isinstance(star, str) else star
+        uri = spec.get("uri")
+        if not _downloadable(uri):
+            return "starlark", sandbox.TrialOutcome(
+                status="not_run", detail="starlark runtime is not an https (or loopback) URI"
+            )
+        try:
+            assert uri is not None  # _downloadable refuses None
+            blob = fetch.fetch_blob(uri, spec.get("sha256"), options=_options())
+            script = fetch.read_limited(blob, 1024 * 1024).decode("utf-8")
+        except (KrmError, UnicodeDecodeError) as exc:
+            return "starlark", sandbox.TrialOutcome(status="not_run", detail=str(exc))
+        return "starlark", sandbox.run_starlark(script, items, function_config=config)
+    exe = runtime.get("exec")
+    if exe is not None:
+        platforms = [
+            p
+            for p in exe.get("platforms", [])
+            if p.get("os") == "linux" and p.get("arch") == _arch()
+        ]
+        if not platforms or not _downloadable(platforms[0].get("uri")):
+            return "exec", sandbox.TrialOutcome(
+                status="not_run", detail=f"no downloadable linux/{_arch()} platform"
+            )
+        try:
+            program = fetch.exec_binary(platforms[0], options=_options(), base_dir=None)
+        except KrmError as exc:
+            return "exec", sandbox.TrialOutcome(status="not_run", detail=str(exc))
+        return "exec", sandbox.run_exec(program, items, function_config=config)
+    image = (runtime.get("container") or {}).get("image", "")
+    return "container", sandbox.run_container(image)
+
+
+@dataclass
+class Example:
+    name: str
+    items: list[dict[str, Any]]
+    function_config: dict[str, Any] | None = None
+    expected: list[dict[str, Any]] | None = None
+    error: str | None = None  # why the example could not be read
+
+
+def _resource_list(doc: Any) -> bool:
+    return (
+        isinstance(doc, dict)
+        and doc.get("kind") == "ResourceList"
+        and isinstance(doc.get("items") or [], list)
+        and all(isinstance(i, dict) for i in doc.get("items") or [])
+    )
+
+
+def _examples(strings: list[str]) -> list[Example]:
+    """The runnable examples among a version's ``examples`` (see the module's docstring)."""
+    found: list[Example] = []
+    for ref in strings:
+        if len(found) >= MAX_EXAMPLES:
+            break
+        if not _downloadable(ref) or not urlsplit(ref).path.endswith((".yaml", ".yml")):
+            continue
+        name = f"example {ref}"
+        try:
+            resp = fetch.http_get(ref, options=_options(), max_bytes=MAX_EXAMPLE_BYTES)
+            docs = yamlio.load_all(resp.body or b"", source=ref)
+        except KrmError as exc:
+            found.append(Example(name=name, items=[], error=exc.message))
+            continue
+        docs = [d for d in docs if d is not None]
+        if not docs or len(docs) > 2 or not all(_resource_list(d) for d in docs):
+            found.append(
+                Example(
+                    name=name,
+                    items=[],
+                    error=_BAD_EXAMPLE,
+                )
+            )
+            continue
+        found.append(
+            Example(
+                name=name,
+                items=docs[0].get("items") or [],
+                function_config=docs[0].get("functionConfig"),
+                expected=(docs[1].get("items") or []) if len(docs) == 2 else None,
+            )
+        )
+    return found or [Example(name=BUILTIN_EXAMPLE, items=BUILTIN_ITEMS)]
+
+
+def _flags(outcome: sandbox.TrialOutcome, expected: list[dict[str, Any]] | None) -> list[str]:
+    flags = []
+    if outcome.status in _FAILURES:
+        flags.append(_FAILURES[outcome.status])
+    if outcome.tried_network:
+        flags.append("tried to use the network")
+    if outcome.tried_write_outside:
+        flags.append("tried to write outside its scratch dir")
+    if outcome.diff.get("removed") and expected is None:
+        flags.append("removed input resources: " + ", ".join(outcome.diff["removed"]))
+    if expected is not None and outcome.status == TrialRunStatus.OK:
+        off = sandbox.resource_diff(expected, outcome.items)
+        ids = off["added"] + off["removed"] + off["changed"]
+        if ids:
+            flags.append("output differs from the example's expected output: " + ", ".join(ids))
+    return flags
+
+
+def _upstream_urls(runtime: dict[str, Any], examples: list[str]) -> list[str]:
+    """The URLs a trial reads: the runtime it would run and its runnable examples."""
+    urls: list[str] = []
+    star = runtime.get("starlark")
+    if star is not None:
+        urls.append(star if isinstance(star, str) else str(star.get("uri") or ""))
+    elif runtime.get("exec") is not None:
+        for p in runtime["exec"].get("platforms", []):
+            if p.get("os") == "linux" and p.get("arch") == _arch():
+                urls.append(str(p.get("uri") or ""))
+                break
+    urls += [e for e in examples[:MAX_EXAMPLES] if urlsplit(e).path.endswith((".yaml", ".yml"))]
+    return [u for u in urls if _downloadable(u)]
+
+
+def contribution_trials_admit(*, contribution: Contribution) -> Deferral | None:
+    """Take a rate-limit slot on each upstream host the trial reads, or say how long to wait."""
+    try:
+        definition = contribution_definition_parse(content=contribution.content)
+    except RegistryError:
+        return None  # the run itself meets the same error and reports it
+    version = definition.function.versions[-1]
+    return upstream_hosts_admit(urls=_upstream_urls(version.runtime, version.examples))
+
+
+@transaction.atomic
+def contribution_trials_run(*, contribution: Contribution, deferrals: int = 0) -> list[TrialRun]:
+    """Run the contribution's function (its last version) on each example; record each run.
+
+    ``deferrals``: how often an upstream host's rate limit held the trial back (recorded).
+    """
+    definition = contribution_definition_parse(content=contribution.content)
+    version = definition.function.versions[-1]
+    runs = []
+    for example in _examples(version.examples):
+        error = example.error
+        if error:
+            runtime = ",".join(version.runtime_kinds)
+            outcome = sandbox.TrialOutcome(status="not_run", detail=f"example: {error}")
+        else:
+            try:
+                runtime, outcome = _run_runtime(
+                    version.runtime, example.items, example.function_config
+                )
+            except sandbox.SandboxUnavailable as exc:
+                runtime = ",".join(version.runtime_kinds)
+                outcome = sandbox.TrialOutcome(status="not_run", detail=exc.message)
+        flags = _flags(outcome, example.expected)
+        if error:
+            flags.append("its example could not be read")
+        runs.append(
+            TrialRun.objects.create(
+                contribution=contribution,
+                revision=contribution.revision,
+                example=example.name[:200],
+                runtime=runtime,
+                status=outcome.status,
+                flagged=bool(flags),
+                flags=flags,
+                exit_code=outcome.exit_code,
+                duration=outcome.duration,
+                stderr=outcome.stderr[:16384],
+                results=outcome.results,
+                diff=outcome.diff,
+                tried_network=outcome.tried_network,
+                tried_write_outside=outcome.tried_write_outside,
+                detail=outcome.detail,
+                jail=outcome.jail,
+                deferrals=deferrals,
+            )
+        )
+    return runs
+
+
+def contribution_trials_rerun(*, contribution: Contribution) -> None:
+    """A reviewer's re-run: queue the trial runs again, or InvalidInputError when they are off."""
+    if not settings.TRIAL_RUNS_ENABLED:
+        raise InvalidInputError("Trial runs are turned off on this registry (TRIAL_RUNS_ENABLED).")
+    services.contribution_trials_enqueue(contribution=contribution)
+
+
+def trial_run_list(*, contribution: Contribution, limit: int = 20) -> list[TrialRun]:
+    """Trial runs of the contribution's current revision, newest first."""
+    return list(contribution.trial_runs.filter(revision=contribution.revision)[:limit])

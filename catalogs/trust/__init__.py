@@ -1,0 +1,1 @@
+"""The registry's trust app: signing keys in use, signatures, revocations, collisions."""

@@ -1,0 +1,124 @@
+"""API: a catalog's revocations. Anyone reads; owners of its publisher and staff revoke."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from catalogs.api.cache import cached_list
+from catalogs.publishing import selectors
+from catalogs.publishing.api.serializers import SigningKeySerializer
+from catalogs.trust import revocations, signing
+from catalogs.trust.models import Revocation, RevocationReason
+
+
+class RevocationSerializer(serializers.ModelSerializer):
+    """One revocation and the list sequence that first carried it."""
+
+    revoked_by = serializers.CharField(source="created_by.username", default=None)
+
+    class Meta:
+        model = Revocation
+        fields = [
+            "sequence",
+            "group",
+            "kind",
+            "version",
+            "runtime_digest",
+            "reason",
+            "detail",
+            "replacement",
+            "revoked_by",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class RevocationCreateSerializer(serializers.Serializer):
+    """A function version (group, kind, version) or a runtime digest, and why."""
+
+    group = serializers.CharField(required=False, allow_blank=True, default="", max_length=253)
+    kind = serializers.CharField(required=False, allow_blank=True, default="", max_length=253)
+    version = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
+    runtime_digest = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=71
+    )
+    reason = serializers.ChoiceField(choices=RevocationReason.choices)
+    detail = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000)
+    replacement = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=500
+    )
+
+
+class RevocationViewSet(viewsets.GenericViewSet):
+    """``/api/v1/catalogs/<publisher>/<catalog>/revocations/``: list (every sequence) and create."""
+
+    serializer_class = RevocationSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Revocation.objects.none()
+        catalog = selectors.catalog_get(
+            publisher_slug=self.kwargs["publisher"], name=self.kwargs["catalog"]
+        )
+        return revocations.revocation_list(catalog=catalog)
+
+    @cached_list("public")
+    def list(self, request: Request, publisher: str, catalog: str) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(request=RevocationCreateSerializer, responses={201: RevocationSerializer})
+    def create(self, request: Request, publisher: str, catalog: str) -> Response:
+        from catalogs.publishing.services import publisher_check_can_write
+
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        publisher_check_can_write(publisher=found.publisher, actor=request.user)
+        serializer = RevocationCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        row = revocations.revocation_create(
+            catalog=found, actor=request.user, **serializer.validated_data
+        )
+        body = dict(self.get_serializer(row).data)
+        body["list_url"] = request.build_absolute_uri(
+            reverse("catalogs:revocations", kwargs={"publisher": publisher, "catalog": catalog})
+        )
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class FunctionCollisionsView(viewsets.ViewSet):
+    """``/api/v1/functions/<id>/collisions/``: other catalogs defining the same GVK."""
+
+    @extend_schema(responses={200: serializers.ListSerializer(child=serializers.DictField())})
+    def list(self, request: Request, pk: int) -> Response:
+        from django.shortcuts import get_object_or_404
+
+        from catalogs.trust.collisions import function_collisions
+
+        version = get_object_or_404(selectors.function_version_list(), pk=pk)
+        found = function_collisions(version=version)
+        for item in found:
+            item["function_url"] = request.build_absolute_uri(
+                reverse("api:function-detail", kwargs={"pk": item["function_id"]})
+            )
+        return Response(found)
+
+
+class SigningKeyViewSet(viewsets.GenericViewSet):
+    """Every key the registry signs or signed with (public halves), the current one first."""
+
+    serializer_class = SigningKeySerializer
+    permission_classes = [AllowAny]
+
+    def get_queryset(self):
+        if not getattr(self, "swagger_fake_view", False):
+            signing.signing_key_current()  # a key configured since the last publish shows too
+        return signing.signing_key_list()
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)

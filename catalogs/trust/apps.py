@@ -1,0 +1,24 @@
+"""App configuration of trust."""
+
+from django.apps import AppConfig
+
+
+class TrustConfig(AppConfig):
+    """Signing keys in use, signatures, revocations, collisions."""
+
+    name = "catalogs.trust"
+    label = "trust"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from catalogs import events
+        from catalogs.publishing.events import (
+            CatalogVersionPublished,
+            CatalogVersionSignatureRequested,
+        )
+        from catalogs.trust import services
+
+        events.subscribe(CatalogVersionPublished, services.on_catalog_version_published)
+        events.subscribe(
+            CatalogVersionSignatureRequested, services.on_catalog_version_signature_requested
+        )

@@ -1,0 +1,111 @@
+"""Writes of trust: signing catalog versions with the registry's key (the ``cosign sign-blob``
+signature served beside catalog.yaml, and cosign's signature artifact in the OCI repository).
+
+Publishing tells trust about each new version through ``catalogs.events`` (handlers at the end);
+trust never asks publishing to call it.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from catalogs.distribution.models import OciManifest, OciTag
+from catalogs.distribution.services import oci_artifact_store
+from catalogs.publishing import serving
+from catalogs.publishing.content import catalog_version_bytes
+from catalogs.publishing.events import CatalogVersionPublished, CatalogVersionSignatureRequested
+from catalogs.publishing.models import Catalog, CatalogVersion
+from catalogs.trust import signing
+
+
+@transaction.atomic
+def catalog_version_sign(
+    *, version: CatalogVersion, content: bytes | None = None, resign: bool = False
+) -> CatalogVersion:
+    """Sign ``version``'s served bytes with the registry's current key (if unsigned or ``resign``).
+
+    The signature is ECDSA-SHA256 over exactly the bytes served as catalog.yaml, base64 of the DER
+    signature (the ``cosign sign-blob`` format). A version signed concurrently keeps the first
+    signature made.
+    """
+    _oci_signature_store(version=version, resign=resign)
+    if version.signature and not resign:
+        return version
+    if content is None:
+        content = catalog_version_bytes(version=version)
+    signature = signing.sign_bytes(content)
+    rows = CatalogVersion.objects.filter(pk=version.pk)
+    if not resign:
+        rows = rows.filter(signature="")
+    updated = rows.update(signature=signature.signature_b64, signing_key=signature.key)
+    if updated:
+        version.signature = signature.signature_b64
+        version.signing_key = signature.key
+        serving.serving_signature_changed(digest=version.digest)
+    else:
+        version.refresh_from_db(fields=["signature", "signing_key"])
+    return version
+
+
+def _oci_signature_store(*, version: CatalogVersion, resign: bool) -> str | None:
+    """Store cosign's signature artifact of ``version``'s OCI manifest (tag ``sha256-<hex>.sig``,
+    subject = the manifest); returns its digest, None if it exists (and not ``resign``)."""
+    if not settings.SIGNING_OCI_ARTIFACTS:
+        return None
+    manifest = (
+        OciManifest.objects.filter(catalog_version=version)
+        .only("digest", "size", "media_type", "catalog_id")
+        .first()
+    )
+    if manifest is None:
+        return None
+    tag = signing.cosign_signature_tag(manifest.digest)
+    if not resign and OciTag.objects.filter(catalog_id=manifest.catalog_id, name=tag).exists():
+        return None
+    catalog = Catalog.objects.select_related("publisher").get(pk=manifest.catalog_id)
+    host = urlsplit(settings.REGISTRY_PUBLIC_URL).netloc
+    artifact = signing.cosign_artifact_build(
+        repository=f"{host}/{catalog.publisher.slug}/{catalog.name}",
+        manifest_digest=manifest.digest,
+        manifest_size=manifest.size,
+        manifest_media_type=manifest.media_type,
+    )
+    return oci_artifact_store(
+        catalog=catalog,
+        manifest=artifact.manifest,
+        media_type=signing.OCI_MANIFEST_MEDIA_TYPE,
+        blobs=artifact.blobs,
+        tags=[artifact.tag],
+    )
+
+
+def catalog_versions_sign(*, resign: bool = False) -> int:
+    """Sign every version lacking a signature (every version with ``resign``); the number."""
+    count = 0
+    versions = CatalogVersion.objects.order_by("pk")
+    if not resign:
+        unsigned = Q(signature="")
+        if settings.SIGNING_OCI_ARTIFACTS:
+            sig_tags = OciTag.objects.filter(name__endswith=".sig").values(
+                "manifest__subject_digest"
+            )
+            unsigned |= Q(oci_manifest__isnull=False) & ~Q(oci_manifest__digest__in=sig_tags)
+        versions = versions.filter(unsigned)
+    for version in versions.iterator():
+        catalog_version_sign(version=version, resign=resign)
+        count += 1
+    return count
+
+
+def on_catalog_version_published(event: CatalogVersionPublished) -> None:
+    """Sign a new version in its publishing transaction (after distribution stored its manifest)."""
+    catalog_version_sign(version=event.version, content=event.content)
+
+
+def on_catalog_version_signature_requested(event: CatalogVersionSignatureRequested) -> None:
+    """Sign a version published before signing existed, on the first request for its signature."""
+    catalog_version_sign(version=event.version)

@@ -1,0 +1,71 @@
+"""Serving revocation lists: ``/c/<publisher>/<catalog>/revocations.yaml`` and its ``.sig``."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
+from django.views.decorators.http import require_safe
+
+from catalogs.exceptions import NotFoundError
+from catalogs.publishing import selectors
+from catalogs.publishing.views import IMMUTABLE_CACHE_CONTROL, _etag_matches
+from catalogs.trust import revocations, signing
+from catalogs.trust.models import RevocationList
+
+
+def _list(publisher: str, catalog: str, sequence: int | None) -> RevocationList:
+    try:
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+    except NotFoundError:
+        raise Http404("No such catalog.") from None
+    listed = revocations.revocation_list_get(catalog=found, sequence=sequence)
+    if listed is None:
+        raise Http404("This catalog has no revocations.")
+    return listed
+
+
+def _headers(response: HttpResponse, listed: RevocationList, pinned: bool) -> HttpResponse:
+    response["X-Content-Digest"] = listed.digest
+    response["X-Revocation-Sequence"] = str(listed.sequence)
+    response["X-Signing-Key-Id"] = listed.signing_key.key_id
+    max_age = settings.CATALOG_LATEST_MAX_AGE
+    response["Cache-Control"] = IMMUTABLE_CACHE_CONTROL if pinned else f"public, max-age={max_age}"
+    return response
+
+
+@require_safe
+def revocation_list_view(
+    request: HttpRequest, publisher: str, catalog: str, sequence: int | None = None
+) -> HttpResponse:
+    """The newest revocation list (or sequence ``sequence``), with ETag revalidation."""
+    listed = _list(publisher, catalog, sequence)
+    etag = f'"{listed.digest}"'
+    if_none_match = request.META.get("HTTP_IF_NONE_MATCH")
+    if if_none_match and _etag_matches(if_none_match, etag):
+        response: HttpResponse = HttpResponseNotModified()
+    else:
+        response = HttpResponse(
+            revocations.revocation_list_content(listed=listed), content_type="application/yaml"
+        )
+    response["ETag"] = etag
+    return _headers(response, listed, sequence is not None)
+
+
+@require_safe
+def revocation_list_signature(
+    request: HttpRequest, publisher: str, catalog: str, sequence: int | None = None
+) -> HttpResponse:
+    """The list's signature (``cosign sign-blob`` format, like ``catalog.yaml.sig``)."""
+    listed = _list(publisher, catalog, sequence)
+    response = HttpResponse(listed.signature, content_type="text/plain; charset=us-ascii")
+    return _headers(response, listed, sequence is not None)
+
+
+@require_safe
+def signing_key_public(request: HttpRequest) -> HttpResponse:
+    """The current public signing key, PEM (``cosign verify-blob --key`` and ``krm`` read it)."""
+    key = signing.signing_key_current()[1]
+    response = HttpResponse(key.public_key_pem, content_type="application/x-pem-file")
+    response["X-Signing-Key-Id"] = key.key_id
+    response["Cache-Control"] = "public, max-age=300"
+    return response

@@ -1,0 +1,100 @@
+"""registry.wsgi's fast path for cached blobs answers exactly as the Django view does."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from registry.wsgi import application
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    """Called raw, the WSGI handler closes the database connection when a request ends (Django's
+    test client disconnects that, as here): on PostgreSQL that is the test's transaction."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+def _call(path: str, method: str = "GET", **headers: str) -> tuple[str, dict[str, str], bytes]:
+    environ = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "testserver",
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.url_scheme": "http",
+        **headers,
+    }
+    answer: dict = {}
+
+    def start_response(status: str, response_headers: list[tuple[str, str]]) -> None:
+        answer["status"], answer["headers"] = status, dict(response_headers)
+
+    body = application(environ, start_response)
+    try:
+        data = b"".join(body)
+    finally:
+        getattr(body, "close", lambda: None)()
+    return answer["status"], answer["headers"], data
+
+
+def test_second_get_is_answered_from_the_cache_with_the_views_headers(published, monkeypatch):
+    from catalogs.distribution import selectors
+    from registry.metrics import OCI_BLOB_VIEW, REQUESTS
+
+    path = f"/v2/example-co/functions/blobs/{published.digest}"
+    assert selectors.oci_blob_cached("example-co", "functions", published.digest) is None
+    first = _call(path)  # through Django: a query, then cached
+    counted = REQUESTS.labels(OCI_BLOB_VIEW, "GET", "200")._value.get()
+    assert counted >= 1  # the view counted it under that name
+    assert selectors.oci_blob_cached("example-co", "functions", published.digest) is not None
+    # Proof that Django does not answer the second: the wrapped application is not called.
+    monkeypatch.setattr(application, "application", lambda *args: pytest.fail("reached Django"))
+    second = _call(path)
+    assert first[0] == second[0] == "200 OK"
+    assert first[2] == second[2] == bytes(published.content)
+    # Every header Django sent (the view's and the security middleware's), the same values.
+    assert second[1] == first[1]
+    # Counted in the request metrics under the view's name, like the first.
+    assert REQUESTS.labels(OCI_BLOB_VIEW, "GET", "200")._value.get() == counted + 1
+
+    monkeypatch.undo()
+    status, headers, body = _call(path, method="HEAD")
+    assert (status, body) == ("200 OK", b"")
+    assert headers["Content-Length"] == str(len(bytes(published.content)))
+
+
+def test_ranges_conditionals_and_credentials_still_go_to_django(published):
+    path = f"/v2/example-co/functions/blobs/{published.digest}"
+    _call(path)
+    status, headers, body = _call(path, HTTP_RANGE="bytes=0-3")
+    assert status.startswith("206") and body == bytes(published.content)[:4]
+    status, _, _ = _call(path, HTTP_IF_NONE_MATCH=f'"{published.digest}"')
+    assert status.startswith("304")
+    status, _, _ = _call(path, HTTP_AUTHORIZATION="Basic b3duZXI6bm9wZQ==")
+    assert status.startswith("401")
+    # Another repository never sees this one's cached blob.
+    status, _, _ = _call(f"/v2/example-co/other/blobs/{published.digest}")
+    assert status.startswith("404")
+
+
+def test_the_fast_path_answers_only_allowed_hosts(published, settings):
+    path = f"/v2/example-co/functions/blobs/{published.digest}"
+    _call(path)  # cached
+    settings.ALLOWED_HOSTS = ["registry.example.co"]
+    status, _, body = _call(path, HTTP_HOST="evil.example.net")
+    assert status.startswith("400") and bytes(published.content) not in body
+    status, _, body = _call(path, HTTP_HOST="registry.example.co")
+    assert status == "200 OK" and body == bytes(published.content)

@@ -1,0 +1,189 @@
+"""The trial sandbox against hostile functions: real jailed processes on this machine, no mocks."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from catalogs.review import sandbox
+from catalogs.review.sandbox import SandboxLimits
+
+pytestmark = pytest.mark.skipif(
+    sandbox.jail_available() is None, reason="bwrap/prlimit/setpriv cannot build a jail here"
+)
+
+ITEMS = [
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"x": "1"}},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "n"}},
+]
+FAST = SandboxLimits(cpu_seconds=3, wall_seconds=6, max_output=1024 * 1024)
+
+
+def _program(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "fn.sh"
+    path.write_text("#!/bin/bash\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def _sandbox_processes() -> list[int]:
+    """Pids of live processes owned by the sandbox uid (read from /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path("/proc", entry, "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:") and int(line.split()[1]) == sandbox.SANDBOX_UID:
+                pids.append(int(entry))
+    return pids
+
+
+@pytest.fixture
+def unharmed():
+    """After the test: this process still answers and the jail left no process behind."""
+    before = set(_sandbox_processes())
+    yield
+    deadline = time.monotonic() + 5
+    while set(_sandbox_processes()) - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert set(_sandbox_processes()) - before == set()
+    assert sum(range(1000)) == 499500  # still computing
+
+
+def test_a_well_behaved_exec_function_runs_and_its_changes_are_diffed(tmp_path, unharmed):
+    fn = _program(
+        tmp_path,
+        "cat > /tmp/in\necho 'working' >&2\nsed 's/x: \"1\"/x: \"2\"/' /tmp/in\n",
+    )
+    outcome = sandbox.run_exec(fn, ITEMS, limits=FAST)
+    assert outcome.status == "ok", outcome
+    assert outcome.exit_code == 0
+    assert outcome.stderr.strip() == "working"
+    assert outcome.diff == {"added": [], "removed": [], "changed": ["ConfigMap/a"]}
+    assert not (outcome.tried_network or outcome.tried_write_outside or outcome.was_denied)
+
+
+def test_a_network_socket_is_refused_and_recorded(tmp_path, unharmed):
+    # A real listener on this machine's loopback: the jailed function must not reach it.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.5)
+    port = server.getsockname()[1]
+    reached: list[bool] = []
+
+    def accept() -> None:
+        try:
+            server.accept()
+            reached.append(True)
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    fn = _program(tmp_path, f"exec 3<>/dev/tcp/127.0.0.1/{port} || exit 3\ncat\n")
+    outcome = sandbox.run_exec(fn, ITEMS, limits=FAST)
+    thread.join()
+    server.close()
+    assert reached == []
+    assert outcome.status == "failed"
+    assert outcome.exit_code == 3
+    assert outcome.tried_network, outcome.stderr
+
+
+def test_a_write_to_home_is_refused_and_recorded(tmp_path, unharmed):
+    fn = _program(tmp_path, 'echo evil > "$HOME/.bashrc" || exit 4\ncat\n')
+    outcome = sandbox.run_exec(fn, ITEMS, limits=FAST)
+    assert outcome.status == "failed"
+    assert outcome.exit_code == 4
+    assert outcome.tried_write_outside, outcome.stderr
+    # the worker's own home is not even visible in the jail, let alone written
+    host_target = tmp_path / "outside"
+    fn = _program(tmp_path, f"echo evil > {host_target} || exit 5\ncat\n")
+    outcome = sandbox.run_exec(fn, ITEMS, limits=FAST)
+    assert outcome.exit_code == 5
+    assert not host_target.exists()
+
+
+def test_reading_etc_shadow_is_denied_and_recorded(tmp_path, unharmed):
+    fn = _program(tmp_path, "cat /etc/shadow >&2 || exit 6\ncat\n")
+    outcome = sandbox.run_exec(fn, ITEMS, limits=FAST)
+    assert outcome.status == "failed"
+    assert outcome.exit_code == 6
+    assert outcome.was_denied, outcome.stderr
+    assert "root:" not in outcome.stderr
+
+
+def test_a_fork_bomb_is_contained_and_cleaned_up(tmp_path, unharmed):
+    fn = _program(tmp_path, "bomb() { bomb | bomb & }\nbomb\nwait\n")
+    start = time.monotonic()
+    outcome = sandbox.run_exec(fn, ITEMS, limits=SandboxLimits(cpu_seconds=3, wall_seconds=4))
+    assert time.monotonic() - start < 15
+    assert outcome.status in {"timeout", "failed", "invalid_output"}
+    assert outcome.status != "ok"
+
+
+def test_printing_a_gigabyte_is_cut_off_at_the_output_limit(tmp_path, unharmed):
+    fn = _program(tmp_path, "head -c 1000000000 /dev/zero\n")
+    start = time.monotonic()
+    outcome = sandbox.run_exec(fn, ITEMS, limits=FAST)
+    assert outcome.status == "output_limit"
+    assert "1048576 bytes" in outcome.detail
+    assert time.monotonic() - start < 6  # killed long before 1 GB could be written
+
+
+def test_a_cpu_loop_hits_the_time_limit(tmp_path, unharmed):
+    fn = _program(tmp_path, "while :; do :; done\n")
+    outcome = sandbox.run_exec(fn, ITEMS, limits=SandboxLimits(cpu_seconds=1, wall_seconds=6))
+    assert outcome.status == "timeout"
+
+
+def test_starlark_runs_in_a_jailed_subprocess(unharmed):
+    script = (
+        'for r in ctx.resource_list["items"]:\n'
+        '    r["metadata"]["labels"] = {"trial": "yes"}\n'
+        'ctx.resource_list["items"].append({"apiVersion": "v1", "kind": "Secret",'
+        ' "metadata": {"name": "s"}})\n'
+        'print("done")\n'
+    )
+    outcome = sandbox.run_starlark(script, ITEMS, limits=FAST)
+    assert outcome.status == "ok", outcome
+    assert outcome.diff == {
+        "added": ["Secret/s"],
+        "removed": [],
+        "changed": ["ConfigMap/a", "Deployment.apps/n/web"],
+    }
+    assert outcome.stderr.strip() == "done"
+    assert "subprocess" in outcome.jail
+
+
+def test_a_starlark_error_is_a_failed_run(unharmed):
+    outcome = sandbox.run_starlark("fail('no')\n", ITEMS, limits=FAST)
+    assert outcome.status == "failed"
+    assert "no" in outcome.detail
+
+
+def test_container_runtimes_are_recorded_as_not_run():
+    outcome = sandbox.run_container("ghcr.io/example/fn:v1")
+    assert outcome.status == "not_run"
+    assert "not run here" in outcome.detail
+
+
+def test_memory_beyond_the_limit_is_refused(tmp_path, unharmed):
+    fn = _program(
+        tmp_path,
+        "exec /usr/bin/python3 -c 'b = bytearray(512 * 1024 * 1024)' || exit 7\n",
+    )
+    limits = SandboxLimits(cpu_seconds=3, wall_seconds=6, memory_bytes=128 * 1024 * 1024)
+    outcome = sandbox.run_exec(fn, ITEMS, limits=limits)
+    assert outcome.status == "failed"
+    assert "MemoryError" in outcome.stderr

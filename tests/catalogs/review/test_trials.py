@@ -1,0 +1,324 @@
+"""Trial runs of contributions: real downloads from a loopback server, real jailed runs."""
+
+# The shared fixtures are imported by name (tests/catalogs has no conftest of its own): F811.
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import threading
+
+import pytest
+
+from catalogs.review import sandbox, trials
+from catalogs.review.models import TrialRun, TrialRunStatus
+from catalogs.review.services import contribution_reject, contribution_resubmit, contribution_submit
+from tests.catalogs.review.contribution_fixtures import (  # noqa: F401 (fixtures)
+    DEFINITION,
+    as_user,
+    contributor,
+    published,
+    reviewer,
+)
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(sandbox.jail_available() is None, reason="no jail can be built here"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _trials_run_in_this_process():
+    """Trial tasks run eagerly here, also on CI's services stage: its worker has neither these
+    tests' settings (TRIAL_RUNS_ENABLED, the cache dir) nor their uncommitted rows."""
+    from registry.celery import app
+
+    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+
+
+ANNOTATE = (
+    'for r in ctx.resource_list["items"]:\n    r["metadata"]["annotations"] = {"trial": "yes"}\n'
+)
+
+
+@pytest.fixture
+def served(tmp_path, settings):
+    """A loopback HTTP server for runtime files; returns put(name, text) -> (url, sha256)."""
+    settings.TRIAL_RUNS_ENABLED = True
+    settings.TRIAL_CACHE_DIR = str(tmp_path / "cache")
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    def put(name: str, text: str) -> tuple[str, str]:
+        (root / name).write_text(text)
+        url = f"http://127.0.0.1:{server.server_address[1]}/{name}"
+        return url, hashlib.sha256(text.encode()).hexdigest()
+
+    yield put
+    server.shutdown()
+    server.server_close()
+
+
+def _definition(runtime: str) -> str:
+    head, _, _ = DEFINITION.partition("    runtime:\n")
+    return head + "    runtime:\n" + runtime
+
+
+def _starlark(url: str, sha: str) -> str:
+    return _definition(f"      starlark:\n        uri: {url}\n        sha256: {sha}\n")
+
+
+def _submit(published, contributor, content, capture):
+    with capture(execute=True):
+        return contribution_submit(catalog=published, content=content, actor=contributor)
+
+
+def test_a_contribution_is_trial_run_when_it_arrives(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    url, sha = served("annotate.star", ANNOTATE)
+    c = _submit(published, contributor, _starlark(url, sha), django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.status == TrialRunStatus.OK, run.detail
+    assert run.runtime == "starlark"
+    assert run.revision == 1
+    assert not run.flagged
+    assert run.diff["changed"] == [
+        "ConfigMap/demo/settings",
+        "Deployment.apps/demo/web",
+        "Service/demo/web",
+    ]
+    assert "bwrap" in run.jail
+
+
+@pytest.mark.parametrize(
+    ("script", "flag"),
+    [
+        ("fail('broken')\n", "crashed or reported errors"),
+        ("while True:\n    pass\n", "crashed or reported errors"),
+        ('ctx.resource_list["items"] = []\n', "removed input resources"),
+    ],
+    ids=["crash", "endless-loop", "removes-resources"],
+)
+def test_a_misbehaving_function_is_flagged(
+    served, published, contributor, django_capture_on_commit_callbacks, script, flag
+):
+    url, sha = served("bad.star", script)
+    c = _submit(published, contributor, _starlark(url, sha), django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.flagged
+    assert any(f.startswith(flag) for f in run.flags), run.flags
+
+
+def test_an_exec_function_that_probes_the_jail_is_run_contained_and_flagged(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    program = (
+        "#!/bin/bash\n"
+        "exec 3<>/dev/tcp/127.0.0.1/9 || true\n"
+        'echo owned > "$HOME/.profile" || true\n'
+        "cat\n"
+    )
+    url, sha = served("probe", program)
+    runtime = (
+        "      exec:\n        platforms:\n"
+        f"        - {{bin: probe, os: linux, arch: {trials._arch()},\n"
+        f"           uri: '{url}', sha256: {sha}}}\n"
+    )
+    c = _submit(published, contributor, _definition(runtime), django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.runtime == "exec"
+    assert run.status == TrialRunStatus.OK, run.detail
+    assert run.tried_network and run.tried_write_outside
+    assert "tried to use the network" in run.flags
+    assert "tried to write outside its scratch dir" in run.flags
+    assert run.diff == {"added": [], "removed": [], "changed": []}
+
+
+EXAMPLE_IN = """\
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: one}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: two}}
+functionConfig: {owner: team-a}
+"""
+EXAMPLE_OUT = """\
+---
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: one, labels: {owner: team-a}}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: two, labels: {owner: team-a}}}
+"""
+SET_OWNER = (
+    'owner = ctx.resource_list["functionConfig"]["owner"]\n'
+    'for r in ctx.resource_list["items"]:\n'
+    '    r["metadata"]["labels"] = {"owner": owner}\n'
+)
+
+
+def _with_examples(content: str, *urls: str) -> str:
+    lines = "".join(f"    - {u}\n" for u in urls)
+    return content + "    examples:\n" + lines
+
+
+@pytest.mark.parametrize(
+    ("script", "flags"),
+    [
+        (SET_OWNER, []),
+        (
+            SET_OWNER + 'ctx.resource_list["items"].pop()\n',
+            ["output differs from the example's expected output"],
+        ),
+    ],
+    ids=["as-promised", "drops-a-resource"],
+)
+def test_examples_with_expected_output_are_checked(
+    served, published, contributor, django_capture_on_commit_callbacks, script, flags
+):
+    url, sha = served("set-owner.star", script)
+    example, _ = served("example.yaml", EXAMPLE_IN + EXAMPLE_OUT)
+    content = _with_examples(_starlark(url, sha), "https://example.org/docs", example)
+    c = _submit(published, contributor, content, django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)  # the documentation link is not an example
+    assert run.example == f"example {example}"
+    assert run.status == TrialRunStatus.OK, run.detail
+    assert [f.split(":")[0] for f in run.flags] == flags  # no "removed input resources" flag
+    if flags:
+        assert "ConfigMap/two" in run.flags[0]
+
+
+def test_an_unreadable_example_is_flagged_and_not_run(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    url, sha = served("set-owner.star", SET_OWNER)
+    example, _ = served("example.yaml", "kind: Deployment\n")
+    content = _with_examples(_starlark(url, sha), example)
+    c = _submit(published, contributor, content, django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.status == TrialRunStatus.NOT_RUN
+    assert run.flags == ["its example could not be read"]
+    assert "one or two ResourceList" in run.detail
+
+
+def test_a_digest_mismatch_runs_nothing(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    url, _ = served("annotate.star", ANNOTATE)
+    content = _starlark(url, hashlib.sha256(b"something else").hexdigest())
+    c = _submit(published, contributor, content, django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.status == TrialRunStatus.NOT_RUN
+    assert "sha256 mismatch" in run.detail
+
+
+def test_a_local_path_runtime_is_never_read_by_the_worker(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    content = _definition("      starlark:\n        path: /etc/passwd\n")
+    c = _submit(published, contributor, content, django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.status == TrialRunStatus.NOT_RUN
+    assert "not an https" in run.detail
+
+
+def test_a_container_runtime_is_recorded_as_not_run_here(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    c = _submit(published, contributor, DEFINITION, django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.runtime == "container"
+    assert run.status == TrialRunStatus.NOT_RUN
+    assert "not run here" in run.detail
+
+
+def test_a_resubmission_is_trial_run_again(
+    served, published, contributor, reviewer, django_capture_on_commit_callbacks
+):
+    bad_url, bad_sha = served("bad.star", "fail('broken')\n")
+    c = _submit(
+        published, contributor, _starlark(bad_url, bad_sha), django_capture_on_commit_callbacks
+    )
+    contribution_reject(contribution=c, actor=reviewer, reason="it crashes")
+    url, sha = served("annotate.star", ANNOTATE)
+    with django_capture_on_commit_callbacks(execute=True):
+        c = contribution_resubmit(contribution=c, content=_starlark(url, sha), actor=contributor)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.revision == 2
+    assert run.status == TrialRunStatus.OK
+    assert TrialRun.objects.filter(contribution=c).count() == 2
+
+
+def test_nothing_is_enqueued_when_trial_runs_are_off(
+    published, contributor, settings, django_capture_on_commit_callbacks
+):
+    settings.TRIAL_RUNS_ENABLED = False
+    c = _submit(published, contributor, DEFINITION, django_capture_on_commit_callbacks)
+    assert TrialRun.objects.filter(contribution=c).count() == 0
+
+
+def test_the_review_page_shows_trial_runs_and_a_reviewer_can_rerun_them(
+    served, published, contributor, reviewer, as_user, django_capture_on_commit_callbacks
+):
+    url, sha = served("bad.star", 'ctx.resource_list["items"] = []\n')
+    c = _submit(published, contributor, _starlark(url, sha), django_capture_on_commit_callbacks)
+    client = as_user(reviewer)
+    body = client.get(f"/review/{c.pk}/").content.decode()
+    assert "Trial runs in the sandbox" in body
+    assert "removed input resources" in body
+    assert "− Deployment.apps/demo/web" in body
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/review/{c.pk}/trials/")
+    assert response.status_code == 302
+    assert TrialRun.objects.filter(contribution=c).count() == 2
+
+
+def test_only_reviewers_rerun_trials(
+    served, published, contributor, as_user, django_capture_on_commit_callbacks
+):
+    url, sha = served("annotate.star", ANNOTATE)
+    c = _submit(published, contributor, _starlark(url, sha), django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = as_user(contributor).post(f"/review/{c.pk}/trials/")
+    assert response.status_code == 403
+    assert TrialRun.objects.filter(contribution=c).count() == 1
+
+
+def test_a_rerun_is_refused_when_trial_runs_are_off(
+    published, contributor, reviewer, as_user, settings
+):
+    c = contribution_submit(catalog=published, content=DEFINITION, actor=contributor)
+    settings.TRIAL_RUNS_ENABLED = False
+    response = as_user(reviewer).post(f"/review/{c.pk}/trials/", follow=True)
+    assert "Trial runs are turned off" in response.content.decode()
+    assert TrialRun.objects.filter(contribution=c).count() == 0
+
+
+def test_a_trial_over_the_upstream_rate_limit_waits_and_records_it(
+    served, published, contributor, django_capture_on_commit_callbacks, settings
+):
+    """The runtime's host is at its limit: the trial is held back, then runs (eager: in place)."""
+    from catalogs import ratelimits
+
+    url, sha = served("annotate.star", ANNOTATE)
+    settings.UPSTREAM_RATE_LIMIT = "1/second"
+    settings.UPSTREAM_RATE_LIMIT_STORAGE_URL = "memory://"
+    ratelimits.upstream_limiter.cache_clear()
+    try:
+        assert ratelimits.upstream_hosts_admit(urls=[url]) is None  # another run took the slot
+        c = _submit(published, contributor, _starlark(url, sha), django_capture_on_commit_callbacks)
+    finally:
+        ratelimits.upstream_limiter.cache_clear()
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.status == TrialRunStatus.OK, run.detail
+    assert run.deferrals >= 1

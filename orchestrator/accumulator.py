@@ -569,7 +569,12 @@ class Target:
                 cmd.append("--include-crds")
             with tempfile.TemporaryDirectory() as tmp:
                 if chart.get("valuesFile"):
-                    cmd += ["--values", self.loader.abspath(chart["valuesFile"])]
+                    # Read through the loader (as kustomize does): helm itself would read any
+                    # path it is given.
+                    vfile = os.path.join(tmp, "values-file.yaml")
+                    with open(vfile, "wb") as f:
+                        f.write(self.loader.read(str(chart["valuesFile"])))
+                    cmd += ["--values", vfile]
                 if chart.get("valuesInline"):
                     vpath = os.path.join(tmp, "values.yaml")
                     with open(vpath, "w") as f:
@@ -770,6 +775,7 @@ class Target:
                 catalogs=self.catalog_set(),
                 openapi=self.k.get("openapi"),
                 source=self.source,
+                read_file=self.loader.read,
             )
         cls = filters.lookup(kind)
         if cls is None:

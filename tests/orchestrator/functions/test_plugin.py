@@ -28,7 +28,9 @@ def test_transform_generate_validate_through_resmap(tmp_path, write, options, mo
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     write("t.star", STAR)
     write("g.star", GEN)
-    ctx = FunctionsContext(options(results_dir=str(tmp_path / "res")), [])
+    ctx = FunctionsContext(
+        options(enable_alpha_plugins=True, results_dir=str(tmp_path / "res")), []
+    )
     cs = ctx.catalogs([], str(tmp_path), None)
     assert ctx.catalogs([], str(tmp_path), None) is cs  # one set per kustomization
     rm = ResMap([Resource(obj={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})])
@@ -57,7 +59,7 @@ def test_transform_generate_validate_through_resmap(tmp_path, write, options, mo
 
 def test_untrusted_catalogs_field(tmp_path, write, options, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    ctx = FunctionsContext(options(), [])
+    ctx = FunctionsContext(options(enable_alpha_plugins=True), [])
     with pytest.raises(CatalogTrustError) as exc:
         ctx.catalogs(["c.yaml"], str(tmp_path), "kustomization.yaml")
     assert str(exc.value) == (
@@ -111,7 +113,7 @@ def test_open_api_from_kustomization_openapi_path(tmp_path, write, options, monk
         'ctx.resource_list["items"][0]["metadata"]["annotations"] = {\n'
         '  "defs": ",".join(sorted(ctx.open_api().get("definitions", {}).keys()))}\n',
     )
-    ctx = FunctionsContext(options(), [])
+    ctx = FunctionsContext(options(enable_alpha_plugins=True), [])
     rm = ResMap([Resource(obj={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})])
     cs = ctx.catalogs([], str(tmp_path), None)
     ctx.plugin(

@@ -5,8 +5,8 @@ A catalog, a kustomization, a resource or a function's output may hold control c
 CR returns to the start of the line), C1 controls (a lone U+009B is CSI on some terminals) and
 Unicode bidirectional controls (they reorder what is shown). Printed as they are, they can draw
 lines the program never wrote, such as a forged "Signature: verified" line. Each of them is
-shown as a visible escape instead (``\\x1b``, ``\\u202e``); everything else, including other
-non-ASCII text, is kept.
+shown as a visible escape instead (``\\x1b``, ``\\n``, ``\\u202e``); everything else, other
+non-ASCII text included, is kept.
 
 ``field`` is for one value in a line of a table or report (a newline or tab there is also
 escaped, so a value cannot start a line of its own); ``lines`` is for a message of several lines
@@ -16,9 +16,12 @@ escaped, so a value cannot start a line of its own); ``lines`` is for a message 
 from __future__ import annotations
 
 _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
 
 
 def _escaped(cp: int) -> str:
+    if cp in _NAMED:
+        return _NAMED[cp]
     return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}"
 
 

@@ -94,7 +94,11 @@ ANNOTATION = (
 RUNTIME = HEAD + "runtime:\n  starlark:\n    {how}\n"
 
 
-@pytest.mark.parametrize(("fn", "origin"), [(ANNOTATION, "annotation"), (RUNTIME, "runtime field")])
+@pytest.mark.parametrize(
+    ("fn", "origin"),
+    [(ANNOTATION, "annotation"), (RUNTIME, "runtime field")],
+    ids=["annotation", "runtime"],
+)
 @pytest.mark.parametrize("how", ["path", "url"])
 def test_starlark_the_kustomization_names_needs_the_flag(
     tmp_path: Path, server: _Server, fn: str, origin: str, how: str

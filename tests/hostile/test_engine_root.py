@@ -147,3 +147,28 @@ def test_load_restrictions_none_lets_the_user_read_it(tmp_path: Path, case: str)
         f"--helm-command={tmp_path / 'helm'}",
     )
     assert "is not in or below" not in proc.stderr
+
+
+@pytest.mark.parametrize("how", ["absolute", "relative"])
+def test_a_composition_starlark_path_out_of_the_root_is_refused(tmp_path: Path, how: str) -> None:
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "git-credentials").write_text(ei.PRIVATE_FILES["git-credentials"])
+    app = tmp_path / "app"
+    app.mkdir()
+    path = str(private / "git-credentials") if how == "absolute" else "../private/git-credentials"
+    (app / "composition.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Composition\ntransformers:\n"
+        f"- apiVersion: example.com/v1\n  kind: Fn\n  runtime: {{starlark: {{path: '{path}'}}}}\n"
+    )
+    (tmp_path / "out.yaml").write_text(PREVIOUS)
+    proc = _krm(tmp_path, "build", "app", "-o", "out.yaml", "--enable-alpha-plugins")
+    out = private / "git-credentials"
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        'Error: transformer "example.com_v1_Fn|default|fn" (app/composition.yaml:4 '
+        "(transformers[0])): function example.com/v1/Fn 'fn' (starlark "
+        f"{out}, from runtime field): security; file '{out}' is not in or below '{app}'\n"
+    )
+    assert not any(s in proc.stderr for s in ei.SECRETS)
+    assert (tmp_path / "out.yaml").read_text() == PREVIOUS

@@ -296,9 +296,15 @@ class Target:
 
     def _set_schema(self) -> None:
         openapi = self.k.get("openapi")
-        if self.build.schema_set or not openapi:
+        if not openapi:
             return
         path = openapi.get("path") if isinstance(openapi, dict) else None
+        if self.build.schema_set:
+            # The first schema set wins, but the file is read as kustomize reads it: through
+            # this kustomization's loader, so one out of its root fails the build here too.
+            if path:
+                self.loader.read(str(path))
+            return
         version = openapi.get("version") if isinstance(openapi, dict) else None
         if path and version:
             raise ValidationError(

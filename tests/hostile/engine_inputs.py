@@ -214,6 +214,11 @@ ROOT_ESCAPES: dict[str, RootEscape] = {
         },
         overlay="openapi: {version: v1.21.2}\n",
     ),
+    # kubectl kustomize v5.5.0 refuses this one too (checked): the file is read even though
+    # the schema was set already.
+    "openapi-after-parent-schema": RootEscape(
+        "resources: [r.yaml]\nopenapi: {path: '{out}'}\n", overlay="openapi: {version: v1.21.2}\n"
+    ),
     "openapi": RootEscape("resources: [r.yaml]\nopenapi: {path: '{out}'}\n"),
     "crds": RootEscape("resources: [r.yaml]\ncrds: ['{out}']\n"),
     "resources": RootEscape("resources: [r.yaml, '{out}']\n"),

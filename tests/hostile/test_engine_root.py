@@ -84,8 +84,8 @@ def _expected(case: str, base: str, out: str) -> str:
     refused = f"security; file '{out}' is not in or below '{base}'"
     fn = "function example.com/v1/Fn 'f'"
     return {
-        "openapi-read-by-starlark-after-parent-schema": "app/base/kustomization.yaml: "
-        f"openapi: {refused}",
+        "openapi-read-by-starlark-after-parent-schema": f"{out}: {refused}",
+        "openapi-after-parent-schema": f"{out}: {refused}",
         "openapi": f"{out}: {refused}",
         "crds": f"{out}: {refused}",
         "resources": f"{out}: {refused}",

@@ -6,6 +6,7 @@ import argparse
 
 import pytest
 
+from orchestrator.errors import LoadError
 from orchestrator.functions import CatalogTrustError, FunctionError
 from orchestrator.functions import cli as fcli
 from orchestrator.functions.plugin import FunctionsContext
@@ -132,3 +133,35 @@ def test_open_api_from_kustomization_openapi_path(tmp_path, write, options, monk
         openapi={"version": "v1.21.2"},
     ).transform(rm)
     assert rm.resources()[0].obj["metadata"]["annotations"] == {"defs": ""}
+
+
+def test_open_api_path_out_of_the_root_is_refused_without_a_loader(
+    tmp_path, write, options, monkeypatch
+):
+    # A caller that passes no read_file gets a loader of kustomization_dir: the same
+    # restriction as the build's own loader, so ctx.open_api() cannot hand out a file
+    # from outside, whoever set the openapi: field.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    write("private/kubeconfig.yaml", "users: [{token: SECRET}]\n")
+    write("app/o.star", 'ctx.resource_list["items"][0]["data"] = ctx.open_api()\n')
+    ctx = FunctionsContext(options(enable_alpha_plugins=True), [])
+    rm = ResMap([Resource(obj={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})])
+    outside = str(tmp_path / "private" / "kubeconfig.yaml")
+    with pytest.raises(LoadError) as exc:
+        ctx.plugin(
+            _cfg("o.star"),
+            role="transformer",
+            kustomization_dir=str(tmp_path / "app"),
+            catalogs=ctx.catalogs([], str(tmp_path / "app"), None),
+            openapi={"path": outside},
+            source="app/kustomization.yaml",
+        ).transform(rm)
+    assert str(exc.value) == (
+        f"app/kustomization.yaml: openapi: security; file '{outside}' is not in or below "
+        f"'{tmp_path / 'app'}'"
+    )
+    assert rm.resources()[0].obj == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s"},
+    }

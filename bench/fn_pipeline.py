@@ -163,11 +163,12 @@ def setup(root: str, n: int) -> dict[str, str]:
     kust = "resources:\n- resources.yaml\ntransformers:\n" + "".join(f"- {x}\n" for x in names)
     _write(os.path.join(app, "kustomization.yaml"), kust)
 
-    # 2. starlark
+    # 2. starlark (scripts below the kustomization: a file out of its root is refused)
     star = os.path.join(root, "krm-starlark")
     _write(os.path.join(star, "resources.yaml"), resources)
     for k in range(FUNCTIONS):
-        runtime = f"runtime:\n  starlark:\n    path: {os.path.join(fns, f'fn{k}.star')}\n"
+        _write(os.path.join(star, "fns", f"fn{k}.star"), _starlark(k))
+        runtime = f"runtime:\n  starlark:\n    path: fns/fn{k}.star\n"
         _write(os.path.join(star, f"fn{k}.yaml"), _config(k, runtime))
     _write(os.path.join(star, "kustomization.yaml"), kust)
 
@@ -311,7 +312,7 @@ def main() -> None:
         runs = {
             "krm exec": krm + [paths["exec"], "--enable-exec"],
             "kpt fn render": [kpt, "fn", "render", paths["kpt"], "--allow-exec", "-o", "unwrap"],
-            "krm starlark": krm + [paths["starlark"]],
+            "krm starlark": krm + [paths["starlark"], "--enable-alpha-plugins"],
             "krm catalog": krm + [paths["catalog"], f"--trusted-catalog={paths['catalog_file']}"],
             "krm catalog --skip-schema": krm
             + [paths["catalog"], f"--trusted-catalog={paths['catalog_file']}", "--skip-schema"],

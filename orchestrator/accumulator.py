@@ -296,9 +296,15 @@ class Target:
 
     def _set_schema(self) -> None:
         openapi = self.k.get("openapi")
-        if self.build.schema_set or not openapi:
+        if not openapi:
             return
         path = openapi.get("path") if isinstance(openapi, dict) else None
+        if self.build.schema_set:
+            # The first schema set wins, but the file is read as kustomize reads it: through
+            # this kustomization's loader, so one out of its root fails the build here too.
+            if path:
+                self.loader.read(str(path))
+            return
         version = openapi.get("version") if isinstance(openapi, dict) else None
         if path and version:
             raise ValidationError(
@@ -569,7 +575,12 @@ class Target:
                 cmd.append("--include-crds")
             with tempfile.TemporaryDirectory() as tmp:
                 if chart.get("valuesFile"):
-                    cmd += ["--values", self.loader.abspath(chart["valuesFile"])]
+                    # Read through the loader (as kustomize does): helm itself would read any
+                    # path it is given.
+                    vfile = os.path.join(tmp, "values-file.yaml")
+                    with open(vfile, "wb") as f:
+                        f.write(self.loader.read(str(chart["valuesFile"])))
+                    cmd += ["--values", vfile]
                 if chart.get("valuesInline"):
                     vpath = os.path.join(tmp, "values.yaml")
                     with open(vpath, "w") as f:
@@ -770,6 +781,7 @@ class Target:
                 catalogs=self.catalog_set(),
                 openapi=self.k.get("openapi"),
                 source=self.source,
+                read_file=self.loader.read,
             )
         cls = filters.lookup(kind)
         if cls is None:

@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         if isinstance(exc, RecursionError):  # inputs are depth-checked; derived data may not be
             exc = KrmError("data nested too deeply to process", file=getattr(args, "path", None))
-        print(f"Error: {exc}", file=sys.stderr)
+        _stderr(f"Error: {exc}\n")
         return 1
 
 
@@ -274,7 +274,7 @@ def _build(args: Args, debug: bool) -> int:
     hit = cache.lookup()
     if hit is not None:
         for w in hit.warnings:
-            print(w, file=sys.stderr)
+            _stderr(w + "\n")
         if args.output:
             with open(args.output, "wb") as f:
                 f.write(hit.output)
@@ -327,7 +327,7 @@ def _build_uncached(args: Args, debug: bool, cache: Any) -> int:
     _print_summaries(result.results)
     warnings = _dedupe(result.warnings)
     for w in warnings:
-        print(w, file=sys.stderr)
+        _stderr(w + "\n")
     if args.output and (os.path.isdir(args.output) or args.output.endswith(("/", os.sep))):
         # "-o out/" names a directory: create it, as a user who typed the slash expects.
         os.makedirs(args.output, exist_ok=True)
@@ -368,7 +368,16 @@ def _print_summaries(entries: list[dict[str, Any]]) -> None:
             continue
         from orchestrator.functions.resourcelist import format_summary
 
-        sys.stderr.write(format_summary(str(entry.get("function")), entry["results"]))
+        _stderr(format_summary(str(entry.get("function")), entry["results"]))
+
+
+def _stderr(text: str) -> None:
+    """Write to stderr with control characters other than newline and tab escaped: messages,
+    warnings and function results quote documents and functions' output, and a terminal must
+    not act on an escape sequence in them."""
+    from orchestrator.terminal import lines
+
+    sys.stderr.write(lines(text))
 
 
 def _dedupe(items: list[str]) -> list[str]:

@@ -114,12 +114,17 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
 
 
 def format_consolidated(cons: Consolidated) -> str:
-    """The consolidated list as a Composition document, each entry headed by its origin."""
+    """The consolidated list as a Composition document, each entry headed by its origin.
+
+    The comments quote names from the documents: through ``terminal.field``, so a name can
+    neither end its comment line (and add YAML) nor hold a terminal escape sequence.
+    """
     from orchestrator import yamlio
     from orchestrator.fs import display
+    from orchestrator.terminal import field
 
     lines = [
-        f"# Consolidated from {display(cons.composition.file)}: "
+        f"# Consolidated from {field(display(cons.composition.file))}: "
         f"{len(cons.transformers)} transformer(s), in run order.",
         f"apiVersion: {API_VERSION}",
         "kind: Composition",
@@ -127,18 +132,18 @@ def format_consolidated(cons: Consolidated) -> str:
     if cons.catalogs:
         lines.append("catalogs:")
         for ref, directory in cons.catalogs:
-            lines.append(f"# named in {display(os.path.join(directory, FILE_NAME))}")
+            lines.append(f"# named in {field(display(os.path.join(directory, FILE_NAME)))}")
             lines.append("- " + yamlio.dump(ref).strip().removesuffix("\n..."))
     lines.append("transformers:" if cons.transformers else "transformers: []")
     for i, t in enumerate(cons.transformers, 1):
-        lines.append(f"# {i}. {t.ident()}")
-        lines.append(f"#    from {t.where()}")
+        lines.append(f"# {i}. {field(t.ident())}")
+        lines.append(f"#    from {field(t.where())}")
         if t.imported_via:
-            lines.append(f"#    imported via {' <- '.join(reversed(t.imported_via))}")
+            lines.append(f"#    imported via {field(' <- '.join(reversed(t.imported_via)))}")
         for ov in t.overridden_by:
-            lines.append(f"#    overridden by {ov}")
+            lines.append(f"#    overridden by {field(str(ov))}")
         if os.path.normpath(t.base_dir) != os.path.dirname(t.file):
-            lines.append(f"#    paths relative to {display(t.base_dir) or '.'}")
+            lines.append(f"#    paths relative to {field(display(t.base_dir)) or '.'}")
         body = yamlio.dump(t.resolved_config()).rstrip("\n").split("\n")
         lines.append("- " + body[0])
         lines.extend("  " + line for line in body[1:])

@@ -237,27 +237,36 @@ def _run_function(
         raise NotSupportedError(
             f"{t.api_version}/{t.kind}: KRM functions are not supported by this installation"
         )
+    from orchestrator.fs import Loader
+
+    config, root = _absolute_runtime(cfg, t, cons)
     plugin = functions.plugin(
-        _absolute_runtime(cfg, t, cons),
+        config,
         role="transformer",
         kustomization_dir=t.base_dir,
         catalogs=_catalog_set(run, cons),
+        read_file=Loader(root, restrictor=run.options.load_restrictor).read,
     )
     plugin.transform(acc.resmap)
     acc.resmap.invalidate()
     return acc
 
 
-def _absolute_runtime(cfg: dict[str, Any], t: Transformer, cons: Consolidated) -> dict[str, Any]:
+def _absolute_runtime(
+    cfg: dict[str, Any], t: Transformer, cons: Consolidated
+) -> tuple[dict[str, Any], str]:
     """Resolve runtime paths: the defining directory first, then the build's root.
 
     The prototype resolved them against the working directory of its test harness (the build
-    root); its fixtures rely on that for imported Compositions.
+    root); its fixtures rely on that for imported Compositions. Returns the config and the
+    directory whose load restrictor applies to the files it names: the one the path was found
+    below (else the defining directory).
     """
     runtime = cfg.get("runtime")
     if not isinstance(runtime, dict):
-        return cfg
+        return cfg, t.base_dir
     new_rt = dict(runtime)
+    root = t.base_dir
     for key in ("exec", "starlark"):
         spec = runtime.get(key)
         if isinstance(spec, dict) and isinstance(spec.get("path"), str):
@@ -268,8 +277,10 @@ def _absolute_runtime(cfg: dict[str, Any], t: Transformer, cons: Consolidated) -
                 cand = os.path.normpath(os.path.join(base, path))
                 if os.path.exists(cand):
                     new_rt[key] = {**spec, "path": cand}
+                    if key == "starlark":
+                        root = base
                     break
-    return {**cfg, "runtime": new_rt}
+    return {**cfg, "runtime": new_rt}, root
 
 
 def _catalog_set(run: _Run, cons: Consolidated) -> Any:

@@ -59,8 +59,9 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--enable-alpha-plugins",
         action="store_true",
-        help="allow container functions whose image the kustomization names itself (a runtime "
-        "field or the config.kubernetes.io/function annotation); catalog ones need no flag",
+        help="allow container and starlark functions that the kustomization names itself (a "
+        "runtime field or the config.kubernetes.io/function annotation); catalog ones need no "
+        "flag",
     )
     p.add_argument(
         "--network", action="store_true", help="allow network to functions that require it"

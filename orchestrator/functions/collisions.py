@@ -44,6 +44,11 @@ def check_later(
         key = (api_version, kind, str(match.catalog.ref), str(ref))
         if key not in seen:
             seen.add(key)
+            from orchestrator.terminal import lines
+
             sys.stderr.write(
-                f"Warning: {message}; the first is used (--strict-catalogs makes this an error)\n"
+                lines(
+                    f"Warning: {message}; the first is used (--strict-catalogs makes this an "
+                    "error)\n"
+                )
             )

@@ -52,8 +52,8 @@ class FnOptions:
     def __init__(
         self,
         enable_exec: bool = False,
-        # --enable-alpha-plugins: run container functions whose image the repository names
-        # itself (a runtime: field or the config.kubernetes.io/function annotation), as
+        # --enable-alpha-plugins: run container and starlark functions that the repository
+        # names itself (a runtime: field or the config.kubernetes.io/function annotation), as
         # kustomize asks.
         enable_alpha_plugins: bool = False,
         network: bool = False,

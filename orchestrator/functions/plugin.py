@@ -1,12 +1,17 @@
 """The build's side of functions: one context per build, one plugin object per function config.
 
 ``build.py`` keeps a :class:`FunctionsContext` for the whole build and asks it for a plugin with
-the same ``generate()`` / ``transform(resmap)`` methods as the builtin plugins.
+the same ``generate()`` / ``transform(resmap)`` methods as the builtin plugins. Every file a
+function config names for the engine to read (a starlark ``path:``, the kustomization's
+``openapi: path:`` that ``ctx.open_api()`` hands out) is read through ``read_file``: the
+kustomization's loader, so its load restrictor applies (by default, a loader of
+``kustomization_dir`` that only reads below it).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from orchestrator.functions.catalogs import CatalogSet, TrustConfig
@@ -54,8 +59,10 @@ class FunctionsContext:
         catalogs: CatalogSet,
         openapi: dict[str, Any] | None = None,
         source: str | None = None,
+        read_file: Callable[[str], bytes] | None = None,
     ) -> FunctionPlugin:
-        """A plugin object that runs config as a KRM function (source: its kustomization file)."""
+        """A plugin object that runs config as a KRM function (source: its kustomization file;
+        read_file: its loader's ``read``)."""
         return FunctionPlugin(
             config,
             role=role,
@@ -64,6 +71,7 @@ class FunctionsContext:
             options=self.options,
             openapi=openapi,
             source=source,
+            read_file=read_file,
         )
 
     @property
@@ -85,7 +93,13 @@ class FunctionPlugin:
         options: FnOptions,
         openapi: dict[str, Any] | None = None,
         source: str | None = None,
+        read_file: Callable[[str], bytes] | None = None,
     ):
+        if read_file is None:
+            from orchestrator.fs import Loader
+
+            read_file = Loader(kustomization_dir).read
+        self.read_file = read_file
         self.config = config
         self.source = source
         self.role = role
@@ -95,17 +109,24 @@ class FunctionPlugin:
         self.openapi = openapi
 
     def _openapi(self) -> dict[str, Any] | None:
-        """The schema for ``ctx.open_api()``: a kustomization's ``openapi: {path}`` is read."""
+        """The schema for ``ctx.open_api()``: a kustomization's ``openapi: {path}`` is read
+        (through the kustomization's loader: this kustomization's ``openapi:`` may be one the
+        build never read, when a parent kustomization set the schema first)."""
         spec = self.openapi
         if isinstance(spec, dict) and spec and set(spec) <= {"path", "version"}:
             path = spec.get("path")
             if not path:
                 return None  # a built-in version: no document to hand out
             from orchestrator import yamlio
-            from orchestrator.functions.fetch import read_limited
+            from orchestrator.errors import LoadError
+            from orchestrator.fs import display
 
+            try:
+                data = self.read_file(str(path))
+            except LoadError as exc:
+                raise LoadError(f"openapi: {exc.message}", file=self.source) from None
             full = os.path.join(self.kustomization_dir, str(path))
-            doc = yamlio.load(read_limited(full, 64 * 1024 * 1024), source=full)
+            doc = yamlio.load(data, source=display(full))
             return doc if isinstance(doc, dict) else None
         return spec
 
@@ -119,6 +140,7 @@ class FunctionPlugin:
             options=self.options,
             openapi=self._openapi(),
             source=self.source,
+            read_file=self.read_file,
         ).resources
 
     def generate(self) -> list[Resource]:

@@ -4,10 +4,14 @@
 2. the ``config.kubernetes.io/function`` annotation (or the older ``config.k8s.io/function``);
 3. the catalogs, in :class:`CatalogSet` order, first match on group, kind and version.
 
-An explicit ``exec.path`` needs ``--enable-exec`` and an explicit ``container.image`` needs
-``--enable-alpha-plugins``: like kustomize, code that the repository itself names does not run
-without an opt-in; a runtime from a trusted catalog needs none (that is what trust is for).
-Starlark runs in process with no access to the host, so it needs no flag. When a catalog
+Who may run code (docs/guide/developer.md, "Which functions run"): a runtime the repository
+names itself (1 and 2) is code that anyone who wrote a base or a remote resource can add to a
+build, so it never runs without the user's opt-in, as in kustomize: ``--enable-exec`` for an
+``exec.path``, ``--enable-alpha-plugins`` for a ``container.image`` and for a ``starlark.path``
+or ``starlark.url`` (in-process starlark has no host access, but it still computes the output
+and reads what the build hands it). A runtime resolved through a catalog (3) needs no flag:
+every catalog searched is the configured official one or one the user named with
+``--trusted-catalog``, and that trust is the opt-in. When a catalog
 version offers several runtimes, ``FnOptions.runtime_preference`` picks (starlark, then exec
 for this platform, then container): in-process and verified beats a container engine this
 machine may not have.
@@ -109,8 +113,16 @@ def _from_explicit(
                     f"image {spec['image']} named by its {origin} without "
                     "--enable-alpha-plugins (or resolve it from a --trusted-catalog)"
                 )
-        if kind == "starlark" and not (spec.get("path") or spec.get("url")):
-            raise FunctionError(f"{describe(config)}: starlark needs a path or url")
+        if kind == "starlark":
+            script = spec.get("path") or spec.get("url")
+            if not script:
+                raise FunctionError(f"{describe(config)}: starlark needs a path or url")
+            if not options.enable_alpha_plugins:
+                raise FunctionError(
+                    f"{describe(config)}: external plugins disabled; unable to run starlark "
+                    f"{script} named by its {origin} without --enable-alpha-plugins (or "
+                    "resolve it from a --trusted-catalog)"
+                )
         return Resolved(
             kind,
             spec,

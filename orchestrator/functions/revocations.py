@@ -180,8 +180,11 @@ def _write(path: str, data: bytes) -> None:
 
 
 def _warn(text: str) -> None:
-    # The engine has no warning channel below the build facade; these go straight to stderr.
-    sys.stderr.write(f"Warning: {text}\n")
+    # The engine has no warning channel below the build facade; these go straight to stderr
+    # (escaped: the text quotes the revocation list).
+    from orchestrator.terminal import lines
+
+    sys.stderr.write(lines(f"Warning: {text}\n"))
 
 
 def load(

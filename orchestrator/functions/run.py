@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from orchestrator.errors import KrmError
@@ -40,39 +41,89 @@ def _against_catalog(uri: str | None, resolved: Resolved) -> str | None:
     return urljoin(catalog.source, uri)
 
 
-def _starlark_script(resolved: Resolved, kdir: str, options: FnOptions) -> tuple[str, str]:
-    """(script text, filename) for a starlark runtime; verified when a sha256 is given."""
+def _starlark_script(
+    resolved: Resolved,
+    kdir: str,
+    options: FnOptions,
+    read_file: Callable[[str], bytes],
+    name: str,
+) -> tuple[str, str]:
+    """(script text, filename) for a starlark runtime; verified when a sha256 is given.
+
+    A script the function config names itself (a ``path:``, or a ``url:`` that is a local
+    path or ``file://``) is read through ``read_file``, the kustomization's loader, so it is
+    refused out of the root like any other file a kustomization names (and never reaches the
+    interpreter, whose parse errors quote the script). Catalog scripts are read as the trusted
+    catalog names them.
+    """
     from orchestrator.functions import fetch
 
     spec = resolved.spec
     sha = spec.get("sha256")
-    base = resolved.catalog.base_dir if resolved.catalog is not None else kdir
+    if resolved.catalog is None:
+        return _explicit_script(spec, kdir, options, read_file, name)
+    base = resolved.catalog.base_dir
     uri = _against_catalog(spec.get("url") or spec.get("uri"), resolved)
     path = spec.get("path")
-    if resolved.catalog is not None and path and not uri:
+    if path and not uri:
         if base is None:
             raise FunctionError(
                 f"starlark path {path!r} in {resolved.origin} is relative to a remote catalog; "
                 "catalogs must give a uri"
             )
         uri = _local(path, base)
-    elif path and not uri:
-        uri = _local(path, kdir)
     assert uri is not None
     if sha:
         blob = fetch.fetch_blob(uri, sha, options=options, base_dir=base)
         data = fetch.read_limited(blob, options.max_download)
-    elif resolved.catalog is not None and fetch.local_path(uri, base) is None:
+    elif fetch.local_path(uri, base) is None:
         raise FunctionError(
             f"starlark {uri} in {resolved.origin} has no sha256; refusing an unverified script"
         )
     else:
-        local = fetch.local_path(uri, base)
-        if local is not None:
-            data = fetch.read_limited(local, options.max_download)
-        else:
-            resp = fetch.http_get(uri, options=options, max_bytes=options.max_download)
-            data = resp.body or b""
+        data = fetch.read_limited(str(fetch.local_path(uri, base)), options.max_download)
+    return _decoded(data, uri)
+
+
+def _explicit_script(
+    spec: dict[str, Any],
+    kdir: str,
+    options: FnOptions,
+    read_file: Callable[[str], bytes],
+    name: str,
+) -> tuple[str, str]:
+    """(script text, filename) for a starlark ``path:`` or ``url:`` of the config itself."""
+    import hashlib
+
+    from orchestrator.errors import LoadError
+    from orchestrator.functions import fetch
+
+    sha = spec.get("sha256")
+    uri = str(spec.get("url") or spec.get("uri") or "")
+    local = str(spec["path"]) if spec.get("path") else fetch.local_path(uri, kdir)
+    if local is None:
+        if sha:
+            blob = fetch.fetch_blob(uri, sha, options=options, base_dir=None)
+            return _decoded(fetch.read_limited(blob, options.max_download), uri)
+        resp = fetch.http_get(uri, options=options, max_bytes=options.max_download)
+        return _decoded(resp.body or b"", uri)
+    try:
+        data = read_file(local)
+    except LoadError as exc:
+        raise FunctionError(f"{name}: {exc.message}") from None
+    if sha:
+        expected = fetch.normalise_sha256(str(sha))
+        if expected is None:
+            raise FunctionError(f"{local}: sha256 {sha!r} is not 64 hexadecimal digits")
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != expected:
+            raise FunctionError(
+                f"sha256 mismatch for {local}: expected {expected}, got {actual}; nothing was run"
+            )
+    return _decoded(data, local)
+
+
+def _decoded(data: bytes, uri: str) -> tuple[str, str]:
     try:
         return data.decode("utf-8"), os.path.basename(uri)
     except UnicodeDecodeError:
@@ -169,12 +220,14 @@ def run_function_config(
     options: FnOptions,
     openapi: dict[str, Any] | None = None,
     source: str | None = None,
+    read_file: Callable[[str], bytes] | None = None,
 ) -> FnOutcome:
     """Run one function config; generators get no input and return only what they generate.
 
     Nothing is printed: each run's entry (with its results) is appended to the build's results
     log, and written to ``options.results_dir`` when set. ``source`` is the kustomization file
-    named in resolution errors.
+    named in resolution errors. ``read_file`` reads the files the config names (the
+    kustomization's loader; by default one of ``kustomization_dir`` that reads only below it).
     """
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}")
@@ -199,7 +252,13 @@ def run_function_config(
         if resolved.kind == "starlark":
             from orchestrator.functions import starlark
 
-            script, filename = _starlark_script(resolved, kustomization_dir, options)
+            if read_file is None:
+                from orchestrator.fs import Loader
+
+                read_file = Loader(kustomization_dir).read
+            script, filename = _starlark_script(
+                resolved, kustomization_dir, options, read_file, name
+            )
             doc = {
                 "apiVersion": rl.API_VERSION,
                 "kind": "ResourceList",

@@ -8,6 +8,7 @@ from typing import Any
 
 from orchestrator.functions.catalogs import CatalogStore, LoadedCatalog, TrustConfig, parse_ref
 from orchestrator.functions.options import FnOptions
+from orchestrator.terminal import field
 
 
 def load(ref: str, *, options: FnOptions, cwd: str | None = None) -> LoadedCatalog:
@@ -116,7 +117,13 @@ def _revocations(listed: Any) -> dict[str, Any]:
 
 
 def render(loaded: LoadedCatalog, output: str | None = None) -> str:
-    """Human table (default), or the summary as yaml or json."""
+    """Human table (default), or the summary as yaml or json.
+
+    Every value in the table comes from the catalog (or its signature, revocation list and
+    where it was fetched from): each is printed through ``terminal.field``, so a control
+    sequence in a catalog cannot draw a line of its own, such as a forged ``Signature:``.
+    The yaml and json forms escape control characters themselves.
+    """
     data = summary(loaded)
     if output == "json":
         return json.dumps(data, indent=2) + "\n"
@@ -127,23 +134,23 @@ def render(loaded: LoadedCatalog, output: str | None = None) -> str:
     if output not in (None, "", "table"):
         raise ValueError(f"unknown output format {output!r}: use yaml or json")
     lines = [
-        f"Catalog:   {data['name']}",
-        f"Publisher: {data['publisher'] or '(not stated)'}",
-        f"Digest:    {data['digest']}",
-        f"Source:    {data['source']}",
+        f"Catalog:   {field(str(data['name']))}",
+        f"Publisher: {field(str(data['publisher'] or '(not stated)'))}",
+        f"Digest:    {field(str(data['digest']))}",
+        f"Source:    {field(str(data['source']))}",
     ]
     if loaded.signature is not None:
-        lines.append(f"Signature: {loaded.signature.describe()}")
+        lines.append(f"Signature: {field(loaded.signature.describe())}")
     lines += [
         "",
     ]
     header = ("APIVERSION", "KIND", "RUNTIMES", "PLATFORMS", "NEEDS")
     rows = [header] + [
         (
-            f["apiVersion"],
-            f["kind"],
-            ",".join(f["runtimes"]),
-            ",".join(f.get("platforms", [])) or "-",
+            field(str(f["apiVersion"])),
+            field(str(f["kind"])),
+            field(",".join(f["runtimes"])),
+            field(",".join(f.get("platforms", []))) or "-",
             ",".join(f["needs"]) or "-",
         )
         for f in data["functions"]
@@ -155,12 +162,12 @@ def render(loaded: LoadedCatalog, output: str | None = None) -> str:
         lines.append("(no functions)")
     listed = loaded.revocations
     if listed is not None:
-        lines += ["", f"Revocations: sequence {listed.sequence} [{listed.where}]"]
+        lines += ["", f"Revocations: sequence {listed.sequence} [{field(str(listed.where))}]"]
         if listed.signature is not None:
-            lines.append(f"  signature: {listed.signature.describe()}")
+            lines.append(f"  signature: {field(listed.signature.describe())}")
         for e in listed.entries:
             when = f", {e.revoked_at}" if e.revoked_at else ""
-            lines.append(f"  #{e.sequence} {e.target}: {e.because()}{when}")
+            lines.append("  " + field(f"#{e.sequence} {e.target}: {e.because()}{when}"))
         if not listed.entries:
             lines.append("  (none)")
     return "\n".join(lines) + "\n"

@@ -166,3 +166,88 @@ def snapshot(root: Path) -> dict[str, bytes | str]:
 
 
 Maker = Callable[[Path], list[Member]]
+
+
+# ------------------------------------------------------------------------- paths out of the root
+
+# What a hostile kustomization tries to copy into the build output: a kubeconfig (YAML, so it
+# parses as an OpenAPI document or a configuration) and a git-credentials line (the first line
+# a parse error would quote). Tests look for the tokens anywhere krm wrote.
+PRIVATE_FILES = {
+    "kubeconfig.yaml": "apiVersion: v1\nkind: Config\nusers:\n- name: admin\n"
+    "  user: {token: SECRET-kubeconfig-token}\n",
+    "git-credentials": "https://alice:SECRET-git-token@github.com\n",
+}
+SECRETS = ("SECRET-kubeconfig-token", "SECRET-git-token")
+
+STARLARK_FN = (
+    "apiVersion: example.com/v1\nkind: Fn\nmetadata:\n  name: f\n  annotations:\n"
+    "    config.kubernetes.io/function: |\n      starlark:\n        {how}\n"
+)
+# Copies ctx.open_api() into a ConfigMap of the output.
+OPEN_API_TO_CONFIGMAP = (
+    'ctx.resource_list["items"].append({"apiVersion": "v1", "kind": "ConfigMap", '
+    '"metadata": {"name": "loot"}, "data": {"schema": json.encode(ctx.open_api())}})\n'
+)
+
+
+@dataclass
+class RootEscape:
+    """A base (``app/base``, under the overlay ``app``) whose kustomization names ``{out}``:
+    a file of ``PRIVATE_FILES`` outside both roots, by absolute path. ``files`` are written
+    into the base; ``overlay`` is added to the overlay's kustomization."""
+
+    base: str
+    out: str = "kubeconfig.yaml"
+    files: dict[str, str] | None = None
+    overlay: str = ""
+
+
+ROOT_ESCAPES: dict[str, RootEscape] = {
+    # The overlay sets the schema, so the base's openapi: is not read for the schema; a
+    # starlark function then reads it through ctx.open_api().
+    "openapi-read-by-starlark-after-parent-schema": RootEscape(
+        "resources: [r.yaml]\nopenapi: {path: '{out}'}\ntransformers: [fn.yaml]\n",
+        files={
+            "fn.yaml": STARLARK_FN.format(how="path: fn.star"),
+            "fn.star": OPEN_API_TO_CONFIGMAP,
+        },
+        overlay="openapi: {version: v1.21.2}\n",
+    ),
+    # kubectl kustomize v5.5.0 refuses this one too (checked): the file is read even though
+    # the schema was set already.
+    "openapi-after-parent-schema": RootEscape(
+        "resources: [r.yaml]\nopenapi: {path: '{out}'}\n", overlay="openapi: {version: v1.21.2}\n"
+    ),
+    "openapi": RootEscape("resources: [r.yaml]\nopenapi: {path: '{out}'}\n"),
+    "crds": RootEscape("resources: [r.yaml]\ncrds: ['{out}']\n"),
+    "resources": RootEscape("resources: [r.yaml, '{out}']\n"),
+    "configMapGenerator-files": RootEscape("configMapGenerator:\n- name: c\n  files: ['{out}']\n"),
+    "configMapGenerator-envs": RootEscape(
+        "configMapGenerator:\n- name: c\n  envs: ['{out}']\n", out="git-credentials"
+    ),
+    "secretGenerator-files": RootEscape("secretGenerator:\n- name: s\n  files: ['{out}']\n"),
+    "patches": RootEscape("resources: [r.yaml]\npatches:\n- path: '{out}'\n"),
+    "patchesStrategicMerge": RootEscape("resources: [r.yaml]\npatchesStrategicMerge: ['{out}']\n"),
+    "replacements": RootEscape("resources: [r.yaml]\nreplacements:\n- path: '{out}'\n"),
+    "configurations": RootEscape("resources: [r.yaml]\nconfigurations: ['{out}']\n"),
+    "transformers-file": RootEscape("resources: [r.yaml]\ntransformers: ['{out}']\n"),
+    "starlark-path": RootEscape(
+        "resources: [r.yaml]\ntransformers: [fn.yaml]\n",
+        out="git-credentials",
+        files={"fn.yaml": STARLARK_FN.format(how="path: '{out}'")},
+    ),
+    "starlark-url-file": RootEscape(
+        "resources: [r.yaml]\ntransformers: [fn.yaml]\n",
+        out="git-credentials",
+        files={"fn.yaml": STARLARK_FN.format(how="url: 'file://{out}'")},
+    ),
+    "starlark-path-symlink": RootEscape(
+        "resources: [r.yaml]\ntransformers: [fn.yaml]\n",
+        out="git-credentials",
+        files={"fn.yaml": STARLARK_FN.format(how="path: link.star"), "link.star": "-> {out}"},
+    ),
+    "helm-valuesFile": RootEscape(
+        "helmCharts:\n- name: chart\n  valuesFile: '{out}'\n", files={"charts/chart/x": ""}
+    ),
+}

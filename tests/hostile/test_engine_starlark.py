@@ -35,7 +35,16 @@ def _build(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "out.yaml").write_text(PREVIOUS)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     return subprocess.run(
-        [sys.executable, "-m", "orchestrator", "build", "app", "-o", "out.yaml"],
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "build",
+            "app",
+            "-o",
+            "out.yaml",
+            "--enable-alpha-plugins",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

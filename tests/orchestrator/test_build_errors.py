@@ -19,6 +19,7 @@ from orchestrator.errors import (
     ValidationError,
     YamlError,
 )
+from orchestrator.functions import FnOptions
 
 DEPLOY = """
 apiVersion: apps/v1
@@ -291,7 +292,8 @@ def test_krm_function_in_transformers_runs(tree, monkeypatch) -> None:
             ),
         }
     )
-    result = build(str(root))
+    # Named by the kustomization itself: runs only with --enable-alpha-plugins.
+    result = build(str(root), BuildOptions(functions=FnOptions(enable_alpha_plugins=True)))
     assert [r["metadata"]["name"] for r in result.resources] == ["fn-web"]
     assert len(result.results) == 1
 

@@ -161,11 +161,11 @@ def test_builds_with_functions_or_processes_are_never_cached(tmp_path: Path) -> 
     (src / "fn" / "kustomization.yaml").write_text(
         "resources:\n- ../base\ntransformers:\n- fn.yaml\n"
     )
-    first = _krm("build", "fn", home=home, cwd=src)
+    first = _krm("build", "fn", "--enable-alpha-plugins", home=home, cwd=src)
     assert first.returncode == 0, first.stderr
     assert 'seen: "yes"' in first.stdout or "seen: 'yes'" in first.stdout
     assert _entries(home) == []
-    assert _krm("build", "fn", home=home, cwd=src).stdout == first.stdout
+    assert _krm("build", "fn", "--enable-alpha-plugins", home=home, cwd=src).stdout == first.stdout
     assert _entries(home) == []
     # helm runs a process: a build with --enable-helm skips the cache altogether
     assert _krm("build", "overlay", "--enable-helm", home=home, cwd=src).returncode == 0

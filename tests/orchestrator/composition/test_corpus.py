@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from orchestrator.build import BuildOptions
 from orchestrator.composition import build
 from orchestrator.errors import KrmError
+from orchestrator.functions import FnOptions
 
 CASES = Path(__file__).resolve().parents[2] / "conformance" / "composition" / "cases"
 CASE_DIRS = (
@@ -28,13 +30,18 @@ CASE_DIRS = (
 def test_corpus_case(case: Path) -> None:
     meta = yaml.safe_load((case / "case.yaml").read_text())
     build_dir = str(case / meta.get("build", "."))
+    flags = meta.get("flags") or []
+    assert set(flags) <= {"--enable-alpha-plugins"}, flags  # the flags this test knows
+    options = BuildOptions(
+        functions=FnOptions(enable_alpha_plugins="--enable-alpha-plugins" in flags)
+    )
     if meta["expect"] == "output":
-        got = build(build_dir).to_yaml()
+        got = build(build_dir, options).to_yaml()
         want = (case / "expected.yaml").read_text()
         assert list(yaml.safe_load_all(got)) == list(yaml.safe_load_all(want))
         return
     with pytest.raises(KrmError) as info:
-        build(build_dir)
+        build(build_dir, options)
     message = f"Error: {info.value}"
     for line in (case / "errors.txt").read_text().splitlines():
         if line.strip():

@@ -52,6 +52,14 @@ def docs(text: bytes | str) -> list[Any]:
     return [d for d in yaml.safe_load_all(text) if d is not None]
 
 
+def alpha(**kw: Any) -> BuildOptions:
+    """Build options with --enable-alpha-plugins: starlark that a Composition names itself
+    (a runtime field) runs only with it."""
+    from orchestrator.functions import FnOptions
+
+    return BuildOptions(functions=FnOptions(enable_alpha_plugins=True), **kw)
+
+
 def legacy(options: BuildOptions | None = None) -> BuildOptions:
     opts = options or BuildOptions()
     opts.reorder = "legacy"
@@ -369,22 +377,23 @@ def _fn(kind: str, script: str, spec: str, name: str = "") -> str:
 
 def test_story_1_sequence_of_plugin_abstractions(tree: Tree) -> None:
     # KEP-2299 story 1 (container runtimes replaced by pinned Starlark ones: no image needed).
+    # The scripts sit in the Composition's directory: one out of it is refused like any file.
     root = tree(
         {
-            "java.star": JAVA_STAR,
-            "logger.star": ANNOTATE_STAR,
+            "app/fns/java.star": JAVA_STAR,
+            "app/fns/logger.star": ANNOTATE_STAR,
             "app/composition.yaml": HEAD
             + "transformers:\n"
             + _fn(
                 "JavaApplication",
-                "../java.star",
+                "fns/java.star",
                 "{application: team/my-app, version: v1.0}",
                 "my-app",
             )
-            + _fn("Logger", "../logger.star", "{key: logger, value: injected}", "logger"),
+            + _fn("Logger", "fns/logger.star", "{key: logger, value: injected}", "logger"),
         }
     )
-    (dep,) = build(str(root / "app")).resources
+    (dep,) = build(str(root / "app"), alpha()).resources
     assert dep["metadata"] == {
         "name": "my-app",
         "labels": {"version": "v1.0"},
@@ -396,34 +405,35 @@ def test_story_2_reuse_and_override_imported_transformers(tree: Tree) -> None:
     # KEP-2299 story 2: import app/, override my-app's version, add a transformer, reorder.
     root = tree(
         {
-            "java.star": JAVA_STAR,
-            "logger.star": ANNOTATE_STAR,
+            "app/fns/java.star": JAVA_STAR,
+            "app/fns/logger.star": ANNOTATE_STAR,
+            "prod/fns/logger.star": ANNOTATE_STAR,
             "app/composition.yaml": HEAD
             + "transformers:\n"
             + _fn(
                 "JavaApplication",
-                "../java.star",
+                "fns/java.star",
                 "{application: team/my-app, version: v1.0}",
                 "my-app",
             )
-            + _fn("Logger", "../logger.star", "{key: logger, value: injected}", "logger"),
+            + _fn("Logger", "fns/logger.star", "{key: logger, value: injected}", "logger"),
             "prod/composition.yaml": HEAD
             + "transformersFrom:\n- path: ../app/composition.yaml\n"
             + "transformerOverrides:\n- apiVersion: example.com/v1\n  kind: JavaApplication\n"
             + "  metadata: {name: my-app}\n  spec: {version: v3.1.3}\n"
             + "transformers:\n"
-            + _fn("Prometheus", "../logger.star", "{key: metrics, value: on}", "metrics")
+            + _fn("Prometheus", "fns/logger.star", "{key: metrics, value: on}", "metrics")
             + "transformerOrder:\n- name: my-app\n- name: metrics\n- name: logger\n",
         }
     )
-    (dep,) = build(str(root / "prod")).resources
+    (dep,) = build(str(root / "prod"), alpha()).resources
     assert dep["metadata"] == {
         "name": "my-app",
         "labels": {"version": "v3.1.3"},
         "annotations": {"logger": "injected", "metrics": "on"},
     }
     # The imported Composition is untouched by the override.
-    (base,) = build(str(root / "app")).resources
+    (base,) = build(str(root / "app"), alpha()).resources
     assert base["metadata"]["labels"] == {"version": "v1.0"}
 
 
@@ -449,7 +459,7 @@ def test_kep_2906_story_3_catalog_with_a_pinned_runtime(tree: Tree) -> None:
         "fns/java.star": JAVA_STAR,
         "fns/logger.star": ANNOTATE_STAR,
         "fns/sidecar.star": sidecar_catalog,
-        "pinned.star": ANNOTATE_STAR,
+        "app/pinned.star": ANNOTATE_STAR,
     }
     sha = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in files.items()}
     root = tree(
@@ -469,7 +479,7 @@ def test_kep_2906_story_3_catalog_with_a_pinned_runtime(tree: Tree) -> None:
             + "  spec: {application: team/my-app, version: v1.0}\n"
             + "- apiVersion: example.com/v1\n  kind: Logger\n  metadata: {name: my-logger}\n"
             + "  spec: {key: log-path, value: /var/logs}\n"
-            + _fn("SecretSidecar", "../pinned.star", "{key: secret, value: pinned}", "my-secrets"),
+            + _fn("SecretSidecar", "pinned.star", "{key: secret, value: pinned}", "my-secrets"),
         }
     )
     untrusted = BuildOptions()
@@ -477,8 +487,13 @@ def test_kep_2906_story_3_catalog_with_a_pinned_runtime(tree: Tree) -> None:
         build(str(root / "app"), untrusted)
     assert "../catalog.yaml is not trusted" in info.value.message
 
+    # The pinned runtime is named by the Composition itself: it needs --enable-alpha-plugins.
     opts = BuildOptions()
     opts.trusted_catalogs = [str(root / "catalog.yaml")]  # type: ignore[attr-defined]
+    with pytest.raises(KrmError) as info:
+        build(str(root / "app"), opts)
+    assert "without --enable-alpha-plugins" in info.value.message
+    opts = alpha(trusted_catalogs=[str(root / "catalog.yaml")])
     (dep,) = build(str(root / "app"), opts).resources
     assert dep["metadata"]["annotations"] == {"log-path": "/var/logs", "secret": "pinned"}
 
@@ -680,7 +695,7 @@ def test_builtin_and_function_transformers_interleave(tree: Tree) -> None:
             + "- apiVersion: builtin\n  kind: LabelTransformer\n  labels: {all: 'yes'}\n",
         }
     )
-    out = build(str(root)).resources
+    out = build(str(root), alpha()).resources
     assert [r["metadata"] for r in out] == [
         {"name": "a", "annotations": {"logged": "yes"}, "labels": {"all": "yes"}},
         {"name": "b", "labels": {"all": "yes"}},

@@ -33,8 +33,9 @@ def _fn(kind: str, script: str) -> str:
     )
 
 
-def _opts(tmp_path, **kw) -> BuildOptions:
-    fn = FnOptions(cache_dir=str(tmp_path / "cache"))
+def _opts(tmp_path, *, alpha: bool = False, **kw) -> BuildOptions:
+    # alpha: --enable-alpha-plugins, which starlark named by the kustomization itself needs.
+    fn = FnOptions(cache_dir=str(tmp_path / "cache"), enable_alpha_plugins=alpha)
     return BuildOptions(functions=fn, **kw)
 
 
@@ -52,7 +53,7 @@ def test_generator_runs_before_builtin_transformers(tmp_path, write):
         "kustomization.yaml",
         "namePrefix: p-\ngenerators:\n- gen.yaml\ntransformers:\n- label.yaml\n",
     )
-    result = build(str(tmp_path), _opts(tmp_path))
+    result = build(str(tmp_path), _opts(tmp_path, alpha=True))
     (cm,) = result.resources
     # the generated ConfigMap got the prefix; the transformers: function ran after the builtins
     assert cm["metadata"] == {"name": "p-generated", "labels": {"seen-prefix": "True"}}
@@ -65,13 +66,13 @@ def test_validator_error_fails_build_and_output_is_discarded(tmp_path, write):
     write("d.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec: {}\n")
     write("kustomization.yaml", "resources:\n- d.yaml\nvalidators:\n- check.yaml\n")
     with pytest.raises(KrmError) as exc:
-        build(str(tmp_path), _opts(tmp_path))
+        build(str(tmp_path), _opts(tmp_path, alpha=True))
     assert "[error] apps/v1/Deployment/web: replicas must be set" in str(exc.value)
     write(
         "d.yaml",
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n",
     )
-    result = build(str(tmp_path), _opts(tmp_path))
+    result = build(str(tmp_path), _opts(tmp_path, alpha=True))
     assert result.resources[0]["spec"] == {"replicas": 1}
 
 
@@ -114,7 +115,7 @@ def test_python_api_prints_nothing_and_returns_the_results(tmp_path, write, capf
     write("warn.yaml", _fn("Warn", "warn.star"))
     write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
     write("kustomization.yaml", "resources:\n- cm.yaml\nvalidators:\n- warn.yaml\n")
-    opts = _opts(tmp_path)
+    opts = _opts(tmp_path, alpha=True)
     opts.functions.results_dir = str(tmp_path / "out")
     result = build(str(tmp_path), opts)
     # The engine returns data; only the CLI formats it.

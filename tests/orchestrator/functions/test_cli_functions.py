@@ -128,7 +128,15 @@ def test_results_summary_printed_and_written(tmp_path, write):
     )
     write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
     write("app/kustomization.yaml", "resources:\n- cm.yaml\nvalidators:\n- check.yaml\n")
-    proc = _krm("build", "app", "--results-dir", "out", home=tmp_path / "home", cwd=tmp_path)
+    proc = _krm(
+        "build",
+        "app",
+        "--results-dir",
+        "out",
+        "--enable-alpha-plugins",
+        home=tmp_path / "home",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
     assert proc.stderr == (
@@ -167,7 +175,7 @@ def test_summaries_of_functions_before_a_failure_still_print(tmp_path, write):
     write(
         "app/kustomization.yaml", "resources:\n- cm.yaml\nvalidators:\n- warn.yaml\n- fail.yaml\n"
     )
-    proc = _krm("build", "app", home=tmp_path / "home", cwd=tmp_path)
+    proc = _krm("build", "app", "--enable-alpha-plugins", home=tmp_path / "home", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stdout == ""
     warn = "function fn.example.com/v1/Warn 'warn' (starlark warn.star, from runtime field)"

@@ -6,6 +6,7 @@ import argparse
 
 import pytest
 
+from orchestrator.errors import LoadError
 from orchestrator.functions import CatalogTrustError, FunctionError
 from orchestrator.functions import cli as fcli
 from orchestrator.functions.plugin import FunctionsContext
@@ -28,7 +29,9 @@ def test_transform_generate_validate_through_resmap(tmp_path, write, options, mo
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     write("t.star", STAR)
     write("g.star", GEN)
-    ctx = FunctionsContext(options(results_dir=str(tmp_path / "res")), [])
+    ctx = FunctionsContext(
+        options(enable_alpha_plugins=True, results_dir=str(tmp_path / "res")), []
+    )
     cs = ctx.catalogs([], str(tmp_path), None)
     assert ctx.catalogs([], str(tmp_path), None) is cs  # one set per kustomization
     rm = ResMap([Resource(obj={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})])
@@ -57,7 +60,7 @@ def test_transform_generate_validate_through_resmap(tmp_path, write, options, mo
 
 def test_untrusted_catalogs_field(tmp_path, write, options, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    ctx = FunctionsContext(options(), [])
+    ctx = FunctionsContext(options(enable_alpha_plugins=True), [])
     with pytest.raises(CatalogTrustError) as exc:
         ctx.catalogs(["c.yaml"], str(tmp_path), "kustomization.yaml")
     assert str(exc.value) == (
@@ -111,7 +114,7 @@ def test_open_api_from_kustomization_openapi_path(tmp_path, write, options, monk
         'ctx.resource_list["items"][0]["metadata"]["annotations"] = {\n'
         '  "defs": ",".join(sorted(ctx.open_api().get("definitions", {}).keys()))}\n',
     )
-    ctx = FunctionsContext(options(), [])
+    ctx = FunctionsContext(options(enable_alpha_plugins=True), [])
     rm = ResMap([Resource(obj={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})])
     cs = ctx.catalogs([], str(tmp_path), None)
     ctx.plugin(
@@ -130,3 +133,35 @@ def test_open_api_from_kustomization_openapi_path(tmp_path, write, options, monk
         openapi={"version": "v1.21.2"},
     ).transform(rm)
     assert rm.resources()[0].obj["metadata"]["annotations"] == {"defs": ""}
+
+
+def test_open_api_path_out_of_the_root_is_refused_without_a_loader(
+    tmp_path, write, options, monkeypatch
+):
+    # A caller that passes no read_file gets a loader of kustomization_dir: the same
+    # restriction as the build's own loader, so ctx.open_api() cannot hand out a file
+    # from outside, whoever set the openapi: field.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    write("private/kubeconfig.yaml", "users: [{token: SECRET}]\n")
+    write("app/o.star", 'ctx.resource_list["items"][0]["data"] = ctx.open_api()\n')
+    ctx = FunctionsContext(options(enable_alpha_plugins=True), [])
+    rm = ResMap([Resource(obj={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})])
+    outside = str(tmp_path / "private" / "kubeconfig.yaml")
+    with pytest.raises(LoadError) as exc:
+        ctx.plugin(
+            _cfg("o.star"),
+            role="transformer",
+            kustomization_dir=str(tmp_path / "app"),
+            catalogs=ctx.catalogs([], str(tmp_path / "app"), None),
+            openapi={"path": outside},
+            source="app/kustomization.yaml",
+        ).transform(rm)
+    assert str(exc.value) == (
+        f"app/kustomization.yaml: openapi: security; file '{outside}' is not in or below "
+        f"'{tmp_path / 'app'}'"
+    )
+    assert rm.resources()[0].obj == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s"},
+    }

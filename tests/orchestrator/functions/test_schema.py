@@ -207,9 +207,12 @@ def test_per_function_opt_out_in_the_config_file(tmp_path, write, catalog):
 
 
 def test_explicit_runtime_is_not_checked_and_results_stay_untouched(tmp_path, write, catalog):
-    explicit = BAD_JAVA + "runtime:\n  starlark:\n    path: ../noop.star\n"
+    # The script sits in the kustomization's root (one out of it is refused like any file),
+    # and a runtime the kustomization names itself runs only with --enable-alpha-plugins.
+    explicit = BAD_JAVA + "runtime:\n  starlark:\n    path: noop.star\n"
     _app(write, {"java.yaml": explicit})
-    result = build(str(tmp_path / "app"), _opts(tmp_path, [catalog]))
+    write("app/noop.star", "")
+    result = build(str(tmp_path / "app"), _opts(tmp_path, [catalog], enable_alpha_plugins=True))
     assert len(result.results) == 1
 
 

@@ -53,7 +53,7 @@ def test_kpt_api_mutates_in_place_and_print_goes_to_stderr(tmp_path, write, opti
         role="transformer",
         kustomization_dir=str(tmp_path),
         catalogs=None,
-        options=options(),
+        options=options(enable_alpha_plugins=True),
     )
     assert [r.obj["metadata"] for r in out.resources] == [
         {"name": "c0", "namespace": "prod"},
@@ -77,7 +77,7 @@ def test_environment_open_api_results_and_generated_items(tmp_path, write, optio
         role="transformer",
         kustomization_dir=str(tmp_path),
         catalogs=None,
-        options=options(env=["WHO=me"]),
+        options=options(enable_alpha_plugins=True, env=["WHO=me"]),
         openapi={"definitions": {}},
     )
     assert out.resources[1].obj["data"] == {"who": "me", "schema": "1"}
@@ -93,7 +93,7 @@ def test_script_error_is_reported_with_location(tmp_path, write, options):
             role="transformer",
             kustomization_dir=str(tmp_path),
             catalogs=None,
-            options=options(),
+            options=options(enable_alpha_plugins=True),
         )
     text = str(exc.value)
     assert text.startswith(
@@ -112,7 +112,7 @@ def test_infinite_loop_times_out(tmp_path, write, options):
             role="transformer",
             kustomization_dir=str(tmp_path),
             catalogs=None,
-            options=options(timeout=0.5),
+            options=options(enable_alpha_plugins=True, timeout=0.5),
         )
     assert str(exc.value).endswith("timed out after 0.5s")
 
@@ -127,7 +127,7 @@ def test_url_with_sha256_verified(tmp_path, https_server, options):
         role="transformer",
         kustomization_dir=str(tmp_path),
         catalogs=None,
-        options=options(ca_file=https_server.ca_file),
+        options=options(enable_alpha_plugins=True, ca_file=https_server.ca_file),
     )
     assert out.resources[0].namespace == "prod"
     https_server.files["/s.star"] = b'fail("tampered")\n'
@@ -138,7 +138,11 @@ def test_url_with_sha256_verified(tmp_path, https_server, options):
             role="transformer",
             kustomization_dir=str(tmp_path),
             catalogs=None,
-            options=options(ca_file=https_server.ca_file, cache_dir=str(tmp_path / "c2")),
+            options=options(
+                enable_alpha_plugins=True,
+                ca_file=https_server.ca_file,
+                cache_dir=str(tmp_path / "c2"),
+            ),
         )
     assert str(exc.value).startswith(f"sha256 mismatch for {url}: expected {sha}, got ")
 
@@ -204,7 +208,7 @@ def test_validator_may_reorder_and_label_validated_by_but_not_modify(tmp_path, w
         role="validator",
         kustomization_dir=str(tmp_path),
         catalogs=None,
-        options=options(),
+        options=options(enable_alpha_plugins=True),
     )
     assert out.resources == res
     assert [r.obj["metadata"] for r in res] == [{"name": "c0"}, {"name": "c1"}]
@@ -219,7 +223,7 @@ def test_validator_may_reorder_and_label_validated_by_but_not_modify(tmp_path, w
             role="validator",
             kustomization_dir=str(tmp_path),
             catalogs=None,
-            options=options(),
+            options=options(enable_alpha_plugins=True),
         )
     assert str(exc.value) == (
         "function example.com/v1/SetNamespace 'ns' (starlark bad.star, from runtime field) is a "
@@ -233,7 +237,7 @@ def test_validator_may_reorder_and_label_validated_by_but_not_modify(tmp_path, w
             role="validator",
             kustomization_dir=str(tmp_path),
             catalogs=None,
-            options=options(),
+            options=options(enable_alpha_plugins=True),
         )
     assert str(exc.value).endswith("is a validator but modified the resources")
     assert [r.obj["metadata"] for r in res] == [{"name": "c0"}, {"name": "c1"}]

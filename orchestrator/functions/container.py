@@ -6,6 +6,7 @@ run in the engine's jail (``orchestrator.functions.jail``)."""
 from __future__ import annotations
 
 import shutil
+import signal
 
 from orchestrator.functions.options import FnOptions, FunctionError
 
@@ -84,6 +85,8 @@ def run_builtin(
         raise FunctionError(f"{function}: timed out after {options.timeout:g}s")
     if result.output_limited:
         raise FunctionError(f"{function}: wrote more than the limit to its standard output")
+    if result.exit_code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+        raise FunctionError(f"{function}: stopped at its CPU time limit ({options.timeout:g}s)")
     if result.exit_code != 0:
         detail = stderr.strip()
         code = result.exit_code

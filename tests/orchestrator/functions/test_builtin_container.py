@@ -9,17 +9,20 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from orchestrator.functions import CatalogSet, FunctionError, TrustConfig, run_function_config
+from orchestrator.functions.fetch import FetchError
 from orchestrator.functions.image import image_prepare
 from orchestrator.functions.jail import JailLimits, Mount, jail_check, jail_run
 from orchestrator.functions.options import FnOptions
@@ -208,7 +211,7 @@ def test_wrong_digest_is_refused_and_nothing_runs(tmp_path, pushed, bare_path):
 def test_image_digest_conflicting_with_catalog_sha256_is_refused(tmp_path, pushed, options):
     imgs = pushed[2]
     pinned = f"{imgs['one'].ref}@{imgs['one'].digest}"
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(FetchError) as exc:
         image_prepare(pinned, imgs["two"].digest, options=options())
     assert str(exc.value) == (
         f"image {pinned} names digest {imgs['one'].digest} but its sha256 says "
@@ -244,7 +247,7 @@ def test_a_registry_sending_other_bytes_is_refused(tmp_path, pushed, options):
         blob.write_bytes(bytes(data))
         ref = image.ref.replace(host, other)
         opts = options()
-        with pytest.raises(Exception) as exc:
+        with pytest.raises(FetchError) as exc:
             image_prepare(ref, image.digest, options=opts)
         assert str(exc.value).startswith(
             f"blob {layer} of {other}/fn/one: the registry sent bytes with digest sha256:"
@@ -463,7 +466,7 @@ def test_credentials_from_docker_config(tmp_path, auth_registry, monkeypatch, op
     config_dir.mkdir()
     monkeypatch.setenv("DOCKER_CONFIG", str(config_dir))
     ref = f"{host}/fn/one:v1"
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(FetchError) as exc:
         image_prepare(ref, digest, options=options())
     assert str(exc.value) == (
         f"pulling manifest {host}/fn/one@{digest}: the registry asks for a login and "
@@ -478,7 +481,7 @@ def test_credentials_from_docker_config(tmp_path, auth_registry, monkeypatch, op
     # a wrong password is the registry's answer, said plainly
     bad = base64.b64encode(b"user:wrong").decode()
     (config_dir / "config.json").write_text(json.dumps({"auths": {host: {"auth": bad}}}))
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(FetchError) as exc:
         image_prepare(ref, digest, options=options(cache_dir=str(tmp_path / "other-cache")))
     assert str(exc.value).startswith(f"pulling manifest {host}/fn/one@{digest}: HTTP 401")
 
@@ -535,7 +538,7 @@ def test_hostile_layers_are_refused(hostile_registry, options, case):
     members, message = HOSTILE[case]
     ref, digest = _push_layers(host, scratch, case, [images.tar_layer(members)])
     opts = options()
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(FetchError) as exc:
         image_prepare(ref, digest, options=opts)
     where = f"{ref}@{digest} (layer "
     assert message.split("{where}")[0] in str(exc.value)
@@ -551,7 +554,7 @@ def test_huge_file_is_refused_before_its_bytes_are_read(hostile_registry, option
     layer = images.tar_layer([(info, None)], raw_tail=b"\0" * 4096)  # the header lies: no data
     ref, digest = _push_layers(host, scratch, "huge", [layer])
     opts = options()
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(FetchError) as exc:
         image_prepare(ref, digest, options=opts)
     assert str(exc.value).endswith(
         f"'huge' is {3 * 1024**3} bytes; the image would unpack to over the limit of "
@@ -573,7 +576,7 @@ def test_100000_entries_are_refused(hostile_registry, options, request):
     cache = tempfile.mkdtemp(prefix="krm-many-", dir=shm or str(scratch))
     request.addfinalizer(lambda: shutil.rmtree(cache, ignore_errors=True))
     opts = options(cache_dir=cache)
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(FetchError) as exc:
         image_prepare(ref, digest, options=opts)
     assert str(exc.value) == (
         f"archive {ref}@{digest} (layer {_layer_digest(scratch, 'many')}) has over "
@@ -595,7 +598,7 @@ def test_layer_not_matching_its_diff_id_is_refused(hostile_registry, options):
     host, scratch = hostile_registry
     layer = images.tar_layer([images.member("a", data=b"a")])
     ref, digest = _push_layers(host, scratch, "diffid", [layer], diff_ids=["sha256:" + "1" * 64])
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(FetchError) as exc:
         image_prepare(ref, digest, options=options())
     assert str(exc.value) == (
         f"layer {_layer_digest(scratch, 'diffid')} of image {ref}@{digest}: its content does not "
@@ -678,6 +681,14 @@ def test_jail_run_limits_and_host_root_mode(tmp_path):
     # an output limit too
     loud = jail_run(["sh", "-c", "yes"], b"", limits=JailLimits(max_output=1024 * 1024))
     assert loud.output_limited and len(loud.stdout) <= 1024 * 1024
+    # CPU time: SIGXCPU at the limit (bwrap, as PID 1, exits with 128 + the signal)
+    busy = jail_run(["sh", "-c", "while :; do :; done"], b"", limits=JailLimits(cpu_seconds=1))
+    assert busy.exit_code == 128 + signal.SIGXCPU and not busy.timed_out
+    # data size: an allocation over the limit fails inside
+    big = jail_run(
+        ["python3", "-c", "bytearray(600 << 20)"], b"", limits=JailLimits(memory_bytes=256 << 20)
+    )
+    assert big.exit_code == 1 and big.stderr.endswith(b"MemoryError\n")
     # a mount is the only host path it sees; read-only unless writable
     (tmp_path / "m").mkdir()
     ro = jail_run(["sh", "-c", "echo x > /m/f"], b"", mounts=[Mount(str(tmp_path / "m"), "/m")])
@@ -752,3 +763,148 @@ def test_no_namespaces_is_one_line_and_nothing_runs(tmp_path, pushed, bare_path)
     ), proc.stderr
     assert lines[0].endswith("; refusing to run unsandboxed")
     assert proc.stdout == ""
+
+
+# Bearer tokens: docker-registry's token auth, with a token service that signs JWTs ------------
+
+
+class _TokenService(http.server.BaseHTTPRequestHandler):
+    """Issues ES256 JWTs that docker-registry accepts (the x5c header names the certificate of
+    its rootcertbundle); with a login required, only user/secret-pw gets one."""
+
+    key: Any = None
+    cert_der: bytes = b""
+    require_login: bool = False
+    requests: list[tuple[str, str]] = []
+
+    def do_GET(self) -> None:  # noqa: N802
+        from urllib.parse import parse_qs, urlsplit
+
+        cls = type(self)
+        auth = self.headers.get("Authorization", "")
+        cls.requests.append((self.path, auth))
+        query = parse_qs(urlsplit(self.path).query)
+        login = "Basic " + base64.b64encode(b"user:secret-pw").decode()
+        if cls.require_login and auth != login:
+            self.send_response(401)
+            self.end_headers()
+            return
+        scope = query.get("scope", [""])[0]
+        _kind, name, actions = scope.split(":")
+        token = _jwt(cls.key, cls.cert_der, query["service"][0], name, actions.split(","))
+        body = json.dumps({"token": token}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _jwt(key: Any, cert_der: bytes, service: str, name: str, actions: list[str]) -> str:
+    import time as _time
+
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+    now = int(_time.time())
+    header = {"typ": "JWT", "alg": "ES256", "x5c": [base64.b64encode(cert_der).decode()]}
+    claims = {
+        "iss": "krm-test-issuer",
+        "sub": "user",
+        "aud": service,
+        "exp": now + 300,
+        "nbf": now - 10,
+        "iat": now,
+        "jti": f"t{now}",
+        "access": [{"type": "repository", "name": name, "actions": actions}],
+    }
+    signing = (
+        _b64url(json.dumps(header).encode()) + "." + _b64url(json.dumps(claims).encode())
+    ).encode()
+    r, s = decode_dss_signature(key.sign(signing, ec.ECDSA(hashes.SHA256())))
+    return signing.decode() + "." + _b64url(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
+
+
+@pytest.fixture
+def token_registry(tmp_path, pushed):
+    """docker-registry with token auth over a copy of the images' storage, and its token
+    service (anonymous pulls allowed until ``require_login`` is set)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "krm-test-token")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    root = tmp_path / "token-registry"
+    root.mkdir()
+    (root / "root.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _TokenService.key = key
+    _TokenService.cert_der = cert.public_bytes(serialization.Encoding.DER)
+    _TokenService.require_login = False
+    _TokenService.requests = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TokenService)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    realm = f"http://127.0.0.1:{server.server_address[1]}/token"
+    shutil.copytree(pushed[1], root / "storage", symlinks=True)
+    auth = (
+        f"auth:\n  token:\n    realm: {realm}\n    service: krm-test\n"
+        f"    issuer: krm-test-issuer\n    rootcertbundle: {root / 'root.pem'}\n"
+    )
+    proc, host = start_registry(root, auth=auth)
+    try:
+        yield host, _TokenService, realm
+    finally:
+        stop_registry(proc)
+        server.shutdown()
+        server.server_close()
+
+
+def test_bearer_token_flow_anonymous_and_with_a_login(
+    tmp_path, pushed, token_registry, monkeypatch, options
+):
+    host, service, realm = token_registry
+    image = pushed[2]["one"]
+    ref = image.ref.replace(pushed[0], host)
+    config_dir = tmp_path / "docker"
+    config_dir.mkdir()
+    monkeypatch.setenv("DOCKER_CONFIG", str(config_dir))
+    img = image_prepare(ref, image.digest, options=options())  # anonymous token
+    assert (Path(img.rootfs) / "bin" / "fn").is_file()
+    assert service.requests[0] == ("/token?scope=repository%3Afn%2Fone%3Apull&service=krm-test", "")
+    # the token service wants a login now: none in the docker config is said plainly
+    service.require_login = True
+    fresh = str(tmp_path / "fresh-cache")
+    with pytest.raises(FetchError) as exc:
+        image_prepare(ref, image.digest, options=options(cache_dir=fresh))
+    assert str(exc.value) == (
+        f"pulling manifest {host}/fn/one@{image.digest}: the token service {realm} answered "
+        f"HTTP 401 (no login for {host} in {config_dir / 'config.json'})"
+    )
+    login = base64.b64encode(b"user:secret-pw").decode()
+    (config_dir / "config.json").write_text(json.dumps({"auths": {host: {"auth": login}}}))
+    img = image_prepare(ref, image.digest, options=options(cache_dir=fresh))
+    assert (Path(img.rootfs) / "bin" / "fn").is_file()
+    assert service.requests[-1][1] == f"Basic {login}"

@@ -1,0 +1,144 @@
+"""Image references and registry credentials as the docker CLI reads them."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from orchestrator.functions.fetch import FetchError
+from orchestrator.functions.image import image_pinned, image_user, select_platform
+from orchestrator.functions.oci import ImageRef, credentials, parse_image
+
+HEX = "ab" * 32
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("busybox", ImageRef("docker.io", "library/busybox")),
+        ("busybox:1.36", ImageRef("docker.io", "library/busybox", "1.36")),
+        ("kpt/fn:v1", ImageRef("docker.io", "kpt/fn", "v1")),
+        ("ghcr.io/a/b/c:v1.2.3", ImageRef("ghcr.io", "a/b/c", "v1.2.3")),
+        ("127.0.0.1:5000/fn", ImageRef("127.0.0.1:5000", "fn")),
+        ("localhost/fn:x", ImageRef("localhost", "fn", "x")),
+        (
+            f"127.0.0.1:5000/fn:v1@sha256:{HEX}",
+            ImageRef("127.0.0.1:5000", "fn", "v1", f"sha256:{HEX}"),
+        ),
+        (f"fn@sha256:{HEX}", ImageRef("docker.io", "library/fn", None, f"sha256:{HEX}")),
+    ],
+)
+def test_parse_image(text, expected):
+    assert parse_image(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("fn@sha512:abc", "image 'fn@sha512:abc': only sha256 digests are supported"),
+        ("fn@sha256:ABC", "image 'fn@sha256:ABC': the digest is not 64 lower-case hex digits"),
+        ("Host/UPPER:v1", "image 'Host/UPPER:v1': invalid repository name 'Host/UPPER'"),
+        ("fn:bad tag", "image 'fn:bad tag': invalid tag 'bad tag'"),
+        ("", "image '': invalid repository name 'library/'"),
+    ],
+)
+def test_parse_image_errors(text, message):
+    with pytest.raises(FetchError) as exc:
+        parse_image(text)
+    assert str(exc.value) == message
+
+
+def test_image_pinned():
+    assert image_pinned("fn:v1", HEX).digest == f"sha256:{HEX}"
+    assert image_pinned(f"fn@sha256:{HEX}", None).digest == f"sha256:{HEX}"
+    with pytest.raises(FetchError) as exc:
+        image_pinned("fn:v1", "xyz")
+    assert str(exc.value) == "image fn:v1: sha256 'xyz' is not 64 hexadecimal digits"
+
+
+def _config(tmp_path, monkeypatch, doc):
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    (tmp_path / "config.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+
+
+def test_credentials_entry_shapes(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "none"))
+    assert credentials("reg.example") is None  # no file: anonymous
+    auth = base64.b64encode(b"u:p:with:colons").decode()
+    _config(tmp_path, monkeypatch, {"auths": {"https://reg.example/v2/": {"auth": auth}}})
+    assert credentials("reg.example") == ("u", "p:with:colons")
+    assert credentials("other.example") is None
+    _config(
+        tmp_path, monkeypatch, {"auths": {"reg.example:5000": {"username": "a", "password": "b"}}}
+    )
+    assert credentials("reg.example:5000") == ("a", "b")
+    hub = base64.b64encode(b"hub:pw").decode()
+    _config(tmp_path, monkeypatch, {"auths": {"https://index.docker.io/v1/": {"auth": hub}}})
+    assert credentials("docker.io") == ("hub", "pw")
+
+
+def test_credentials_file_errors(tmp_path, monkeypatch):
+    _config(tmp_path, monkeypatch, "{not json")
+    with pytest.raises(FetchError) as exc:
+        credentials("reg.example")
+    assert str(exc.value).startswith(
+        f"cannot read registry credentials from {tmp_path / 'config.json'}: "
+    )
+    _config(
+        tmp_path, monkeypatch, {"auths": {"reg.example": {"auth": "bm9jb2xvbg=="}}}
+    )  # "nocolon"
+    with pytest.raises(FetchError) as exc:
+        credentials("reg.example")
+    assert str(exc.value) == (
+        f"{tmp_path / 'config.json'}: the auth entry for reg.example is not base64 of user:password"
+    )
+
+
+def test_select_platform_names_what_the_index_offers():
+    ref = ImageRef("r", "fn", None, f"sha256:{HEX}")
+    index = {
+        "manifests": [
+            {
+                "digest": f"sha256:{'1' * 64}",
+                "size": 1,
+                "platform": {"os": "linux", "architecture": "arm64"},
+            },
+            {
+                "digest": f"sha256:{'2' * 64}",
+                "size": 1,
+                "platform": {"os": "linux", "architecture": "amd64"},
+            },
+            {
+                "digest": f"sha256:{'3' * 64}",
+                "size": 1,
+                "platform": {"os": "unknown", "architecture": "unknown"},
+            },
+        ]
+    }
+    assert select_platform(index, ref, ("linux", "amd64")) == f"sha256:{'2' * 64}"
+    with pytest.raises(FetchError) as exc:
+        select_platform(index, ref, ("linux", "riscv64"))
+    assert str(exc.value) == (
+        f"image r/fn@sha256:{HEX} has no linux/riscv64 variant (it offers linux/arm64, "
+        "linux/amd64, unknown/unknown)"
+    )
+
+
+def test_image_user(tmp_path):
+    ref = ImageRef("r", "fn")
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "passwd").write_text("root:x:0:0::/:/bin/sh\nfn:x:1000:1001::/:/bin/sh\n")
+    (tmp_path / "etc" / "group").write_text("fng:x:1001:\n")
+    root = str(tmp_path)
+    assert image_user("", root, ref) == (65534, 65534)
+    assert image_user("root", root, ref) == (65534, 65534)
+    assert image_user("0:0", root, ref) == (65534, 65534)
+    assert image_user("fn", root, ref) == (1000, 1001)
+    assert image_user("fn:fng", root, ref) == (1000, 1001)
+    assert image_user("1234", root, ref) == (1234, 1234)
+    assert image_user("1234:0", root, ref) == (1234, 65534)
+    with pytest.raises(FetchError) as exc:
+        image_user("ghost", root, ref)
+    assert str(exc.value) == "image r/fn: user 'ghost' is not in the image's /etc/passwd"

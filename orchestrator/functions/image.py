@@ -137,6 +137,12 @@ class _Cache:
             raise FetchError(f"image {self.ref}: manifest {digest} is not JSON") from None
         if not isinstance(doc, dict):
             raise FetchError(f"image {self.ref}: manifest {digest} is not a JSON object")
+        if doc.get("schemaVersion") != 2:
+            raise FetchError(
+                f"image {self.ref}: manifest {digest} has schemaVersion "
+                f"{doc.get('schemaVersion')!r}; only OCI and docker v2 (schemaVersion 2) images "
+                "can be run"
+            )
         return doc
 
     def small_blob(self, desc: Any) -> bytes:

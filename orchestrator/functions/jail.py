@@ -78,6 +78,8 @@ class Mount:
             raise FunctionError(f"--mount {text!r}: needs src=… and dst=…")
         if not os.path.isabs(target) or ".." in target.split("/"):
             raise FunctionError(f"--mount {text!r}: dst must be an absolute path without '..'")
+        if os.path.normpath(target) == "/" or os.path.normpath(target).split("/")[1] in PROVIDED:
+            raise FunctionError(f"--mount {text!r}: dst may not be /, /proc, /dev or /tmp")
         writable = fields.get("rw") == "true" or fields.get("readonly") == "false"
         if fields.get("readonly") == "true" or fields.get("ro") == "true":
             writable = False

@@ -709,6 +709,11 @@ def test_mount_syntax():
         "--mount 'type=volume,src=v,dst=/b': only type=bind mounts can be made here"
     )
     with pytest.raises(FunctionError) as exc:
+        Mount.parse("type=bind,src=/a,dst=/proc/x")
+    assert str(exc.value) == (
+        "--mount 'type=bind,src=/a,dst=/proc/x': dst may not be /, /proc, /dev or /tmp"
+    )
+    with pytest.raises(FunctionError) as exc:
         Mount.parse("type=bind,src=/a,dst=../b")
     assert str(exc.value) == (
         "--mount 'type=bind,src=/a,dst=../b': dst must be an absolute path without '..'"

@@ -142,3 +142,30 @@ def test_image_user(tmp_path):
     with pytest.raises(FetchError) as exc:
         image_user("ghost", root, ref)
     assert str(exc.value) == "image r/fn: user 'ghost' is not in the image's /etc/passwd"
+
+
+def test_schema1_manifest_is_refused_from_the_cache(tmp_path):
+    import hashlib
+
+    from orchestrator.functions.image import image_prepare
+    from orchestrator.functions.options import FnOptions
+
+    data = json.dumps({"schemaVersion": 1, "name": "fn", "fsLayers": []}).encode()
+    digest = hashlib.sha256(data).hexdigest()
+    blobs = tmp_path / "images" / "blobs" / "sha256"
+    blobs.mkdir(parents=True)
+    (blobs / digest).write_bytes(data)
+    options = FnOptions(cache_dir=str(tmp_path), offline=True)
+    with pytest.raises(FetchError) as exc:
+        image_prepare(f"127.0.0.1:9/fn@sha256:{digest}", None, options=options)
+    assert str(exc.value) == (
+        f"image 127.0.0.1:9/fn@sha256:{digest}: manifest sha256:{digest} has schemaVersion 1; "
+        "only OCI and docker v2 (schemaVersion 2) images can be run"
+    )
+    # a damaged cached manifest is not trusted: it would be pulled again (here: offline)
+    (blobs / digest).write_bytes(data + b" ")
+    with pytest.raises(FetchError) as exc:
+        image_prepare(f"127.0.0.1:9/fn@sha256:{digest}", None, options=options)
+    assert str(exc.value) == (
+        f"cannot pull manifest 127.0.0.1:9/fn@sha256:{digest}: --offline and not in the cache"
+    )

@@ -234,7 +234,10 @@ class RegistryClient:
         challenged = False
         hops = 0
         while True:
-            check_url(current)
+            try:
+                check_url(current)
+            except FetchError as exc:
+                raise FetchError(f"pulling {what}: {exc.message}") from None
             sent = dict(headers)
             same_host = urlsplit(current).netloc == urlsplit(url).netloc
             if self.authorization and same_host:

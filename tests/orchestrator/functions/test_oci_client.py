@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import http.server
 import json
+import threading
 
 import pytest
 
@@ -145,8 +148,6 @@ def test_image_user(tmp_path):
 
 
 def test_schema1_manifest_is_refused_from_the_cache(tmp_path):
-    import hashlib
-
     from orchestrator.functions.image import image_prepare
     from orchestrator.functions.options import FnOptions
 
@@ -169,3 +170,82 @@ def test_schema1_manifest_is_refused_from_the_cache(tmp_path):
     assert str(exc.value) == (
         f"cannot pull manifest 127.0.0.1:9/fn@sha256:{digest}: --offline and not in the cache"
     )
+
+
+class _Redirecting(http.server.BaseHTTPRequestHandler):
+    """A registry that wants Basic auth and sends blobs elsewhere (as registries send them to
+    object storage): ``target`` is where, ``seen`` what each request carried."""
+
+    target = ""
+    seen: list[tuple[str, str]] = []
+
+    def do_GET(self) -> None:  # noqa: N802
+        cls = type(self)
+        auth = self.headers.get("Authorization", "")
+        cls.seen.append((self.path, auth))
+        if self.path.startswith("/v2/") and not auth:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="test"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path.startswith("/v2/"):
+            self.send_response(307)
+            self.send_header("Location", cls.target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            body = b"not the manifest"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def redirecting(tmp_path, monkeypatch):
+    servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting) for _ in "ab"]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Redirecting.seen = []
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    login = base64.b64encode(b"u:p").decode()
+    host = f"127.0.0.1:{servers[0].server_address[1]}"
+    (tmp_path / "config.json").write_text(json.dumps({"auths": {host: {"auth": login}}}))
+    yield host, f"127.0.0.1:{servers[1].server_address[1]}"
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_redirects_drop_credentials_and_are_checked(redirecting, tmp_path):
+    from orchestrator.functions.image import image_prepare
+    from orchestrator.functions.options import FnOptions
+
+    host, other = redirecting
+    ref = f"{host}/fn@sha256:{HEX}"
+    _Redirecting.target = f"http://{other}/storage/blob"
+    with pytest.raises(FetchError) as exc:
+        image_prepare(ref, None, options=FnOptions(cache_dir=str(tmp_path / "c")))
+    # the other host's bytes were checked against the digest, and got no credentials
+    assert str(exc.value) == (
+        f"manifest {host}/fn@sha256:{HEX}: the registry sent bytes with digest "
+        f"sha256:{hashlib.sha256(b'not the manifest').hexdigest()}; refusing them"
+    )
+    login = "Basic " + base64.b64encode(b"u:p").decode()
+    assert _Redirecting.seen == [
+        (f"/v2/fn/manifests/sha256:{HEX}", ""),
+        (f"/v2/fn/manifests/sha256:{HEX}", login),
+        ("/storage/blob", ""),
+    ]
+    # plain http to a host that is not loopback is refused before any request
+    _Redirecting.target = "http://registry.example/storage/blob"
+    with pytest.raises(FetchError) as exc:
+        image_prepare(ref, None, options=FnOptions(cache_dir=str(tmp_path / "c")))
+    assert str(exc.value) == (
+        f"pulling manifest {host}/fn@sha256:{HEX}: refusing to download "
+        "http://registry.example/storage/blob: plain http is allowed only to loopback"
+    )
+    assert _Redirecting.seen[-1] == (f"/v2/fn/manifests/sha256:{HEX}", login)

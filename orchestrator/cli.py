@@ -124,7 +124,7 @@ _BUILD_DEFAULTS: dict[str, Any] = {
 _CHOICES = {
     "load_restrictor": ["LoadRestrictionsRootOnly", "LoadRestrictionsNone"],
     "reorder": ["legacy", "none"],
-    "container_runtime": ["docker", "podman"],
+    "container_runtime": ["docker", "podman", "builtin"],
 }
 _VALUE_OPTIONS = {
     "-o": "output",

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test suite talks to, when they are missing:
 #   docker-registry  a real OCI registry for the mirroring tests
-#   skopeo           a real OCI client for the registry's /v2/ endpoint tests
+#   skopeo           a real OCI client for the registry's /v2/ endpoint tests (and pushes the
+#                    builtin container runtime's test images)
+#   umoci            builds the builtin container runtime's test images (OCI layouts)
+#   busybox          busybox-static: the one static program those test images hold
 #   chromium         the browser the web UI tests drive (with chromium-driver)
 #   git              git sources for the mirroring tests
-#   bwrap            bubblewrap, the jail of the trial sandbox (catalogs/review/sandbox.py)
+#   bwrap            bubblewrap, the jail of the builtin container runtime and of the trial
+#                    sandbox (orchestrator/functions/jail.py, catalogs/review/sandbox.py)
 #   nginx            the deployed serving path in front of gunicorn (tests/deploy/test_nginx.py,
 #                    bench/serve_catalog.py run deploy/nginx/krm-registry.conf.template)
 #   wrk              the HTTP load generator of the serving benchmarks (their parser's tests)
 # kubectl (the kustomize oracle) is part of this project's machine image; its absence is reported.
 set -euo pipefail
 
-declare -A need=([docker-registry]=docker-registry [skopeo]=skopeo [chromium]="chromium chromium-driver" [git]=git [bwrap]=bubblewrap [nginx]=nginx-light [wrk]=wrk)
+declare -A need=([docker-registry]=docker-registry [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [chromium]="chromium chromium-driver" [git]=git [bwrap]=bubblewrap [nginx]=nginx-light [wrk]=wrk)
 missing=()
 for cmd in "${!need[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=(${need[$cmd]})

@@ -28,6 +28,12 @@ builtin plugins' ``generate()`` / ``transform(resmap)``. CLI flags and ``krm vie
 orchestrator/functions/cli.py (``add_build_flags``, ``fn_options``, ``add_view_command``,
 ``run_view``).
 
+The jail (``orchestrator.functions.jail``), for callers that run programs themselves (the
+registry's trial runs): ``jail_check() -> str | None`` and ``jail_run(argv, stdin, rootfs=...,
+env=..., cwd=..., user=..., network=..., mounts=[Mount(...)], limits=JailLimits(...)) ->
+JailResult``; ``image_prepare(image, sha256, options=...)`` (``orchestrator.functions.image``)
+pulls, verifies and unpacks a container image for it. See docs/container-runtime.md.
+
 Resolution order (KEP-2906): a ``runtime:`` field in the config, then the
 ``config.kubernetes.io/function`` annotation, then the official catalog, the referenced catalogs
 in order, the ``--trusted-catalog`` ones in order; first match on group, kind and version.
@@ -44,6 +50,15 @@ if TYPE_CHECKING:
 
     from orchestrator.functions.catalogs import CatalogSet, CatalogTrustError, TrustConfig
     from orchestrator.functions.fetch import FetchError
+    from orchestrator.functions.image import image_prepare
+    from orchestrator.functions.jail import (
+        JailLimits,
+        JailResult,
+        JailUnavailable,
+        Mount,
+        jail_check,
+        jail_run,
+    )
     from orchestrator.functions.options import FnOptions, FnOutcome, FunctionError
     from orchestrator.functions.run import run_function_config
 
@@ -54,8 +69,15 @@ __all__ = [
     "FnOptions",
     "FnOutcome",
     "FunctionError",
+    "JailLimits",
+    "JailResult",
+    "JailUnavailable",
+    "Mount",
     "TrustConfig",
+    "image_prepare",
     "is_function_config",
+    "jail_check",
+    "jail_run",
     "run_function_config",
 ]
 
@@ -69,6 +91,13 @@ _EXPORTS = {
     "FnOutcome": "orchestrator.functions.options",
     "FunctionError": "orchestrator.functions.options",
     "run_function_config": "orchestrator.functions.run",
+    "JailLimits": "orchestrator.functions.jail",
+    "JailResult": "orchestrator.functions.jail",
+    "JailUnavailable": "orchestrator.functions.jail",
+    "Mount": "orchestrator.functions.jail",
+    "jail_check": "orchestrator.functions.jail",
+    "jail_run": "orchestrator.functions.jail",
+    "image_prepare": "orchestrator.functions.image",
 }
 
 

@@ -85,8 +85,10 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir", metavar="DIR", help="write function results to DIR")
     p.add_argument(
         "--container-runtime",
-        choices=["docker", "podman"],
-        help="container engine for container functions (default: detect)",
+        choices=["docker", "podman", "builtin"],
+        help="container engine for container functions: docker, podman, or builtin (pull the "
+        "pinned image and run it in bubblewrap; no daemon); default: docker, else podman, "
+        "else builtin",
     )
     p.add_argument("--offline", action="store_true", help="use cached catalogs and runtimes only")
     p.add_argument(

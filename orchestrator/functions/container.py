@@ -1,28 +1,98 @@
-"""The container runtime: ``docker``/``podman run`` with kustomize's locked-down arguments."""
+"""The container runtime: ``docker``/``podman run`` with kustomize's locked-down arguments, or
+the builtin runtime (no daemon, no root) where neither is there or ``--container-runtime
+builtin`` asks for it: the image is pulled and unpacked by ``orchestrator.functions.image`` and
+run in the engine's jail (``orchestrator.functions.jail``)."""
 
 from __future__ import annotations
 
 import shutil
+import signal
 
 from orchestrator.functions.options import FnOptions, FunctionError
 
 ENGINES = ("docker", "podman")
+BUILTIN = "builtin"
+RUNTIMES = (*ENGINES, BUILTIN)
+# What docker gives a container whose image sets no PATH.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def detect_engine(options: FnOptions) -> str:
-    """The container CLI: --container-runtime if given, else docker, else podman, on PATH."""
+    """--container-runtime if given, else docker, else podman on PATH, else the builtin one."""
     if options.container_runtime:
-        if options.container_runtime not in ENGINES:
+        if options.container_runtime not in RUNTIMES:
             raise FunctionError(
-                f"--container-runtime must be docker or podman, got {options.container_runtime!r}"
+                "--container-runtime must be docker, podman or builtin, got "
+                f"{options.container_runtime!r}"
             )
-        if shutil.which(options.container_runtime) is None:
+        if options.container_runtime != BUILTIN and shutil.which(options.container_runtime) is None:
             raise FunctionError(f"container runtime {options.container_runtime!r} is not on PATH")
         return options.container_runtime
     for engine in ENGINES:
         if shutil.which(engine):
             return engine
-    raise FunctionError("a container function needs docker or podman on PATH; found neither")
+    return BUILTIN
+
+
+def run_builtin(
+    image: str,
+    sha256: str | None,
+    stdin: bytes,
+    *,
+    options: FnOptions,
+    require_network: bool,
+    function: str,
+) -> tuple[bytes, str]:
+    """Pull, verify and unpack the pinned image, run it jailed; (stdout, stderr) or an error.
+
+    The caller has checked that --network / --mount were given where the function needs them.
+    """
+    from orchestrator.functions.fetch import FetchError
+    from orchestrator.functions.image import image_prepare
+    from orchestrator.functions.jail import JailLimits, Mount, jail_run
+
+    if shutil.which("bwrap") is None:  # before any download: it could not run anyway
+        engines = "" if options.container_runtime == BUILTIN else "no docker or podman, and "
+        raise FunctionError(
+            f"{function}: {engines}the builtin container runtime needs bubblewrap (bwrap) on "
+            "PATH; refusing to run it unsandboxed"
+        )
+    mounts = [Mount.parse(m) for m in options.mounts]
+    try:
+        img = image_prepare(image, sha256, options=options)
+    except FetchError as exc:
+        raise FunctionError(f"{function}: {exc.message}; nothing was run") from None
+    env = dict(img.env)
+    env.setdefault("PATH", DEFAULT_PATH)
+    env.setdefault("HOME", "/")
+    env.update(options.env_pairs())
+    try:
+        result = jail_run(
+            img.argv,
+            stdin,
+            rootfs=img.rootfs,
+            env=env,
+            cwd=img.workdir,
+            user=img.user,
+            network=require_network and options.network,
+            mounts=mounts,
+            limits=JailLimits(wall_seconds=options.timeout),
+        )
+    except FunctionError as exc:
+        raise FunctionError(f"{function}: {exc.message}") from None
+    stderr = result.stderr.decode("utf-8", errors="replace")
+    if result.timed_out:
+        raise FunctionError(f"{function}: timed out after {options.timeout:g}s")
+    if result.output_limited:
+        raise FunctionError(f"{function}: wrote more than the limit to its standard output")
+    if result.exit_code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+        raise FunctionError(f"{function}: stopped at its CPU time limit ({options.timeout:g}s)")
+    if result.exit_code != 0:
+        detail = stderr.strip()
+        code = result.exit_code
+        what = f"exit code {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
+        raise FunctionError(f"{function} failed with {what}" + (f":\n{detail}" if detail else ""))
+    return result.stdout, stderr
 
 
 def pinned_image(image: str, sha256: str | None) -> str:

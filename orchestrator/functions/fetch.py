@@ -294,6 +294,8 @@ class _Unpacker:
         self.kinds: dict[str, str] = {"": "dir"}  # unpacked path -> "dir" | "file" | "link"
         self.entries = 0
         self.total = 0
+        self.max_files = options.max_files
+        self.max_bytes = options.max_unpacked
         self.root_fd = os.open(dest, _DIR_FLAGS)
 
     def close(self) -> None:
@@ -302,8 +304,8 @@ class _Unpacker:
     def count_entry(self) -> None:
         """One more member: refuse archives with over ``max_files`` of them."""
         self.entries += 1
-        if self.entries > self.options.max_files:
-            raise FetchError(f"archive {self.uri} has over {self.options.max_files} entries")
+        if self.entries > self.max_files:
+            raise FetchError(f"archive {self.uri} has over {self.max_files} entries")
 
     def _parent_fd(self, name: str, shown: str) -> int:
         """A descriptor of ``name``'s directory, made as needed; the caller closes it."""
@@ -315,7 +317,7 @@ class _Unpacker:
                 kind = self.kinds.get(path)
                 if kind is None:
                     os.mkdir(part, 0o755, dir_fd=fd)
-                    self.kinds[path] = "dir"
+                    self._record(path, "dir")
                 elif kind != "dir":
                     raise FetchError(
                         f"{shown!r} in archive {self.uri} lies below the {kind} {path!r}"
@@ -337,8 +339,12 @@ class _Unpacker:
             if before == "dir" and kind == "dir":
                 return False
             raise FetchError(f"archive {self.uri} holds {shown!r} twice")
-        self.kinds[name] = kind
+        self._record(name, kind)
         return True
+
+    def _record(self, name: str, kind: str) -> None:
+        """Note that ``name`` now exists as ``kind`` (a layered unpacker tracks more)."""
+        self.kinds[name] = kind
 
     def directory(self, name: str, shown: str) -> None:
         """A directory member."""
@@ -363,10 +369,9 @@ class _Unpacker:
             while chunk := src.read(CHUNK):
                 # Counted while copying: the sizes an archive declares can lie.
                 self.total += len(chunk)
-                if self.total > self.options.max_unpacked:
+                if self.total > self.max_bytes:
                     raise FetchError(
-                        f"archive {self.uri} unpacks to over the limit of "
-                        f"{self.options.max_unpacked} bytes"
+                        f"archive {self.uri} unpacks to over the limit of {self.max_bytes} bytes"
                     )
                 sink.write(chunk)
 

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 DEFAULT_MAX_DOWNLOAD = 256 * 1024 * 1024  # one exec archive or script
 DEFAULT_MAX_UNPACKED = 1024 * 1024 * 1024  # everything an archive unpacks to
 DEFAULT_MAX_FILES = 10_000
+DEFAULT_MAX_IMAGE_BYTES = 2 * 1024 * 1024 * 1024  # everything a container image unpacks to
+DEFAULT_MAX_IMAGE_FILES = 50_000  # entries over all of an image's layers
 DEFAULT_TIMEOUT = 300.0  # seconds a function may run
 
 
@@ -41,6 +43,8 @@ class FnOptions:
         "max_download",
         "max_unpacked",
         "max_files",
+        "max_image_bytes",
+        "max_image_files",
         "runtime_preference",
         "catalog_keys",
         "strict_catalogs",
@@ -69,6 +73,8 @@ class FnOptions:
         max_download: int = DEFAULT_MAX_DOWNLOAD,
         max_unpacked: int = DEFAULT_MAX_UNPACKED,
         max_files: int = DEFAULT_MAX_FILES,
+        max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
+        max_image_files: int = DEFAULT_MAX_IMAGE_FILES,
         # Which runtime to use when a catalog offers several (first available wins).
         runtime_preference: tuple[str, ...] = ("starlark", "exec", "container"),
         # --catalog-key files: public keys that must have signed every catalog without a key
@@ -99,6 +105,8 @@ class FnOptions:
         self.max_download = max_download
         self.max_unpacked = max_unpacked
         self.max_files = max_files
+        self.max_image_bytes = max_image_bytes
+        self.max_image_files = max_image_files
         self.runtime_preference = runtime_preference
         self.catalog_keys: list[str] = [] if catalog_keys is None else catalog_keys
         self.strict_catalogs = strict_catalogs

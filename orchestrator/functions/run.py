@@ -157,6 +157,12 @@ def _argv(resolved: Resolved, kdir: str, options: FnOptions, name: str) -> tuple
     return argv, True  # the docker/podman CLI needs DOCKER_HOST etc.; the function does not
 
 
+def _engine(options: FnOptions) -> str:
+    from orchestrator.functions import container
+
+    return container.detect_engine(options)
+
+
 def _canonical(obj: dict[str, Any]) -> str:
     return json.dumps(obj, sort_keys=True, default=str)
 
@@ -280,17 +286,29 @@ def run_function_config(
             if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
                 raise FunctionError(f"{name}: results must be a list of dicts")
         else:
-            from orchestrator.functions import exec as exec_runtime
+            if resolved.kind == "container" and _engine(options) == "builtin":
+                from orchestrator.functions import container
 
-            argv, full_env = _argv(resolved, kustomization_dir, options, name)
-            stdout, stderr = exec_runtime.run(
-                argv,
-                rl.encode(items, config),
-                cwd=kustomization_dir,
-                options=options,
-                function=name,
-                env=dict(os.environ) if full_env else None,
-            )
+                stdout, stderr = container.run_builtin(
+                    resolved.spec["image"],
+                    resolved.spec.get("sha256"),
+                    rl.encode(items, config),
+                    options=options,
+                    require_network=resolved.require_network,
+                    function=name,
+                )
+            else:
+                from orchestrator.functions import exec as exec_runtime
+
+                argv, full_env = _argv(resolved, kustomization_dir, options, name)
+                stdout, stderr = exec_runtime.run(
+                    argv,
+                    rl.encode(items, config),
+                    cwd=kustomization_dir,
+                    options=options,
+                    function=name,
+                    env=dict(os.environ) if full_env else None,
+                )
             decoded = rl.decode(stdout, function=name)
             out_items, results = decoded["items"], decoded["results"]
     except FunctionError as exc:

@@ -1,4 +1,5 @@
-"""Real peers for the function tests: archives on disk, a local HTTPS server (trustme)."""
+"""Real peers for the function tests: archives on disk, a local HTTPS server (trustme), Debian's
+docker-registry on a free loopback port."""
 
 from __future__ import annotations
 
@@ -6,10 +7,15 @@ import hashlib
 import http.server
 import io
 import os
+import shutil
+import socket
 import ssl
+import subprocess
 import sys
 import tarfile
 import threading
+import time
+import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +26,8 @@ import pytest
 import trustme
 
 from orchestrator.functions.options import FnOptions
+
+REGISTRY = shutil.which("docker-registry")
 
 # An exec function: adds a label to every item (awk over the YAML ResourceList) and, as proof
 # that it ran, touches the marker file named by $MARKER (when set) in its working directory.
@@ -177,3 +185,58 @@ def write(tmp_path: Path) -> Callable[[str, str | bytes], Path]:
         return p
 
     return _write
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 (now)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_registry(root: Path, *, auth: str = "") -> tuple[subprocess.Popen[bytes], str]:
+    """Start docker-registry storing under root; (process, "127.0.0.1:<port>") once it answers.
+
+    ``auth`` is the YAML of the config's ``auth:`` section (htpasswd, token), if any.
+    """
+    assert REGISTRY is not None
+    port = free_port()
+    config = root / "config.yml"
+    config.write_text(
+        "version: 0.1\nlog:\n  level: error\n"
+        f"storage:\n  filesystem:\n    rootdirectory: {root / 'storage'}\n"
+        "  delete:\n    enabled: true\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n{auth}"
+    )
+    proc = subprocess.Popen(
+        [REGISTRY, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1):
+                break
+        except urllib.error.HTTPError:
+            break  # 401: up, and asking for credentials
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError("docker-registry did not start") from None
+            time.sleep(0.1)
+    return proc, f"127.0.0.1:{port}"
+
+
+def stop_registry(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a registry started by start_registry."""
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Iterator[str]:
+    """A docker-registry on a free loopback port; its "host:port"."""
+    root = tmp_path / "registry"
+    root.mkdir()
+    proc, host = start_registry(root)
+    yield host
+    stop_registry(proc)

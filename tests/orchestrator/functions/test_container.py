@@ -122,8 +122,15 @@ def test_mounts_only_from_flag(tmp_path, engines, options):
     assert argv[argv.index("--mount") + 1] == m
 
 
-def test_no_engine_is_a_clear_error(tmp_path, monkeypatch, options):
+def test_no_engine_and_no_bwrap_is_a_clear_error(tmp_path, monkeypatch, options):
+    # No docker or podman: the builtin runtime, which needs bubblewrap before it pulls anything.
     monkeypatch.setenv("PATH", str(tmp_path))
+    opts = options(cache_dir=str(tmp_path / "cache"))
     with pytest.raises(FunctionError) as exc:
-        _run(tmp_path, _catalog(tmp_path), options())
-    assert str(exc.value) == "a container function needs docker or podman on PATH; found neither"
+        _run(tmp_path, _catalog(tmp_path), opts)
+    assert str(exc.value) == (
+        "function example.com/v1/App 'a' (image ghcr.io/example/app:v1.2.3, from catalog "
+        f"{tmp_path / 'cat.yaml'}): no docker or podman, and the builtin container runtime "
+        "needs bubblewrap (bwrap) on PATH; refusing to run it unsandboxed"
+    )
+    assert not (tmp_path / "cache" / "images").exists()

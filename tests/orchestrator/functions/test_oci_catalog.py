@@ -6,19 +6,13 @@ KEP's catalog media type; the engine pulls it by tag and by digest, and from the
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import time
-import urllib.request
-
 import pytest
 
 from orchestrator.functions import CatalogSet, FunctionError, TrustConfig
 from orchestrator.functions.catalogs import CATALOG_MEDIA_TYPE
 from orchestrator.functions.resolve import resolve
+from tests.orchestrator.functions.conftest import REGISTRY
 
-REGISTRY = shutil.which("docker-registry")
 pytestmark = pytest.mark.skipif(REGISTRY is None, reason="docker-registry is not installed")
 
 CATALOG = (
@@ -27,39 +21,6 @@ CATALOG = (
     "    versions:\n    - name: v1\n      runtime:\n        container:\n"
     "          image: example/app:latest\n"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def registry(tmp_path):
-    port = _free_port()
-    config = tmp_path / "config.yml"
-    config.write_text(
-        "version: 0.1\nlog:\n  level: error\n"
-        f"storage:\n  filesystem:\n    rootdirectory: {tmp_path / 'storage'}\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n"
-    )
-    proc = subprocess.Popen(
-        [REGISTRY, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError("docker-registry did not start") from None
-            time.sleep(0.1)
-    yield f"127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def _push(host: str, ref: str, content: bytes, media_type: str, scratch) -> str:

@@ -69,6 +69,7 @@ class BuildOptions:
         "debug",
         "functions",
         "trusted_catalogs",
+        "managed_by_label",
     )
 
     def __init__(
@@ -80,6 +81,7 @@ class BuildOptions:
         debug: bool = False,
         functions: Any = None,
         trusted_catalogs: list[str] | None = None,
+        managed_by_label: bool = False,
     ) -> None:
         # KRM functions: an orchestrator.functions.FnOptions (None: defaults) and the
         # --trusted-catalog references.
@@ -91,6 +93,8 @@ class BuildOptions:
         self.enable_helm = enable_helm
         self.helm_command = helm_command
         self.debug = debug
+        # --enable-managedby-label: what buildMetadata: [managedByLabel] does, for every build.
+        self.managed_by_label = managed_by_label
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
@@ -878,6 +882,14 @@ def normalise_annotations(res: Resource) -> None:
     for k, v in ann.items():
         if not isinstance(v, str):
             ann[k] = fbase.scalar_text(v) if not isinstance(v, (dict, list)) else v
+
+
+def add_managed_by(resources: list[Resource]) -> None:
+    """Label every resource ``app.kubernetes.io/managed-by`` (kustomize's managedByLabel)."""
+    for r in resources:
+        labels = r.metadata.setdefault("labels", {}) or {}
+        labels["app.kubernetes.io/managed-by"] = MANAGED_BY
+        r.metadata["labels"] = labels
 
 
 def is_local_config(res: Resource) -> bool:

@@ -25,6 +25,7 @@ from orchestrator.accumulator import (  # re-exported: the façade's public name
     BuildResult,
     BuildState,
     Target,
+    add_managed_by,
     is_local_config,
     may_be_composition,
     normalise_annotations,
@@ -130,12 +131,8 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
             if "transformerAnnotations" not in build_metadata:
                 strip_annotation(r, TRANSFORMATIONS_ANNOTATION)
         normalise_annotations(r)
-    meta = target.k.get("buildMetadata") or []
-    if "managedByLabel" in meta:
-        for r in resources:
-            labels = r.metadata.setdefault("labels", {}) or {}
-            labels["app.kubernetes.io/managed-by"] = MANAGED_BY
-            r.metadata["labels"] = labels
+    if options.managed_by_label or "managedByLabel" in build_metadata:
+        add_managed_by(resources)
     return BuildResult(
         resources=[r.obj for r in resources], results=state.results, warnings=state.warnings
     )

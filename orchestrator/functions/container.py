@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from orchestrator.functions.options import FnOptions, FunctionError
@@ -50,7 +51,8 @@ def command(
     """
     argv = [engine, "run", "--rm", "-i"]
     argv += ["--network", "host" if (require_network and options.network) else "none"]
-    argv += ["--user", "65534", "--security-opt=no-new-privileges"]
+    user = f"{os.getuid()}:{os.getgid()}" if options.as_current_user else "65534"
+    argv += ["--user", user, "--security-opt=no-new-privileges"]
     for mount in options.mounts:
         argv += ["--mount", mount]
     for key, value in options.env_pairs().items():

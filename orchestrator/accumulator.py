@@ -252,13 +252,20 @@ class Target:
     """One Kustomization or Component directory."""
 
     def __init__(
-        self, build: BuildState, loader: Loader, kfile: str | None = None, origin: str = ""
+        self,
+        build: BuildState,
+        loader: Loader,
+        kfile: str | None = None,
+        origin: str = "",
+        origin_repo: str = "",
     ):
         from orchestrator import kustomization
 
         self.build = build
-        # Path of this kustomization relative to the top one (for origin annotations).
+        # Path of this kustomization relative to the top one, or to the root of the remote
+        # repository it is in, and then the "repo:" and "ref:" lines of origin annotations.
         self.origin = origin
+        self.origin_repo = origin_repo
         self.loader = loader
         self.kfile = kfile or find_kustomization(
             loader.root, loader.restrictor, real_root=loader.root
@@ -380,6 +387,11 @@ class Target:
             if self.loader.is_dir(path):
                 self.accumulate_directory(acc, path, component=False)
                 continue
+            if path[:8].lower().startswith(("http://", "https://")) or (
+                not self.loader.exists(path) and _repo_spec(path) is not None
+            ):
+                self.accumulate_remote(acc, path)
+                continue
             try:
                 data = self.loader.read(path)
             except LoadError as exc:
@@ -390,41 +402,102 @@ class Target:
                         file=self.source,
                     ) from None
                 raise exc
-            where = display(self.loader.abspath(path))
-            origin = None
-            if self.build.origins:
-                origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
-            for res in resources_from_bytes(data, source=where, origin=origin):
+            self._append_file(acc, data, path, display(self.loader.abspath(path)))
+
+    def _append_file(self, acc: Accumulator, data: bytes, path: str, where: str) -> None:
+        origin = None
+        if self.build.origins:
+            origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
+            origin += self.origin_repo
+        for res in resources_from_bytes(data, source=where, origin=origin):
+            try:
+                acc.resmap.append(res)
+            except ResourceConflictError as exc:
+                exc.file = where
+                raise
+
+    def accumulate_remote(self, acc: Accumulator, path: str) -> None:
+        """A URL in ``resources:``, in kustomize's order: an http(s) URL is downloaded as a
+        file first; one that is not a file there, or no http(s) URL, is built as a git base."""
+        from orchestrator import remote
+
+        cache = remote.GitCache(offline=self.loader.offline)
+        file_error: KrmError | None = None
+        is_repository = False
+        # Offline, a URL that may be a repository is not tried as a file first.
+        offline_repository = self.loader.offline and _repo_spec(path) is not None
+        if (
+            remote.is_remote_file(path)
+            and not offline_repository
+            and not cache.known_repository(path)
+        ):
+            try:
+                data = self.loader.read(path)
+            except remote.IsRepository:
+                is_repository = True
+            except remote.HTTPStatusError as exc:
+                exc.file = self.source
+                raise
+            except remote.RemoteError as exc:
+                file_error = exc
+            else:
                 try:
-                    acc.resmap.append(res)
-                except ResourceConflictError as exc:
-                    exc.file = where
-                    raise
+                    self._append_file(acc, data, path, path)
+                    return
+                except KrmError as exc:
+                    file_error = exc
+        if _repo_spec(path) is None:
+            assert file_error is not None  # an http(s) URL that parses as no repository
+            file_error.file = file_error.file or self.source
+            raise file_error
+        try:
+            self.accumulate_directory(acc, path, component=False)
+        except KrmError as exc:
+            exc.file = exc.file if exc.file and exc.file != path else self.source
+            if file_error is not None:
+                exc.message += f" (and as a file: {file_error.message})"
+                exc.args = (exc.message,)
+            raise
+        if is_repository:
+            cache.remember_repository(path)
 
     def accumulate_directory(self, acc: Accumulator, path: str, *, component: bool) -> None:
         """Build a sub-kustomization (or apply a component) and add its resources."""
-        if component and not self.loader.is_dir(path):
+        if component and not self.loader.is_dir(path) and _repo_spec(path) is None:
             raise LoadError(
                 f"component '{path}' must be a directory with a kustomization of kind Component",
                 file=self.source,
             )
         what = "component" if component else "resource"
+        spec = _repo_spec(path) if not self.loader.is_dir(path) else None
+        if spec is not None and spec.forced:
+            from orchestrator import remote
+
+            self.build.warnings.append(remote.FORCED_GIT_WARNING)
         try:
             child = self.loader.child(path)
         except LoadError as exc:
             if exc.message.startswith("cycle detected"):
                 # Name the kustomization that closes the cycle, not just the reference.
                 raise LoadError(f"{what} '{path}': {exc.message}", file=self.source) from None
+            if exc.file is None:
+                exc.file = self.source
             raise
         if component and self.build.composition_plugin(child.root) is not None:
             raise ValidationError(
                 f"expected kind 'Component' for path '{child.root}' but got 'Composition'",
                 file=self.source,
             )
+        if spec is not None:
+            # kustomize's Origin.Append: paths below a remote base are relative to its
+            # repository, which the repo: and ref: lines name.
+            origin = os.path.normpath(spec.kust_root) if spec.kust_root.strip("/") else ""
+            origin_repo = f"repo: {spec.clone_spec}\n" + (f"ref: {spec.ref}\n" if spec.ref else "")
+        else:
+            origin = os.path.normpath(os.path.join(self.origin, path))
+            origin_repo = self.origin_repo
         try:
-            sub = Target(
-                self.build, child, origin=os.path.normpath(os.path.join(self.origin, path))
-            )
+            sub = Target(self.build, child, origin=origin, origin_repo=origin_repo)
         except LoadError as exc:
             if "unable to find" in exc.message:
                 raise LoadError(f"{what} '{path}': {exc.message}", file=self.source) from None
@@ -503,7 +576,7 @@ class Target:
                 str(config.get("kind") or ""),
                 str(md.get("name") or ""),
                 # A plugin config read from a file is "configured in" that file.
-                origin[6:].strip() if origin.startswith("path: ") else "",
+                _origin_path(origin),
             )
             for res in self.make_plugin(config, acc, generator=True).generate():
                 self._absorb(acc, res, by)
@@ -517,7 +590,7 @@ class Target:
                 os.path.join(self.origin, os.path.basename(self.kfile))
             )
             text = (
-                f"configuredIn: {configured_in}\nconfiguredBy:\n"
+                f"{self.origin_repo}configuredIn: {configured_in}\nconfiguredBy:\n"
                 f"  apiVersion: {by[0] if by else 'builtin'}\n  kind: {kind}\n"
             )
             if name:
@@ -685,7 +758,7 @@ class Target:
             if self.build.origins:
                 _record_transformation(
                     acc.resmap,
-                    f"configuredIn: {configured_in}\nconfiguredBy:\n"
+                    f"{self.origin_repo}configuredIn: {configured_in}\nconfiguredBy:\n"
                     f"  apiVersion: builtin\n  kind: {kind}\n",
                 )
         for config in self.plugin_configs(self.k.get("transformers") or [], "transformers"):
@@ -695,7 +768,7 @@ class Target:
             origin = str((md.get("annotations") or {}).get(ORIGIN_ANNOTATION) or "")
             if self.build.origins and origin.startswith("path: "):
                 entry = (
-                    f"configuredIn: {origin[6:].strip()}\nconfiguredBy:\n"
+                    f"{self.origin_repo}configuredIn: {_origin_path(origin)}\nconfiguredBy:\n"
                     f"  apiVersion: {config.get('apiVersion')}\n  kind: {config.get('kind')}\n"
                 )
                 if md.get("name"):
@@ -735,7 +808,16 @@ class Target:
             if comp is not None:
                 configs.append(comp.marker_config(self.loader.abspath(entry)))
                 continue
-            if "\n" in entry or (":" in entry and not self.loader.exists(entry)):
+            if (
+                "\n" in entry
+                or (
+                    ":" in entry
+                    and not self.loader.exists(entry)
+                    # a URL is a file or a base to read, as kustomize reads it
+                    and not entry[:8].lower().startswith(("http://", "https://"))
+                    and _repo_spec(entry) is None
+                )
+            ):
                 docs = yamlio.load_all(entry, source=self.kfile)
                 configs.extend(d for d in docs if isinstance(d, dict))
                 continue
@@ -783,6 +865,20 @@ class Target:
         if generator != (kind in filters.GENERATORS) and generator:
             raise ValidationError(f"{kind} is not a generator", file=self.source)
         return cls(config, self.ctx(acc))
+
+
+def _origin_path(origin: str) -> str:
+    """The path of an origin annotation (``path: P`` then maybe ``repo:`` and ``ref:``)."""
+    if not origin.startswith("path: "):
+        return ""
+    return origin[6:].split("\n", 1)[0].strip()
+
+
+def _repo_spec(path: str) -> Any:
+    """The git repository ``path`` names (an orchestrator.remote.RepoSpec), or None."""
+    from orchestrator import remote
+
+    return remote.parse_repo_spec(path)
 
 
 def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:

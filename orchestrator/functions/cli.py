@@ -99,7 +99,11 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         choices=["docker", "podman"],
         help="container engine for container functions (default: detect)",
     )
-    p.add_argument("--offline", action="store_true", help="use cached catalogs and runtimes only")
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="use cached catalogs, runtimes and remote bases only",
+    )
     p.add_argument(
         "--skip-schema",
         action="store_true",

@@ -826,6 +826,31 @@ class Target:
             configs.extend(r.obj for r in sub.resmap)
         return configs
 
+    def _legacy_plugin(self, config: dict[str, Any]) -> tuple[Any, str]:
+        """kustomize's legacy exec plugin for ``config`` under --enable-alpha-plugins (it comes
+        before the catalogs, as it does in kustomize), or None and what to add to the message
+        if no catalog defines the function either."""
+        if _names_runtime(config):
+            return None, ""
+        from orchestrator import execplugin
+
+        fn_options = self.build.options.functions
+        if fn_options is None or not fn_options.enable_alpha_plugins:
+            path, _ = execplugin.find(config)
+            if path is None:
+                return None, ""
+            return None, f"an exec plugin exists at {path}: --enable-alpha-plugins runs it"
+        plugin = execplugin.load(
+            config,
+            root=self.loader.root,
+            read_file=self.loader.read,
+            parse=resources_from_bytes,
+            source=self.source,
+        )
+        if plugin is not None:
+            return plugin, ""
+        return None, execplugin.find(config)[1]
+
     def make_plugin(
         self,
         config: dict[str, Any],
@@ -848,8 +873,11 @@ class Target:
         kind = config.get("kind") or ""
         api_version = config.get("apiVersion") or ""
         if api_version != "builtin":
+            legacy, note = self._legacy_plugin(config)
+            if legacy is not None:
+                return legacy
             # Not a builtin: a KRM function (KEP-2906 runtimes and catalogs).
-            return self.build.functions().plugin(
+            plugin = self.build.functions().plugin(
                 config,
                 role=role,
                 kustomization_dir=self.loader.root,
@@ -857,6 +885,7 @@ class Target:
                 openapi=self.k.get("openapi"),
                 source=self.source,
             )
+            return _NoteWhenUnresolved(plugin, note) if note else plugin
         cls = filters.lookup(kind)
         if cls is None:
             raise NotSupportedError(
@@ -865,6 +894,47 @@ class Target:
         if generator != (kind in filters.GENERATORS) and generator:
             raise ValidationError(f"{kind} is not a generator", file=self.source)
         return cls(config, self.ctx(acc))
+
+
+class _NoteWhenUnresolved:
+    """A function plugin whose "no runtime" error also says what the legacy exec plugin
+    lookup found (kustomize would have looked there)."""
+
+    def __init__(self, plugin: Any, note: str) -> None:
+        self.plugin = plugin
+        self.note = note
+
+    def _noted(self, exc: KrmError) -> None:
+        if exc.message.startswith("no runtime for "):
+            exc.message = f"{exc.message}; {self.note}"
+            exc.args = (exc.message,)
+
+    def generate(self) -> list[Resource]:
+        try:
+            out: list[Resource] = self.plugin.generate()
+        except KrmError as exc:
+            self._noted(exc)
+            raise
+        return out
+
+    def transform(self, resmap: ResMap) -> None:
+        try:
+            self.plugin.transform(resmap)
+        except KrmError as exc:
+            self._noted(exc)
+            raise
+
+
+def _names_runtime(config: dict[str, Any]) -> bool:
+    """Whether a config names its KRM function runtime (a runtime: field or the function
+    annotation), which kustomize runs as a function rather than as an exec plugin."""
+    if "runtime" in config:
+        return True
+    md = config.get("metadata")
+    ann = md.get("annotations") if isinstance(md, dict) else None
+    return isinstance(ann, dict) and any(
+        k in ann for k in ("config.kubernetes.io/function", "config.k8s.io/function")
+    )
 
 
 def _origin_path(origin: str) -> str:

@@ -886,6 +886,13 @@ class Target:
                 source=self.source,
             )
             return _NoteWhenUnresolved(plugin, note) if note else plugin
+        if kind == "SortOrderTransformer":
+            # kustomize runs it for sortOptions only; it is no builtin a kustomization can name.
+            raise NotSupportedError(
+                "unable to load builtin SortOrderTransformer.builtin.[noGrp] (order the output "
+                "with sortOptions: instead)",
+                file=self.source,
+            )
         cls = filters.lookup(kind)
         if cls is None:
             raise NotSupportedError(

@@ -766,9 +766,12 @@ class Target:
             acc.resmap.invalidate()
             md = config.get("metadata") or {}
             origin = str((md.get("annotations") or {}).get(ORIGIN_ANNOTATION) or "")
-            if self.build.origins and origin.startswith("path: "):
+            if self.build.origins and "__krm_composition__" not in config:
+                # A config read from a file is configured in that file, an inline one in this
+                # kustomization.
+                where = _origin_path(origin) or configured_in
                 entry = (
-                    f"{self.origin_repo}configuredIn: {_origin_path(origin)}\nconfiguredBy:\n"
+                    f"{self.origin_repo}configuredIn: {where}\nconfiguredBy:\n"
                     f"  apiVersion: {config.get('apiVersion')}\n  kind: {config.get('kind')}\n"
                 )
                 if md.get("name"):

@@ -53,6 +53,9 @@ BUILTIN_OPENAPI = "v1.21.2"
 # What kubectl's embedded kustomize (the oracle) reports as its version in labels.
 MANAGED_BY = "kustomize-(devel)"
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
+# Builtins that may run a strategic merge, which loads kyaml's built-in schema (a
+# PatchTransformer with a JSON 6902 patch does not; counted all the same).
+_MERGING = frozenset({"PatchStrategicMergeTransformer", "PatchTransformer"})
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 TRANSFORMATIONS_ANNOTATION = "alpha.config.kubernetes.io/transformations"
 
@@ -230,6 +233,11 @@ class BuildState:
         self.warnings: list[str] = []
         self.schema: Any = None
         self.schema_set = False
+        # Until a kustomization sets a schema: the resource types met so far and whether a
+        # strategic merge ran. kyaml loads its built-in schema when either needs it, and a
+        # custom schema set after that extends the built-in one instead of replacing it.
+        self.types_before_schema: set[str] = set()
+        self.merged_before_schema = False
         self.results: list[dict[str, Any]] = []
         # kustomization file -> (parsed, its warnings): what the functions pre-check read of
         # the tree, handed to the Target that loads the file next instead of parsing it again.
@@ -325,13 +333,32 @@ class Target:
             docs = yamlio.load_all(self.loader.read(str(path)), source=str(path))
             from orchestrator import openapi as _openapi
 
-            # A custom schema replaces the built-in one (kustomize's openapi: path:).
-            self.build.schema = _extend_schema(_openapi.PatchSchema.empty(), docs, source=str(path))
+            # A custom schema replaces the built-in one (kustomize's openapi: path:), unless
+            # kyaml had loaded that already (see BuildState): then it adds to it.
+            base = (
+                _openapi.PatchSchema.default()
+                if self._builtin_schema_loaded()
+                else _openapi.PatchSchema.empty()
+            )
+            self.build.schema = _extend_schema(base, docs, source=str(path))
         elif version:
             self.build.schema = None
         else:
             raise ValidationError("openapi needs 'path' or 'version'", file=self.source)
         self.build.schema_set = True
+
+    def _builtin_schema_loaded(self) -> bool:
+        """Whether kustomize would have parsed its built-in schema by now: a strategic merge
+        ran, or a resource type outside it was looked up (namespace scope, on every append)."""
+        state = self.build
+        if state.merged_before_schema:
+            return True
+        if not state.types_before_schema:
+            return False
+        from orchestrator import openapi as _openapi
+
+        known = _openapi.PatchSchema.default().gvks
+        return any(t not in known for t in state.types_before_schema)
 
     # ------------------------------------------------------------------ accumulation
 
@@ -410,6 +437,9 @@ class Target:
             origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
             origin += self.origin_repo
         for res in resources_from_bytes(data, source=where, origin=origin):
+            if not self.build.schema_set:
+                gvk = res.gvk
+                self.build.types_before_schema.add(f"{gvk.group}/{gvk.version}/{gvk.kind}")
             try:
                 acc.resmap.append(res)
             except ResourceConflictError as exc:
@@ -752,6 +782,8 @@ class Target:
 
         configured_in = os.path.normpath(os.path.join(self.origin, os.path.basename(self.kfile)))
         for kind, config in self.builtin_transformer_configs(acc):
+            if kind in _MERGING and not self.build.schema_set:
+                self.build.merged_before_schema = True
             plugin = filters.lookup(kind)(config, self.ctx(acc))
             plugin.transform(acc.resmap)
             acc.resmap.invalidate()

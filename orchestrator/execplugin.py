@@ -121,7 +121,7 @@ def build_annotations(res: Resource) -> dict[str, str]:
     if res.prefixes:
         out[_INTERNAL + "prefixes"] = ",".join(res.prefixes)
     if res.previous:
-        out[_INTERNAL + "previousKinds"] = ",".join([res.kind] * len(res.previous))
+        out[_INTERNAL + "previousKinds"] = ",".join(res.previous_kinds())
         out[_INTERNAL + "previousNames"] = ",".join(n for _, n in res.previous)
         out[_INTERNAL + "previousNamespaces"] = ",".join(ns or "default" for ns, _ in res.previous)
     if res.suffixes:
@@ -155,6 +155,8 @@ def _restore(res: Resource, taken: dict[str, str]) -> None:
         ("" if i >= len(namespaces) or namespaces[i] == "default" else namespaces[i], n)
         for i, n in enumerate(names)
     ]
+    kinds = csv("previousKinds")
+    res.extra["previous_kinds"] = kinds if len(kinds) == len(names) else [res.kind] * len(names)
     res.needs_hash = taken.get(_INTERNAL + "needsHashSuffix") == "enabled"
     behavior = taken.get(_INTERNAL + "generatorBehavior")
     if behavior:

@@ -554,15 +554,19 @@ class Target:
         acc.merge(sub_acc)
 
     def load_crds(self, acc: Accumulator, paths: list[str]) -> None:
-        """Check the OpenAPI definitions listed in ``crds:``.
+        """The field specs that the OpenAPI definitions listed in ``crds:`` declare.
 
-        kustomize v5.5.0 reads them only for name references declared with
-        ``x-kubernetes-object-ref-*``; they never change strategic merge (checked against
-        kubectl). A CRD manifest there is an error in kustomize, and so it is here; declared
-        references are not implemented yet, so they fail loudly instead of being ignored.
+        As kustomize v5.5.0 reads them (they never change strategic merge, checked against
+        kubectl): a map of type name -> ``{Schema, Dependencies}``; in every type with
+        ``kind``, ``apiVersion`` and ``metadata`` properties, a property (followed through
+        ``$ref`` to other types of the map) marked ``x-kubernetes-annotation``,
+        ``x-kubernetes-label-selector`` or ``x-kubernetes-identity`` gets the common
+        annotations, common labels or name prefix, and one with
+        ``x-kubernetes-object-ref-api-version`` and ``-kind`` refers by name (its
+        ``x-kubernetes-object-ref-name-key``, default ``name``) to objects of that kind. A CRD
+        manifest there is an error, as in kustomize.
         """
-        import json
-
+        data: dict[str, list[Any]] = {}
         for path in paths:
             for doc in yamlio.load_all(self.loader.read(path), source=path):
                 if not isinstance(doc, dict) or "kind" in doc or "apiVersion" in doc:
@@ -572,12 +576,9 @@ class Target:
                         f"of OpenAPI definitions, got {what or 'a resource'}",
                         file=self.kfile,
                     )
-                if "x-kubernetes-object-ref-kind" in json.dumps(doc):
-                    raise NotSupportedError(
-                        f"'{path}': name references declared with x-kubernetes-object-ref-* "
-                        "in crds: are not supported yet",
-                        file=self.kfile,
-                    )
+                _crd_field_specs(doc, data, path, self.kfile)
+        if data:
+            acc.merge_config(TransformerConfig(data))
 
     # ------------------------------------------------------------------ generators
 
@@ -965,6 +966,87 @@ class _NoteWhenUnresolved:
         except KrmError as exc:
             self._noted(exc)
             raise
+
+
+def _crd_schemas(doc: dict[str, Any], path: str, kfile: str) -> dict[str, dict[str, Any]]:
+    """Type name -> its schema, from a ``crds:`` document (``{name: {Schema: ...}}``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, definition in doc.items():
+        if not isinstance(definition, dict):
+            raise ValidationError(
+                f"unable to parse open API definition from '{path}': the definition of "
+                f"{name!r} must be a map with a Schema",
+                file=kfile,
+            )
+        # Go's encoding/json: the field name matches in any case, an exact match first.
+        key = (
+            "Schema"
+            if "Schema" in definition
+            else next((k for k in definition if isinstance(k, str) and k.lower() == "schema"), None)
+        )
+        schema = definition.get(key) if key is not None else None
+        if schema is not None and not isinstance(schema, dict):
+            raise ValidationError(
+                f"unable to parse open API definition from '{path}': the Schema of {name!r} "
+                "must be a map",
+                file=kfile,
+            )
+        out[str(name)] = schema or {}
+    return out
+
+
+def _extension(prop: dict[str, Any], name: str) -> str | None:
+    """A string ``x-`` extension of a schema (kube-openapi keeps their keys lower-cased)."""
+    for key, value in prop.items():
+        if isinstance(key, str) and key.lower() == name and isinstance(value, str):
+            return value
+    return None
+
+
+def _crd_field_specs(
+    doc: dict[str, Any], data: dict[str, list[Any]], path: str, kfile: str
+) -> None:
+    """Add the field specs one ``crds:`` document declares to ``data`` (a configuration)."""
+    schemas = _crd_schemas(doc, path, kfile)
+
+    def walk(kind: str, type_name: str, where: list[str], seen: tuple[str, ...]) -> None:
+        if type_name in seen:  # kustomize would recurse forever; a cycle adds nothing new
+            return
+        props = (schemas.get(type_name) or {}).get("properties")
+        if not isinstance(props, dict):
+            return
+        for prop_name in sorted(props, key=str):
+            prop = props[prop_name]
+            if not isinstance(prop, dict):
+                continue
+            field = [*where, str(prop_name)]
+            spec = {"kind": kind, "path": "/".join(field)}
+            if _extension(prop, "x-kubernetes-annotation") is not None:
+                data.setdefault("commonAnnotations", []).append(spec)
+            if _extension(prop, "x-kubernetes-label-selector") is not None:
+                data.setdefault("commonLabels", []).append(spec)
+            if _extension(prop, "x-kubernetes-identity") is not None:
+                data.setdefault("namePrefix", []).append(spec)
+            version = _extension(prop, "x-kubernetes-object-ref-api-version")
+            ref_kind = _extension(prop, "x-kubernetes-object-ref-kind")
+            if version is not None and ref_kind is not None:
+                name_key = _extension(prop, "x-kubernetes-object-ref-name-key") or "name"
+                data.setdefault("nameReference", []).append(
+                    {
+                        "kind": ref_kind,
+                        "version": version,
+                        "fieldSpecs": [{"kind": kind, "path": "/".join([*field, name_key])}],
+                    }
+                )
+            ref = prop.get("$ref")
+            if isinstance(ref, str) and ref:
+                walk(kind, ref, field, (*seen, type_name))
+
+    for type_name, schema in schemas.items():
+        props = schema.get("properties")
+        if isinstance(props, dict) and {"kind", "apiVersion", "metadata"} <= set(props):
+            # kustomize's type: the last dot-separated part of the name, as the kind only
+            walk(type_name.split(".")[-1], type_name, [], ())
 
 
 def _names_runtime(config: dict[str, Any]) -> bool:

@@ -65,8 +65,10 @@ def free_port() -> int:
 class SmartHTTP:
     """``git http-backend`` behind a threaded HTTP server on 127.0.0.1; counts requests."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, tls: object = None) -> None:
+        # tls: an ssl.SSLContext to serve HTTPS with (None: plain HTTP)
         self.root = root
+        self.scheme = "https" if tls is not None else "http"
         self.requests: list[str] = []
         # Plain files served by path, before git http-backend sees the request.
         self.files: dict[str, bytes] = {}
@@ -126,12 +128,17 @@ class SmartHTTP:
             do_POST = _cgi
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            import ssl
+
+            assert isinstance(tls, ssl.SSLContext)
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
     def url(self, repo: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{repo}"
+        return f"{self.scheme}://127.0.0.1:{self.port}/{repo}"
 
     def close(self) -> None:
         self.httpd.shutdown()

@@ -384,6 +384,41 @@ def test_origin_annotations_name_the_repository(kustomization, http, repos, cach
     assert f"path: base/cm.yaml\n      repo: {http.url('org/repo.git')}\n      ref: v1\n" in out
 
 
+def test_git_over_https_and_an_https_file(kustomization, repos, cache, tmp_path) -> None:
+    # A loopback HTTPS server with a trustme certificate; both tools trust its CA through the
+    # environment (Go and Python read SSL_CERT_FILE, git GIT_SSL_CAINFO).
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    env = {"SSL_CERT_FILE": str(bundle), "GIT_SSL_CAINFO": str(bundle)}
+    server = SmartHTTP(repos.root, tls=context)
+    server.files["/cm.yaml"] = CM2.encode()
+    try:
+        for url in (
+            server.url("org/repo.git") + "//base?ref=v1",
+            server.url("org/plain") + "/base?ref=main",
+            server.url("cm.yaml"),
+        ):
+            assert url.startswith("https://127.0.0.1:")
+            root = kustomization(f"resources:\n- {url}\n")
+            assert "kind: ConfigMap" in same_as_kubectl(root, env=env), url
+        # without the CA, the certificate is refused, and the message says so
+        url = server.url("org/repo.git") + "//comp?ref=v1"
+        root = kustomization(f"resources:\n- {url}\n")
+        got = krm("build", str(root), env={"GIT_SSL_CAINFO": "", "SSL_CERT_FILE": ""})
+        assert got.returncode == 1
+        assert f"remote '{url}': 'git ls-remote -- " in got.stderr
+        assert "certificate" in got.stderr.lower()
+    finally:
+        server.close()
+
+
 def test_a_plain_https_file_is_downloaded(kustomization, http, cache) -> None:
     root = kustomization(f"resources:\n- {http.url('files/cm.yaml')}\n")
     assert "name: two" in same_as_kubectl(root)

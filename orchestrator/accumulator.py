@@ -53,6 +53,9 @@ BUILTIN_OPENAPI = "v1.21.2"
 # What kubectl's embedded kustomize (the oracle) reports as its version in labels.
 MANAGED_BY = "kustomize-(devel)"
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
+# Builtins that may run a strategic merge, which loads kyaml's built-in schema (a
+# PatchTransformer with a JSON 6902 patch does not; counted all the same).
+_MERGING = frozenset({"PatchStrategicMergeTransformer", "PatchTransformer"})
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 TRANSFORMATIONS_ANNOTATION = "alpha.config.kubernetes.io/transformations"
 
@@ -69,6 +72,7 @@ class BuildOptions:
         "debug",
         "functions",
         "trusted_catalogs",
+        "managed_by_label",
     )
 
     def __init__(
@@ -80,6 +84,7 @@ class BuildOptions:
         debug: bool = False,
         functions: Any = None,
         trusted_catalogs: list[str] | None = None,
+        managed_by_label: bool = False,
     ) -> None:
         # KRM functions: an orchestrator.functions.FnOptions (None: defaults) and the
         # --trusted-catalog references.
@@ -91,6 +96,8 @@ class BuildOptions:
         self.enable_helm = enable_helm
         self.helm_command = helm_command
         self.debug = debug
+        # --enable-managedby-label: what buildMetadata: [managedByLabel] does, for every build.
+        self.managed_by_label = managed_by_label
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
@@ -226,6 +233,11 @@ class BuildState:
         self.warnings: list[str] = []
         self.schema: Any = None
         self.schema_set = False
+        # Until a kustomization sets a schema: the resource types met so far and whether a
+        # strategic merge ran. kyaml loads its built-in schema when either needs it, and a
+        # custom schema set after that extends the built-in one instead of replacing it.
+        self.types_before_schema: set[str] = set()
+        self.merged_before_schema = False
         self.results: list[dict[str, Any]] = []
         # kustomization file -> (parsed, its warnings): what the functions pre-check read of
         # the tree, handed to the Target that loads the file next instead of parsing it again.
@@ -248,13 +260,20 @@ class Target:
     """One Kustomization or Component directory."""
 
     def __init__(
-        self, build: BuildState, loader: Loader, kfile: str | None = None, origin: str = ""
+        self,
+        build: BuildState,
+        loader: Loader,
+        kfile: str | None = None,
+        origin: str = "",
+        origin_repo: str = "",
     ):
         from orchestrator import kustomization
 
         self.build = build
-        # Path of this kustomization relative to the top one (for origin annotations).
+        # Path of this kustomization relative to the top one, or to the root of the remote
+        # repository it is in, and then the "repo:" and "ref:" lines of origin annotations.
         self.origin = origin
+        self.origin_repo = origin_repo
         self.loader = loader
         self.kfile = kfile or find_kustomization(
             loader.root, loader.restrictor, real_root=loader.root
@@ -320,13 +339,32 @@ class Target:
             docs = yamlio.load_all(self.loader.read(str(path)), source=str(path))
             from orchestrator import openapi as _openapi
 
-            # A custom schema replaces the built-in one (kustomize's openapi: path:).
-            self.build.schema = _extend_schema(_openapi.PatchSchema.empty(), docs, source=str(path))
+            # A custom schema replaces the built-in one (kustomize's openapi: path:), unless
+            # kyaml had loaded that already (see BuildState): then it adds to it.
+            base = (
+                _openapi.PatchSchema.default()
+                if self._builtin_schema_loaded()
+                else _openapi.PatchSchema.empty()
+            )
+            self.build.schema = _extend_schema(base, docs, source=str(path))
         elif version:
             self.build.schema = None
         else:
             raise ValidationError("openapi needs 'path' or 'version'", file=self.source)
         self.build.schema_set = True
+
+    def _builtin_schema_loaded(self) -> bool:
+        """Whether kustomize would have parsed its built-in schema by now: a strategic merge
+        ran, or a resource type outside it was looked up (namespace scope, on every append)."""
+        state = self.build
+        if state.merged_before_schema:
+            return True
+        if not state.types_before_schema:
+            return False
+        from orchestrator import openapi as _openapi
+
+        known = _openapi.PatchSchema.default().gvks
+        return any(t not in known for t in state.types_before_schema)
 
     # ------------------------------------------------------------------ accumulation
 
@@ -382,6 +420,11 @@ class Target:
             if self.loader.is_dir(path):
                 self.accumulate_directory(acc, path, component=False)
                 continue
+            if path[:8].lower().startswith(("http://", "https://")) or (
+                not self.loader.exists(path) and _repo_spec(path) is not None
+            ):
+                self.accumulate_remote(acc, path)
+                continue
             try:
                 data = self.loader.read(path)
             except LoadError as exc:
@@ -392,41 +435,105 @@ class Target:
                         file=self.source,
                     ) from None
                 raise exc
-            where = display(self.loader.abspath(path))
-            origin = None
-            if self.build.origins:
-                origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
-            for res in resources_from_bytes(data, source=where, origin=origin):
+            self._append_file(acc, data, path, display(self.loader.abspath(path)))
+
+    def _append_file(self, acc: Accumulator, data: bytes, path: str, where: str) -> None:
+        origin = None
+        if self.build.origins:
+            origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
+            origin += self.origin_repo
+        for res in resources_from_bytes(data, source=where, origin=origin):
+            if not self.build.schema_set:
+                gvk = res.gvk
+                self.build.types_before_schema.add(f"{gvk.group}/{gvk.version}/{gvk.kind}")
+            try:
+                acc.resmap.append(res)
+            except ResourceConflictError as exc:
+                exc.file = where
+                raise
+
+    def accumulate_remote(self, acc: Accumulator, path: str) -> None:
+        """A URL in ``resources:``, in kustomize's order: an http(s) URL is downloaded as a
+        file first; one that is not a file there, or no http(s) URL, is built as a git base."""
+        from orchestrator import remote
+
+        cache = remote.GitCache(offline=self.loader.offline)
+        file_error: KrmError | None = None
+        is_repository = False
+        # Offline, a URL that may be a repository is not tried as a file first.
+        offline_repository = self.loader.offline and _repo_spec(path) is not None
+        if (
+            remote.is_remote_file(path)
+            and not offline_repository
+            and not cache.known_repository(path)
+        ):
+            try:
+                data = self.loader.read(path)
+            except remote.IsRepository:
+                is_repository = True
+            except remote.HTTPStatusError as exc:
+                exc.file = self.source
+                raise
+            except remote.RemoteError as exc:
+                file_error = exc
+            else:
                 try:
-                    acc.resmap.append(res)
-                except ResourceConflictError as exc:
-                    exc.file = where
-                    raise
+                    self._append_file(acc, data, path, path)
+                    return
+                except KrmError as exc:
+                    file_error = exc
+        if _repo_spec(path) is None:
+            assert file_error is not None  # an http(s) URL that parses as no repository
+            file_error.file = file_error.file or self.source
+            raise file_error
+        try:
+            self.accumulate_directory(acc, path, component=False)
+        except KrmError as exc:
+            exc.file = exc.file if exc.file and exc.file != path else self.source
+            if file_error is not None:
+                exc.message += f" (and as a file: {file_error.message})"
+                exc.args = (exc.message,)
+            raise
+        if is_repository:
+            cache.remember_repository(path)
 
     def accumulate_directory(self, acc: Accumulator, path: str, *, component: bool) -> None:
         """Build a sub-kustomization (or apply a component) and add its resources."""
-        if component and not self.loader.is_dir(path):
+        if component and not self.loader.is_dir(path) and _repo_spec(path) is None:
             raise LoadError(
                 f"component '{path}' must be a directory with a kustomization of kind Component",
                 file=self.source,
             )
         what = "component" if component else "resource"
+        spec = _repo_spec(path) if not self.loader.is_dir(path) else None
+        if spec is not None and spec.forced:
+            from orchestrator import remote
+
+            self.build.warnings.append(remote.FORCED_GIT_WARNING)
         try:
             child = self.loader.child(path)
         except LoadError as exc:
             if exc.message.startswith("cycle detected"):
                 # Name the kustomization that closes the cycle, not just the reference.
                 raise LoadError(f"{what} '{path}': {exc.message}", file=self.source) from None
+            if exc.file is None:
+                exc.file = self.source
             raise
         if component and self.build.composition_plugin(child.root) is not None:
             raise ValidationError(
                 f"expected kind 'Component' for path '{child.root}' but got 'Composition'",
                 file=self.source,
             )
+        if spec is not None:
+            # kustomize's Origin.Append: paths below a remote base are relative to its
+            # repository, which the repo: and ref: lines name.
+            origin = os.path.normpath(spec.kust_root) if spec.kust_root.strip("/") else ""
+            origin_repo = f"repo: {spec.clone_spec}\n" + (f"ref: {spec.ref}\n" if spec.ref else "")
+        else:
+            origin = os.path.normpath(os.path.join(self.origin, path))
+            origin_repo = self.origin_repo
         try:
-            sub = Target(
-                self.build, child, origin=os.path.normpath(os.path.join(self.origin, path))
-            )
+            sub = Target(self.build, child, origin=origin, origin_repo=origin_repo)
         except LoadError as exc:
             if "unable to find" in exc.message:
                 raise LoadError(f"{what} '{path}': {exc.message}", file=self.source) from None
@@ -453,15 +560,19 @@ class Target:
         acc.merge(sub_acc)
 
     def load_crds(self, acc: Accumulator, paths: list[str]) -> None:
-        """Check the OpenAPI definitions listed in ``crds:``.
+        """The field specs that the OpenAPI definitions listed in ``crds:`` declare.
 
-        kustomize v5.5.0 reads them only for name references declared with
-        ``x-kubernetes-object-ref-*``; they never change strategic merge (checked against
-        kubectl). A CRD manifest there is an error in kustomize, and so it is here; declared
-        references are not implemented yet, so they fail loudly instead of being ignored.
+        As kustomize v5.5.0 reads them (they never change strategic merge, checked against
+        kubectl): a map of type name -> ``{Schema, Dependencies}``; in every type with
+        ``kind``, ``apiVersion`` and ``metadata`` properties, a property (followed through
+        ``$ref`` to other types of the map) marked ``x-kubernetes-annotation``,
+        ``x-kubernetes-label-selector`` or ``x-kubernetes-identity`` gets the common
+        annotations, common labels or name prefix, and one with
+        ``x-kubernetes-object-ref-api-version`` and ``-kind`` refers by name (its
+        ``x-kubernetes-object-ref-name-key``, default ``name``) to objects of that kind. A CRD
+        manifest there is an error, as in kustomize.
         """
-        import json
-
+        data: dict[str, list[Any]] = {}
         for path in paths:
             for doc in yamlio.load_all(self.loader.read(path), source=path):
                 if not isinstance(doc, dict) or "kind" in doc or "apiVersion" in doc:
@@ -471,12 +582,9 @@ class Target:
                         f"of OpenAPI definitions, got {what or 'a resource'}",
                         file=self.kfile,
                     )
-                if "x-kubernetes-object-ref-kind" in json.dumps(doc):
-                    raise NotSupportedError(
-                        f"'{path}': name references declared with x-kubernetes-object-ref-* "
-                        "in crds: are not supported yet",
-                        file=self.kfile,
-                    )
+                _crd_field_specs(doc, data, path, self.kfile)
+        if data:
+            acc.merge_config(TransformerConfig(data))
 
     # ------------------------------------------------------------------ generators
 
@@ -505,7 +613,7 @@ class Target:
                 str(config.get("kind") or ""),
                 str(md.get("name") or ""),
                 # A plugin config read from a file is "configured in" that file.
-                origin[6:].strip() if origin.startswith("path: ") else "",
+                _origin_path(origin),
             )
             for res in self.make_plugin(config, acc, generator=True).generate():
                 self._absorb(acc, res, by)
@@ -519,7 +627,7 @@ class Target:
                 os.path.join(self.origin, os.path.basename(self.kfile))
             )
             text = (
-                f"configuredIn: {configured_in}\nconfiguredBy:\n"
+                f"{self.origin_repo}configuredIn: {configured_in}\nconfiguredBy:\n"
                 f"  apiVersion: {by[0] if by else 'builtin'}\n  kind: {kind}\n"
             )
             if name:
@@ -686,13 +794,15 @@ class Target:
 
         configured_in = os.path.normpath(os.path.join(self.origin, os.path.basename(self.kfile)))
         for kind, config in self.builtin_transformer_configs(acc):
+            if kind in _MERGING and not self.build.schema_set:
+                self.build.merged_before_schema = True
             plugin = filters.lookup(kind)(config, self.ctx(acc))
             plugin.transform(acc.resmap)
             acc.resmap.invalidate()
             if self.build.origins:
                 _record_transformation(
                     acc.resmap,
-                    f"configuredIn: {configured_in}\nconfiguredBy:\n"
+                    f"{self.origin_repo}configuredIn: {configured_in}\nconfiguredBy:\n"
                     f"  apiVersion: builtin\n  kind: {kind}\n",
                 )
         for config in self.plugin_configs(self.k.get("transformers") or [], "transformers"):
@@ -700,9 +810,12 @@ class Target:
             acc.resmap.invalidate()
             md = config.get("metadata") or {}
             origin = str((md.get("annotations") or {}).get(ORIGIN_ANNOTATION) or "")
-            if self.build.origins and origin.startswith("path: "):
+            if self.build.origins and "__krm_composition__" not in config:
+                # A config read from a file is configured in that file, an inline one in this
+                # kustomization.
+                where = _origin_path(origin) or configured_in
                 entry = (
-                    f"configuredIn: {origin[6:].strip()}\nconfiguredBy:\n"
+                    f"{self.origin_repo}configuredIn: {where}\nconfiguredBy:\n"
                     f"  apiVersion: {config.get('apiVersion')}\n  kind: {config.get('kind')}\n"
                 )
                 if md.get("name"):
@@ -742,7 +855,16 @@ class Target:
             if comp is not None:
                 configs.append(comp.marker_config(self.loader.abspath(entry)))
                 continue
-            if "\n" in entry or (":" in entry and not self.loader.exists(entry)):
+            if (
+                "\n" in entry
+                or (
+                    ":" in entry
+                    and not self.loader.exists(entry)
+                    # a URL is a file or a base to read, as kustomize reads it
+                    and not entry[:8].lower().startswith(("http://", "https://"))
+                    and _repo_spec(entry) is None
+                )
+            ):
                 docs = yamlio.load_all(entry, source=self.kfile)
                 configs.extend(d for d in docs if isinstance(d, dict))
                 continue
@@ -750,6 +872,31 @@ class Target:
             self.accumulate_resources(sub, [entry])
             configs.extend(r.obj for r in sub.resmap)
         return configs
+
+    def _legacy_plugin(self, config: dict[str, Any]) -> tuple[Any, str]:
+        """kustomize's legacy exec plugin for ``config`` under --enable-alpha-plugins (it comes
+        before the catalogs, as it does in kustomize), or None and what to add to the message
+        if no catalog defines the function either."""
+        if _names_runtime(config):
+            return None, ""
+        from orchestrator import execplugin
+
+        fn_options = self.build.options.functions
+        if fn_options is None or not fn_options.enable_alpha_plugins:
+            path, _ = execplugin.find(config)
+            if path is None:
+                return None, ""
+            return None, f"an exec plugin exists at {path}: --enable-alpha-plugins runs it"
+        plugin = execplugin.load(
+            config,
+            root=self.loader.root,
+            read_file=self.loader.read,
+            parse=resources_from_bytes,
+            source=self.source,
+        )
+        if plugin is not None:
+            return plugin, ""
+        return None, execplugin.find(config)[1]
 
     def make_plugin(
         self,
@@ -773,8 +920,11 @@ class Target:
         kind = config.get("kind") or ""
         api_version = config.get("apiVersion") or ""
         if api_version != "builtin":
+            legacy, note = self._legacy_plugin(config)
+            if legacy is not None:
+                return legacy
             # Not a builtin: a KRM function (KEP-2906 runtimes and catalogs).
-            return self.build.functions().plugin(
+            plugin = self.build.functions().plugin(
                 config,
                 role=role,
                 kustomization_dir=self.loader.root,
@@ -782,6 +932,14 @@ class Target:
                 openapi=self.k.get("openapi"),
                 source=self.source,
                 read_file=self.loader.read,
+            )
+            return _NoteWhenUnresolved(plugin, note) if note else plugin
+        if kind == "SortOrderTransformer":
+            # kustomize runs it for sortOptions only; it is no builtin a kustomization can name.
+            raise NotSupportedError(
+                "unable to load builtin SortOrderTransformer.builtin.[noGrp] (order the output "
+                "with sortOptions: instead)",
+                file=self.source,
             )
         cls = filters.lookup(kind)
         if cls is None:
@@ -791,6 +949,142 @@ class Target:
         if generator != (kind in filters.GENERATORS) and generator:
             raise ValidationError(f"{kind} is not a generator", file=self.source)
         return cls(config, self.ctx(acc))
+
+
+class _NoteWhenUnresolved:
+    """A function plugin whose "no runtime" error also says what the legacy exec plugin
+    lookup found (kustomize would have looked there)."""
+
+    def __init__(self, plugin: Any, note: str) -> None:
+        self.plugin = plugin
+        self.note = note
+
+    def _noted(self, exc: KrmError) -> None:
+        if exc.message.startswith("no runtime for "):
+            exc.message = f"{exc.message}; {self.note}"
+            exc.args = (exc.message,)
+
+    def generate(self) -> list[Resource]:
+        try:
+            out: list[Resource] = self.plugin.generate()
+        except KrmError as exc:
+            self._noted(exc)
+            raise
+        return out
+
+    def transform(self, resmap: ResMap) -> None:
+        try:
+            self.plugin.transform(resmap)
+        except KrmError as exc:
+            self._noted(exc)
+            raise
+
+
+def _crd_schemas(doc: dict[str, Any], path: str, kfile: str) -> dict[str, dict[str, Any]]:
+    """Type name -> its schema, from a ``crds:`` document (``{name: {Schema: ...}}``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, definition in doc.items():
+        if not isinstance(definition, dict):
+            raise ValidationError(
+                f"unable to parse open API definition from '{path}': the definition of "
+                f"{name!r} must be a map with a Schema",
+                file=kfile,
+            )
+        # Go's encoding/json: the field name matches in any case, an exact match first.
+        key = (
+            "Schema"
+            if "Schema" in definition
+            else next((k for k in definition if isinstance(k, str) and k.lower() == "schema"), None)
+        )
+        schema = definition.get(key) if key is not None else None
+        if schema is not None and not isinstance(schema, dict):
+            raise ValidationError(
+                f"unable to parse open API definition from '{path}': the Schema of {name!r} "
+                "must be a map",
+                file=kfile,
+            )
+        out[str(name)] = schema or {}
+    return out
+
+
+def _extension(prop: dict[str, Any], name: str) -> str | None:
+    """A string ``x-`` extension of a schema (kube-openapi keeps their keys lower-cased)."""
+    for key, value in prop.items():
+        if isinstance(key, str) and key.lower() == name and isinstance(value, str):
+            return value
+    return None
+
+
+def _crd_field_specs(
+    doc: dict[str, Any], data: dict[str, list[Any]], path: str, kfile: str
+) -> None:
+    """Add the field specs one ``crds:`` document declares to ``data`` (a configuration)."""
+    schemas = _crd_schemas(doc, path, kfile)
+
+    def walk(kind: str, type_name: str, where: list[str], seen: tuple[str, ...]) -> None:
+        if type_name in seen:  # kustomize would recurse forever; a cycle adds nothing new
+            return
+        props = (schemas.get(type_name) or {}).get("properties")
+        if not isinstance(props, dict):
+            return
+        for prop_name in sorted(props, key=str):
+            prop = props[prop_name]
+            if not isinstance(prop, dict):
+                continue
+            field = [*where, str(prop_name)]
+            spec = {"kind": kind, "path": "/".join(field)}
+            if _extension(prop, "x-kubernetes-annotation") is not None:
+                data.setdefault("commonAnnotations", []).append(spec)
+            if _extension(prop, "x-kubernetes-label-selector") is not None:
+                data.setdefault("commonLabels", []).append(spec)
+            if _extension(prop, "x-kubernetes-identity") is not None:
+                data.setdefault("namePrefix", []).append(spec)
+            version = _extension(prop, "x-kubernetes-object-ref-api-version")
+            ref_kind = _extension(prop, "x-kubernetes-object-ref-kind")
+            if version is not None and ref_kind is not None:
+                name_key = _extension(prop, "x-kubernetes-object-ref-name-key") or "name"
+                data.setdefault("nameReference", []).append(
+                    {
+                        "kind": ref_kind,
+                        "version": version,
+                        "fieldSpecs": [{"kind": kind, "path": "/".join([*field, name_key])}],
+                    }
+                )
+            ref = prop.get("$ref")
+            if isinstance(ref, str) and ref:
+                walk(kind, ref, field, (*seen, type_name))
+
+    for type_name, schema in schemas.items():
+        props = schema.get("properties")
+        if isinstance(props, dict) and {"kind", "apiVersion", "metadata"} <= set(props):
+            # kustomize's type: the last dot-separated part of the name, as the kind only
+            walk(type_name.split(".")[-1], type_name, [], ())
+
+
+def _names_runtime(config: dict[str, Any]) -> bool:
+    """Whether a config names its KRM function runtime (a runtime: field or the function
+    annotation), which kustomize runs as a function rather than as an exec plugin."""
+    if "runtime" in config:
+        return True
+    md = config.get("metadata")
+    ann = md.get("annotations") if isinstance(md, dict) else None
+    return isinstance(ann, dict) and any(
+        k in ann for k in ("config.kubernetes.io/function", "config.k8s.io/function")
+    )
+
+
+def _origin_path(origin: str) -> str:
+    """The path of an origin annotation (``path: P`` then maybe ``repo:`` and ``ref:``)."""
+    if not origin.startswith("path: "):
+        return ""
+    return origin[6:].split("\n", 1)[0].strip()
+
+
+def _repo_spec(path: str) -> Any:
+    """The git repository ``path`` names (an orchestrator.remote.RepoSpec), or None."""
+    from orchestrator import remote
+
+    return remote.parse_repo_spec(path)
 
 
 def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:
@@ -890,6 +1184,14 @@ def normalise_annotations(res: Resource) -> None:
     for k, v in ann.items():
         if not isinstance(v, str):
             ann[k] = fbase.scalar_text(v) if not isinstance(v, (dict, list)) else v
+
+
+def add_managed_by(resources: list[Resource]) -> None:
+    """Label every resource ``app.kubernetes.io/managed-by`` (kustomize's managedByLabel)."""
+    for r in resources:
+        labels = r.metadata.setdefault("labels", {}) or {}
+        labels["app.kubernetes.io/managed-by"] = MANAGED_BY
+        r.metadata["labels"] = labels
 
 
 def is_local_config(res: Resource) -> bool:

@@ -25,6 +25,7 @@ from orchestrator.accumulator import (  # re-exported: the façade's public name
     BuildResult,
     BuildState,
     Target,
+    add_managed_by,
     is_local_config,
     may_be_composition,
     normalise_annotations,
@@ -68,6 +69,20 @@ def _composition_plugin(full: str) -> Any:
     return plugin if plugin.is_composition_path(full) else None
 
 
+def _repo_spec(path: str) -> Any:
+    """The git repository the build target names, or None for a local path (cheap: only a
+    string with '@', ':' or 'github.com' can be one)."""
+    if (
+        not path
+        or path.startswith(("/", "."))
+        or not ("@" in path or ":" in path or path.lower().startswith("github.com"))
+    ):
+        return None
+    from orchestrator import remote
+
+    return remote.parse_repo_spec(path)
+
+
 def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     """Build the kustomization in directory ``path`` (kustomize's MakeCustomizedResMap)."""
     options = options or BuildOptions()
@@ -77,17 +92,34 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         )
     if options.reorder not in (None, "legacy", "none"):
         raise ValidationError(f"invalid --reorder {options.reorder!r}: use legacy or none")
-    if not os.path.isdir(path):
-        if os.path.exists(path):
-            raise LoadError("must be a directory", file=path)
-        raise LoadError("directory does not exist", file=path)
-    real = os.path.realpath(path)
-    if _composition_plugin(real) is not None:
-        from orchestrator import composition
+    offline = bool(getattr(options.functions, "offline", False))
+    spec = _repo_spec(path)
+    if spec is not None:
+        # A git URL, as kustomize reads it before looking for a local directory.
+        from orchestrator import remote
+        from orchestrator.fs import remote_loader
 
-        return composition.build(path, options)
+        loader = remote_loader(spec, offline=offline)
+        if spec.forced:
+            options_warning = remote.FORCED_GIT_WARNING
+        else:
+            options_warning = None
+    else:
+        if not os.path.isdir(path):
+            if os.path.exists(path):
+                raise LoadError("must be a directory", file=path)
+            raise LoadError("directory does not exist", file=path)
+        real = os.path.realpath(path)
+        if _composition_plugin(real) is not None:
+            from orchestrator import composition
+
+            return composition.build(path, options)
+        loader = Loader(real, restrictor=options.load_restrictor, real=True, offline=offline)
+        options_warning = None
     state = BuildState(options, _composition_plugin)
-    target = Target(state, Loader(real, restrictor=options.load_restrictor, real=True))
+    if options_warning:
+        state.warnings.append(options_warning)
+    target = Target(state, loader)
     build_metadata = target.k.get("buildMetadata") or []
     # Any buildMetadata makes kustomize track origins; it prints only those asked for.
     state.origins = bool(build_metadata)
@@ -130,12 +162,8 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
             if "transformerAnnotations" not in build_metadata:
                 strip_annotation(r, TRANSFORMATIONS_ANNOTATION)
         normalise_annotations(r)
-    meta = target.k.get("buildMetadata") or []
-    if "managedByLabel" in meta:
-        for r in resources:
-            labels = r.metadata.setdefault("labels", {}) or {}
-            labels["app.kubernetes.io/managed-by"] = MANAGED_BY
-            r.metadata["labels"] = labels
+    if options.managed_by_label or "managedByLabel" in build_metadata:
+        add_managed_by(resources)
     return BuildResult(
         resources=[r.obj for r in resources], results=state.results, warnings=state.warnings
     )

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     Args = argparse.Namespace | SimpleNamespace
 
 USAGE_ERROR = 2
+# What kubectl's embedded kustomize (the oracle) writes as its version in the managed-by label
+# (orchestrator.accumulator.MANAGED_BY, which this module does not import at start-up).
+MANAGED_BY = "kustomize-(devel)"
 
 
 def _columns() -> int:
@@ -55,7 +58,12 @@ def _parser() -> argparse.ArgumentParser:
             super().__init__(*args, **kwargs)
 
     p = _Parser(prog="krm", description="Build KRM resources like kustomize.")
-    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    p.add_argument(
+        "--debug",
+        "--stack-trace",
+        action="store_true",
+        help="show tracebacks on errors (--stack-trace: kustomize's name)",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     b = sub.add_parser("build", help="build a kustomization directory (like kustomize build)")
     b.add_argument("path", nargs="?", default=".", help="directory with a kustomization")
@@ -77,7 +85,15 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--helm-command", default=_BUILD_DEFAULTS["helm_command"], help="helm binary to use"
     )
-    b.add_argument("--debug", action="store_true", dest="debug_cmd", help=argparse.SUPPRESS)
+    b.add_argument(
+        "--debug", "--stack-trace", action="store_true", dest="debug_cmd", help=argparse.SUPPRESS
+    )
+    b.add_argument(
+        "--enable-managedby-label",
+        action="store_true",
+        help=f"label every resource app.kubernetes.io/managed-by: {MANAGED_BY} (as "
+        "buildMetadata: [managedByLabel] does)",
+    )
     b.add_argument(
         "--no-cache",
         action="store_true",
@@ -91,6 +107,10 @@ def _parser() -> argparse.ArgumentParser:
         "consolidate", help="print a Composition's consolidated transformer list (no run)"
     )
     c.add_argument("path", nargs="?", default=".", help="directory with a composition.yaml")
+    v = sub.add_parser("version", help="print krm's version and the kustomize it builds like")
+    v.add_argument("-o", "--output", choices=["yaml", "json"], help="machine-readable output")
+    comp = sub.add_parser("completion", help="print a shell completion script")
+    comp.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell")
     return p
 
 
@@ -107,13 +127,16 @@ _BUILD_DEFAULTS: dict[str, Any] = {
     "enable_helm": False,
     "helm_command": "helm",
     "debug_cmd": False,
+    "enable_managedby_label": False,
     "no_cache": False,
     "trusted_catalog": [],
     "catalog_key": [],
     "enable_exec": False,
     "enable_alpha_plugins": False,
     "network": False,
+    "network_name": "bridge",
     "mount": [],
+    "as_current_user": False,
     "env": [],
     "results_dir": None,
     "container_runtime": None,
@@ -134,6 +157,7 @@ _VALUE_OPTIONS = {
     "--helm-command": "helm_command",
     "--results-dir": "results_dir",
     "--container-runtime": "container_runtime",
+    "--network-name": "network_name",
 }
 _APPEND_OPTIONS = {
     "--trusted-catalog": "trusted_catalog",
@@ -144,6 +168,9 @@ _APPEND_OPTIONS = {
 }
 _FLAGS = {
     "--debug": "debug_cmd",
+    "--stack-trace": "debug_cmd",
+    "--enable-managedby-label": "enable_managedby_label",
+    "--as-current-user": "as_current_user",
     "--no-cache": "no_cache",
     "--enable-helm": "enable_helm",
     "--enable-exec": "enable_exec",
@@ -245,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
         command = _fn_schema
     elif args.command == "build":
         command = _build
+    elif args.command == "version":
+        command = _version
+    elif args.command == "completion":
+        command = _completion
     else:
         _parser().print_help(sys.stderr)
         return USAGE_ERROR
@@ -310,6 +341,7 @@ def _build_uncached(args: Args, debug: bool, cache: Any) -> int:
         debug=debug,
         functions=fn_options,
         trusted_catalogs=args.trusted_catalog,
+        managed_by_label=args.enable_managedby_label,
     )
     try:
         if cache is None:
@@ -345,6 +377,22 @@ def _consolidate(args: Args, debug: bool) -> int:
     from orchestrator.composition import consolidate_text
 
     sys.stdout.write(consolidate_text(args.path))
+    return 0
+
+
+def _version(args: Args, debug: bool) -> int:
+    """``krm version [-o yaml|json]``."""
+    from orchestrator import version
+
+    sys.stdout.write(version.text(args.output))
+    return 0
+
+
+def _completion(args: Args, debug: bool) -> int:
+    """``krm completion bash|zsh|fish``."""
+    from orchestrator import completion
+
+    sys.stdout.write(completion.script(_parser(), args.shell))
     return 0
 
 

@@ -11,14 +11,14 @@ import os
 
 from orchestrator.errors import LoadError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from orchestrator.remote import RepoSpec
+
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 ROOT_ONLY = "LoadRestrictionsRootOnly"
 NONE = "LoadRestrictionsNone"
 RESTRICTORS = (ROOT_ONLY, NONE)
-
-
-def _is_remote(path: str) -> bool:
-    return "://" in path or path.startswith(("git@", "github.com/"))
 
 
 def display(path: str) -> str:
@@ -75,12 +75,21 @@ class Loader:
         restrictor: str = ROOT_ONLY,
         parents: tuple[str, ...] = (),
         real: bool = False,
+        offline: bool = False,
+        repo: str | None = None,
+        urls: tuple[str, ...] = (),
     ):
         # real: the caller resolved ``root`` already.
         self.root = root if real else os.path.realpath(root)
         self.restrictor = restrictor
         # Roots of the kustomizations that led here, for cycle detection.
         self.parents = parents
+        # --offline: remote bases come from the cache only.
+        self.offline = offline
+        # The checkout of the git repository this kustomization is in (None: a local one),
+        # and the remote references that led here (kustomize's repository cycle check).
+        self.repo = repo
+        self.urls = urls
 
     def abspath(self, path: str) -> str:
         """Absolute, normalised form of a path relative to the root."""
@@ -93,9 +102,14 @@ class Loader:
             raise LoadError(f"security; file '{real}' is not in or below '{self.root}'", file=path)
 
     def read(self, path: str) -> bytes:
-        """Bytes of ``path`` (relative to the root), honouring the load restrictor."""
-        if _is_remote(path):
-            raise LoadError(f"remote files are not supported: '{path}'", file=path)
+        """Bytes of ``path`` (relative to the root), honouring the load restrictor; an http(s)
+        URL is downloaded, as kustomize does."""
+        if path[:8].lower().startswith(("http://", "https://")):
+            from orchestrator import remote
+
+            if self.offline:
+                raise remote.RemoteError(f"cannot download '{path}': --offline")
+            return remote.download(path)
         full = self.abspath(path)
         real = _realpath(self.root, full)
         self._check(path, real)
@@ -118,12 +132,22 @@ class Loader:
         return os.path.exists(self.abspath(path))
 
     def child(self, path: str) -> Loader:
-        """A loader for the kustomization directory ``path``; cycles are errors."""
-        if _is_remote(path):
-            raise LoadError(f"remote resources are not supported: '{path}'", file=path)
+        """A loader for the kustomization directory ``path`` (or git repository URL); cycles
+        are errors."""
+        from orchestrator import remote
+
+        spec = remote.parse_repo_spec(path)
+        if spec is not None:
+            return self.remote_child(spec)
         full = _realpath(self.root, self.abspath(path))
         if not os.path.isdir(full):
             raise LoadError("must be a directory", file=display(self.abspath(path)))
+        if self.repo is not None and not _within(self.repo, full):
+            raise LoadError(
+                "security; bases in kustomizations found in cloned git repos must be within "
+                f"the repo, but base '{full}' is outside '{self.repo}'",
+                file=path,
+            )
         chain = (*self.parents, self.root)
         for visited in chain:
             if visited == full or visited.startswith(full.rstrip(os.sep) + os.sep):
@@ -131,7 +155,63 @@ class Loader:
                     f"cycle detected: candidate root '{full}' contains visited root '{visited}'",
                     file=path,
                 )
-        return Loader(full, restrictor=self.restrictor, parents=chain, real=True)
+        return Loader(
+            full,
+            restrictor=self.restrictor,
+            parents=chain,
+            real=True,
+            offline=self.offline,
+            repo=self.repo,
+            urls=self.urls,
+        )
+
+    def remote_child(self, spec: RepoSpec) -> Loader:
+        """A loader at the directory a git URL names, in a cached checkout of its commit;
+        like kustomize, files there are always restricted to that directory."""
+        for url in self.urls:
+            if url.startswith(spec.raw):
+                raise LoadError(
+                    f"cycle detected: URI '{spec.raw}' referenced by previous URI '{url}'",
+                    file=spec.raw,
+                )
+        return remote_loader(
+            spec, offline=self.offline, parents=(*self.parents, self.root), urls=self.urls
+        )
+
+
+def remote_loader(
+    spec: RepoSpec,
+    *,
+    offline: bool = False,
+    parents: tuple[str, ...] = (),
+    urls: tuple[str, ...] = (),
+) -> Loader:
+    """A loader at the directory the git URL ``spec`` names (fetched or from the cache)."""
+    from orchestrator import remote
+
+    tree = os.path.realpath(remote.GitCache(offline=offline).checkout(spec))
+    full = os.path.normpath(os.path.join(tree, spec.kust_root))
+    real = os.path.realpath(full)
+    if not _within(tree, real):
+        raise remote.RemoteError(
+            f"remote '{spec.raw}': '{spec.kust_root}' refers to a directory outside of the "
+            "repository"
+        )
+    if not os.path.isdir(real):
+        what = "is a file" if os.path.exists(real) else "does not exist"
+        raise remote.RemoteError(
+            f"remote '{spec.raw}': '{spec.kust_root or '.'}' {what} in the repository; "
+            "expecting a directory"
+        )
+    return Loader(
+        real,
+        restrictor=ROOT_ONLY,
+        parents=parents,
+        real=True,
+        offline=offline,
+        repo=tree,
+        urls=(*urls, spec.raw),
+    )
 
 
 def _within(root: str, real: str) -> bool:

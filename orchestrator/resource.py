@@ -164,6 +164,7 @@ class Resource:
             md["namespace"] = namespace
         if (self.namespace, self.name) != old:
             self.previous.append(old)
+            self._previous_kinds().append(self.kind)
 
     def describe(self) -> str:
         """Short human form for error messages: ``Deployment/ns/name``."""
@@ -185,8 +186,27 @@ class Resource:
         return out
 
     def store_previous(self) -> None:
-        """Record the current (namespace, name) as a previous id, as kustomize's StorePreviousId."""
+        """Record the current id as a previous one, as kustomize's StorePreviousId."""
         self.previous.append((self.namespace, self.name))
+        self._previous_kinds().append(self.kind)
+
+    def _previous_kinds(self) -> list[str]:
+        """The kind at each entry of ``previous`` (a patch may change the kind)."""
+        kinds: list[str] = self.extra.setdefault("previous_kinds", [])
+        if len(kinds) < len(self.previous) - 1:
+            # entries recorded without a kind (restored from elsewhere): the current kind
+            kinds[:0] = [self.kind] * (len(self.previous) - 1 - len(kinds))
+        return kinds
+
+    def previous_kinds(self) -> list[str]:
+        """The kind of each previous id, oldest first (aligned with ``previous``)."""
+        return [self._kind_at(i) for i in range(len(self.previous))]
+
+    def _kind_at(self, i: int) -> str:
+        kinds = self.extra.get("previous_kinds")
+        if kinds and len(kinds) == len(self.previous):
+            return str(kinds[i])
+        return self.kind
 
     def effective_namespace(self) -> str:
         """The namespace as kustomize compares it ("" means "default")."""
@@ -198,8 +218,10 @@ class Resource:
 
     def prev_keys(self) -> list[tuple[str, str, str, str, str]]:
         """Keys of the previous ids (oldest first)."""
-        av, kind = self.api_version, self.kind
-        return [id_key(av, kind, name, ns) for ns, name in self.previous]
+        av = self.api_version
+        return [
+            id_key(av, self._kind_at(i), name, ns) for i, (ns, name) in enumerate(self.previous)
+        ]
 
     def any_keys(self) -> list[tuple[str, str, str, str, str]]:
         """Keys of previous ids plus the current one."""
@@ -207,10 +229,9 @@ class Resource:
 
     def org_key(self) -> tuple[str, str, str, str, str]:
         """Key of the original id (before any rename)."""
-        av, kind = self.api_version, self.kind
         if self.previous:
             ns, name = self.previous[0]
-            return id_key(av, kind, name, ns)
+            return id_key(self.api_version, self._kind_at(0), name, ns)
         return self.key()
 
     def copy(self) -> Resource:

@@ -91,19 +91,23 @@ def apply_sort_options(
         raise ValidationError(f"sortOptions must be a map, got {options!r}", file=source)
     order = options.get("order")
     legacy = options.get("legacySortOptions")
+    # kustomize validates what was given: an order is required once sortOptions is set.
+    if order not in ("legacy", "fifo"):
+        raise ValidationError(
+            "the field 'sortOptions.order' must be one of [fifo, legacy]", file=source
+        )
     if order == "fifo":
-        if legacy:
+        if legacy is not None:
             raise ValidationError(
                 "the field 'sortOptions.legacySortOptions' is set but the selected sort order "
                 "is 'fifo', not 'legacy'",
                 file=source,
             )
         return resources
-    if order not in ("legacy", None, ""):
-        raise ValidationError(
-            f"the field 'sortOptions.order' must be 'legacy' or 'fifo', got {order!r}",
-            file=source,
-        )
-    if legacy:
+    if legacy is not None:
+        if not isinstance(legacy, dict):
+            raise ValidationError(
+                f"sortOptions.legacySortOptions must be a map, got {legacy!r}", file=source
+            )
         return legacy_sort(resources, legacy.get("orderFirst") or [], legacy.get("orderLast") or [])
     return legacy_sort(resources)

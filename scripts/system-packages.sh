@@ -12,10 +12,11 @@
 #   nginx            the deployed serving path in front of gunicorn (tests/deploy/test_nginx.py,
 #                    bench/serve_catalog.py run deploy/nginx/krm-registry.conf.template)
 #   wrk              the HTTP load generator of the serving benchmarks (their parser's tests)
+#   zsh, fish        the shells `krm completion` writes scripts for (their tests run them)
 # kubectl (the kustomize oracle) is part of this project's machine image; its absence is reported.
 set -euo pipefail
 
-declare -A need=([docker-registry]=docker-registry [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [chromium]="chromium chromium-driver" [git]=git [bwrap]=bubblewrap [nginx]=nginx-light [wrk]=wrk)
+declare -A need=([docker-registry]=docker-registry [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [chromium]="chromium chromium-driver" [git]=git [bwrap]=bubblewrap [nginx]=nginx-light [wrk]=wrk [zsh]=zsh [fish]=fish)
 missing=()
 for cmd in "${!need[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=(${need[$cmd]})

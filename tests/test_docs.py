@@ -43,6 +43,9 @@ def _documented_commands() -> list[tuple[str, list[str]]]:
     for path in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
         for line in _shell_lines(path):
             words = shlex.split(line, comments=True)
+            # The command ends where a pipe or a redirection begins.
+            cut = [i for i, w in enumerate(words) if w in ("|", ">", ">>", "<", "&&", ";")]
+            words = words[: cut[0]] if cut else words
             if not words:
                 continue
             where = f"{path.relative_to(ROOT)}: {line.strip()}"

@@ -107,6 +107,8 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         resources = sort.legacy_sort(resources)
     for r in resources:
         accumulator.normalise_annotations(r)
+    if state.options.managed_by_label:
+        accumulator.add_managed_by(resources)
     result: BuildResult = accumulator.BuildResult(
         resources=[r.obj for r in resources], results=state.results, warnings=state.warnings
     )

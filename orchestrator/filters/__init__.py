@@ -31,9 +31,12 @@ BUILTINS: dict[str, str] = {
     "HashTransformer": "plugins:HashTransformer",
     "SortOrderTransformer": "plugins:SortOrderTransformer",
     "HelmChartInflationGenerator": "plugins:HelmChartInflationGenerator",
+    "IAMPolicyGenerator": "iampolicygenerator:IAMPolicyGenerator",
 }
 
-GENERATORS = frozenset({"ConfigMapGenerator", "SecretGenerator", "HelmChartInflationGenerator"})
+GENERATORS = frozenset(
+    {"ConfigMapGenerator", "SecretGenerator", "HelmChartInflationGenerator", "IAMPolicyGenerator"}
+)
 
 
 def lookup(kind: str) -> Any:

@@ -243,9 +243,7 @@ def _internal_annotations(res: Resource) -> dict[str, str]:
     if res.suffixes:
         out["internal.config.kubernetes.io/suffixes"] = ",".join(res.suffixes)
     if res.previous:
-        out["internal.config.kubernetes.io/previousKinds"] = ",".join(
-            [res.kind] * len(res.previous)
-        )
+        out["internal.config.kubernetes.io/previousKinds"] = ",".join(res.previous_kinds())
         out["internal.config.kubernetes.io/previousNames"] = ",".join(n for _, n in res.previous)
         out["internal.config.kubernetes.io/previousNamespaces"] = ",".join(
             ns or "default" for ns, _ in res.previous

@@ -67,6 +67,13 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         "--network", action="store_true", help="allow network to functions that require it"
     )
     p.add_argument(
+        "--network-name",
+        default="bridge",
+        metavar="NAME",
+        help="accepted for kustomize compatibility; like kustomize v5.5, unused (a function "
+        "with network runs on the host network)",
+    )
+    p.add_argument(
         "--mount",
         action="append",
         default=[],
@@ -82,6 +89,11 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         metavar="KEY[=VALUE]",
         help="environment variable for functions; repeatable",
     )
+    p.add_argument(
+        "--as-current-user",
+        action="store_true",
+        help="run container functions as the caller's uid:gid instead of nobody",
+    )
     p.add_argument("--results-dir", metavar="DIR", help="write function results to DIR")
     p.add_argument(
         "--container-runtime",
@@ -90,7 +102,11 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         "pinned image and run it in bubblewrap; no daemon); default: docker, else podman, "
         "else builtin",
     )
-    p.add_argument("--offline", action="store_true", help="use cached catalogs and runtimes only")
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="use cached catalogs, runtimes and remote bases only",
+    )
     p.add_argument(
         "--skip-schema",
         action="store_true",
@@ -119,6 +135,7 @@ def fn_options(args: argparse.Namespace | SimpleNamespace) -> Any:
         results_dir=args.results_dir,
         catalog_keys=list(args.catalog_key),
         strict_catalogs=getattr(args, "strict_catalogs", False),
+        as_current_user=getattr(args, "as_current_user", False),
     )
 
 

@@ -5,6 +5,7 @@ run in the engine's jail (``orchestrator.functions.jail``)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 
@@ -120,7 +121,8 @@ def command(
     """
     argv = [engine, "run", "--rm", "-i"]
     argv += ["--network", "host" if (require_network and options.network) else "none"]
-    argv += ["--user", "65534", "--security-opt=no-new-privileges"]
+    user = f"{os.getuid()}:{os.getgid()}" if options.as_current_user else "65534"
+    argv += ["--user", user, "--security-opt=no-new-privileges"]
     for mount in options.mounts:
         argv += ["--mount", mount]
     for key, value in options.env_pairs().items():

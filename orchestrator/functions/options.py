@@ -51,6 +51,7 @@ class FnOptions:
         "ca_file",
         "skip_schema",
         "results_log",
+        "as_current_user",
     )
 
     def __init__(
@@ -91,6 +92,8 @@ class FnOptions:
         skip_schema: bool = False,
         # Filled by the engine: one kpt results entry per function run of this build, in order.
         results_log: list[dict[str, Any]] | None = None,
+        # --as-current-user: container functions run as the caller's uid:gid, not nobody.
+        as_current_user: bool = False,
     ) -> None:
         self.enable_exec = enable_exec
         self.enable_alpha_plugins = enable_alpha_plugins
@@ -113,6 +116,7 @@ class FnOptions:
         self.ca_file = ca_file
         self.skip_schema = skip_schema
         self.results_log: list[dict[str, Any]] = [] if results_log is None else results_log
+        self.as_current_user = as_current_user
 
     def __repr__(self) -> str:
         shown = (f"{f}={getattr(self, f)!r}" for f in self._FIELDS if f != "results_log")

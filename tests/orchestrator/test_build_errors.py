@@ -391,19 +391,3 @@ def test_a_crd_manifest_in_crds_is_an_error_as_in_kustomize(tmp_path: Path) -> N
     # the oracle fails on the same input
     oracle = subprocess.run(["kubectl", "kustomize", str(tmp_path)], capture_output=True)
     assert oracle.returncode != 0
-
-
-def test_name_references_declared_in_crds_fail_loudly(tmp_path: Path) -> None:
-    (tmp_path / "defs.yaml").write_text(
-        "example.com.v1.Foo:\n"
-        "  Schema:\n"
-        "    properties:\n"
-        "      spec:\n"
-        "        properties:\n"
-        "          secret:\n"
-        "            x-kubernetes-object-ref-api-version: v1\n"
-        "            x-kubernetes-object-ref-kind: Secret\n"
-    )
-    (tmp_path / "kustomization.yaml").write_text("crds: [defs.yaml]\n")
-    with pytest.raises(NotSupportedError, match="x-kubernetes-object-ref-\\* in crds: are not"):
-        build(str(tmp_path), BuildOptions())

@@ -262,10 +262,7 @@ def test_sort_options_win_over_reorder_with_a_warning(tree) -> None:
             "the field 'sortOptions.legacySortOptions' is set but the selected sort order is "
             "'fifo', not 'legacy'",
         ),
-        (
-            "{order: random}",
-            "the field 'sortOptions.order' must be 'legacy' or 'fifo', got 'random'",
-        ),
+        ("{order: random}", "the field 'sortOptions.order' must be one of [fifo, legacy]"),
     ],
 )
 def test_bad_sort_options_name_the_kustomization(tree, options: str, message: str) -> None:

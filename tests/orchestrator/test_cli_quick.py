@@ -29,6 +29,8 @@ SAME = [
     ["build", "app", "--trusted-catalog", "a.yaml", "--trusted-catalog=https://x/c.yaml"],
     ["build", "app", "--catalog-key", "k.pub", "--mount", "type=bind,src=a,dst=b"],
     ["build", "app", "-e", "A=1", "--env", "B", "--env=C=3"],
+    ["build", "app", "--stack-trace", "--enable-managedby-label", "--as-current-user"],
+    ["build", "app", "--network-name", "kind", "--network-name=bridge"],
 ]
 
 FALLBACK = [

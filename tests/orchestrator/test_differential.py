@@ -560,6 +560,46 @@ CASES = {
             metadata: {name: web, labels: {app: web}}
         """,
     },
+    "transformer-annotations-of-inline-builtins": {
+        # kustomize records an inline config as configured in the kustomization.
+        "kustomization.yaml": """
+            resources: [res.yaml]
+            buildMetadata: [transformerAnnotations, originAnnotations]
+            transformers:
+            - |-
+              apiVersion: builtin
+              kind: LabelTransformer
+              metadata:
+                name: inline
+              labels: {a: b}
+              fieldSpecs:
+              - path: metadata/labels
+                create: true
+            - tr.yaml
+            generators:
+            - |-
+              apiVersion: builtin
+              kind: ConfigMapGenerator
+              metadata:
+                name: gen
+              literals: [a=b]
+        """,
+        "tr.yaml": """
+            apiVersion: builtin
+            kind: AnnotationsTransformer
+            metadata:
+              name: fromfile
+            annotations: {x: y}
+            fieldSpecs:
+            - path: metadata/annotations
+              create: true
+        """,
+        "res.yaml": """
+            apiVersion: v1
+            kind: ConfigMap
+            metadata: {name: a}
+        """,
+    },
     "sort-options-legacy-custom": {
         "kustomization.yaml": """
             resources: [res.yaml]

@@ -92,6 +92,26 @@ def test_errors_name_op_path_and_source(op: dict, message: str) -> None:
     assert str(e.value) == message
 
 
+def test_test_null_on_a_missing_key_passes_like_evanphx() -> None:
+    # kustomize reads a missing map key as null; the document is left as it was.
+    assert apply(CM, [{"op": "test", "path": "/data/b", "value": None}]) == CM
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        # evanphx fails these too: a missing parent, an index past the end, an existing value.
+        ("/nope/b", "p.yaml: op 0 (test /nope/b): testing value /nope/b failed: test failed"),
+        ("/list/5", "p.yaml: op 0 (test /list/5): testing value /list/5 failed: test failed"),
+        ("/data/a", "p.yaml: op 0 (test /data/a): testing value /data/a failed: test failed"),
+    ],
+)
+def test_test_null_elsewhere_still_fails(path: str, message: str) -> None:
+    with pytest.raises(PatchError) as e:
+        apply(CM, [{"op": "test", "path": path, "value": None}], source="p.yaml")
+    assert str(e.value) == message
+
+
 def test_add_below_a_missing_parent_is_an_error() -> None:
     with pytest.raises(PatchError) as e:
         apply(CM, [{"op": "add", "path": "/nope/x", "value": 9}], source="p.yaml")
@@ -135,6 +155,10 @@ KUBECTL_OPS = [
     [
         {"op": "add", "path": "/metadata/labels", "value": {"a/b": "c"}},
         {"op": "add", "path": "/metadata/labels/x~1y", "value": "z"},
+    ],
+    [
+        {"op": "test", "path": "/data/missing", "value": None},
+        {"op": "add", "path": "/data/missing", "value": "now"},
     ],
 ]
 

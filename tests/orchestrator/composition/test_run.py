@@ -282,7 +282,7 @@ def test_inline_kustomization_errors_name_the_transformer(tree: Tree) -> None:
             "- kind: Kubeval\n",
             "unknown builtin kind 'Kubeval'; builtin kinds are: AnnotationsTransformer, "
             "ConfigMapGenerator, HashTransformer, HelmChartInflationGenerator, "
-            "ImageTagTransformer, LabelTransformer, NamespaceTransformer, "
+            "IAMPolicyGenerator, ImageTagTransformer, LabelTransformer, NamespaceTransformer, "
             "PatchJson6902Transformer, PatchStrategicMergeTransformer, PatchTransformer, "
             "PrefixSuffixTransformer, PrefixTransformer, "
             "ReplacementTransformer, ReplicaCountTransformer, ResourceAccumulator, "

@@ -9,6 +9,7 @@ peer can exist here.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -86,6 +87,13 @@ def test_catalog_container_command_is_locked_down_and_pinned(tmp_path, engines, 
         "A=1",
         f"ghcr.io/example/app@sha256:{SHA}",
     ]
+
+
+def test_as_current_user_runs_as_the_callers_uid_and_gid(tmp_path, engines, options):
+    # kustomize's --as-current-user: --user uid:gid instead of nobody.
+    _run(tmp_path, _catalog(tmp_path), options(as_current_user=True))
+    argv = json.loads(engines.read_text())["argv"]
+    assert argv[argv.index("--user") + 1] == f"{os.getuid()}:{os.getgid()}"
 
 
 def test_container_runtime_flag_chooses_podman(tmp_path, engines, options):

@@ -68,6 +68,12 @@ def load_key(path: str, *, what: str = "--catalog-key") -> CatalogKey:
             data = f.read(MAX_KEY_BYTES + 1)
     except OSError as exc:
         raise FunctionError(f"{what} {path}: {exc.strerror}") from None
+    blocks = data.count(b"-----BEGIN ")
+    if blocks > 1:
+        raise FunctionError(
+            f"{what} {path}: holds {blocks} PEM blocks; give one public key per file "
+            f"(repeat {what} for several keys)"
+        )
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError):
@@ -135,6 +141,8 @@ class SignatureStatus:
 
     def describe(self) -> str:
         """One line for people."""
+        if self.status == "verified" and not self.key_id:
+            return f"verified through {self.where} ({self.detail})"
         if self.status == "verified":
             return f"verified with key {self.key_id} ({self.key_path}) [{self.where}]"
         if self.status == "unverified":

@@ -398,8 +398,13 @@ class CatalogStore:
             target=target.version(version) if version is not None else path,
             version=version,
         )
+        listed_status = SignatureStatus(
+            "verified",
+            where=f"TUF target {target.revocations} of {target.registry}",
+            detail=status.detail,
+        )
         loaded.revocations = revocations.RevocationList(
-            listed_url, sequence, entries, fetched=time.time(), signature=status
+            listed_url, sequence, entries, fetched=time.time(), signature=listed_status
         )
         return loaded
 

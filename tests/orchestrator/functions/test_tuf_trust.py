@@ -317,7 +317,9 @@ def test_catalog_key_anchors_the_root(world, tmp_path):
     key.write_bytes(world.server.files["/signing-key.pub"])
     proc = world.build(world.url(), extra=("--catalog-key", str(key)))
     assert (proc.returncode, proc.stderr, proc.stdout) == (0, "", BUILT)
-    state = json.loads(next((world.home / "cache" / "krm" / "tuf").glob("*/trust.json")).read_text())
+    state = json.loads(
+        next((world.home / "cache" / "krm" / "tuf").glob("*/trust.json")).read_text()
+    )
     assert state["how"].startswith("--catalog-key ")
 
 
@@ -429,3 +431,25 @@ def test_lockfile_written_then_used_exactly(world):
         world.build(ref, extra=("--locked",)),
         f"krm build --locked: there is no {lock_path} (krm build --lock writes it)",
     )
+
+
+def test_view_shows_tuf_verification_and_refuses_what_does_not_verify(world):
+    world.repo.put("acme/functions/revocations.yaml", revocations(1, REVOKED))
+    world.repo.publish()
+    ref = world.url()
+    proc = _krm("view", "catalog", ref, home=world.home)
+    assert proc.returncode == 0, proc.stderr
+    base = world.server.base
+    assert (
+        f"Signature: verified through TUF target acme/functions/catalog.yaml of {base} "
+        "(role acme, root pinned by first use)\n"
+    ) in proc.stdout
+    assert (
+        f"Revocations: sequence 1 [{base}/c/acme/functions/revocations.yaml]\n"
+        "  signature: verified through TUF target acme/functions/revocations.yaml"
+    ) in proc.stdout
+    assert "  #1 example.com/v1 Labeler: backdoor\n" in proc.stdout
+    world.proxy.rewrite["/c/acme/functions/catalog.yaml"] = world.mallory
+    proc = _krm("view", "catalog", world.url(via_proxy=True), home=world.home)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "is not the one registry" in proc.stderr

@@ -26,8 +26,8 @@ from securesystemslib.signer import CryptoSigner, Signer
 from tuf.api.metadata import (
     DelegatedRole,
     Delegations,
-    MetaFile,
     Metadata,
+    MetaFile,
     Root,
     Snapshot,
     TargetFile,
@@ -57,7 +57,9 @@ spec:
             uri: {uri}
             sha256: "{sha}"
 """
-EMPTY_REVOCATIONS = b"apiVersion: config.kubernetes.io/v1alpha1\nkind: RevocationList\nsequence: 0\n"
+EMPTY_REVOCATIONS = (
+    b"apiVersion: config.kubernetes.io/v1alpha1\nkind: RevocationList\nsequence: 0\n"
+)
 
 
 def _in(days: float) -> datetime.datetime:
@@ -181,9 +183,7 @@ class Repo:
     def rotate_root(self, new_key: Signer, *, signed_by_old: bool = True) -> bytes:
         """Root version n+1 with ``new_key`` for every role (signed by both, or only the new)."""
         root = self.root.signed
-        new = Root(
-            version=root.version + 1, expires=_in(365), consistent_snapshot=True
-        )
+        new = Root(version=root.version + 1, expires=_in(365), consistent_snapshot=True)
         for role in (Root.type, Targets.type, Snapshot.type, Timestamp.type):
             new.add_key(new_key.public_key, role)
         md = Metadata(new)

@@ -37,17 +37,28 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit
-
-from tuf.api import exceptions as tuf_errors
-from tuf.api.metadata import Metadata, Root, TargetFile, Targets
-from tuf.ngclient import Updater, UpdaterConfig
-from tuf.ngclient.fetcher import FetcherInterface
+from urllib.parse import quote, urljoin, urlsplit
 
 from orchestrator.functions.fetch import FetchError, http_get
 from orchestrator.functions.options import FnOptions, FunctionError
 from orchestrator.functions.signatures import CatalogKey
 from orchestrator.functions.tufpaths import RegistryTarget
+
+# securesystemslib.signer imports every signer it has, and the cloud ones import their SDK
+# when it is installed (boto3 alone is half a second). A client only verifies: those SDKs are
+# made unimportable while tuf loads, and importable again right after.
+_SIGNING_SDKS = ("boto3", "botocore", "google.cloud", "azure", "hvac", "pkcs11")
+_blocked = [name for name in _SIGNING_SDKS if name not in sys.modules]
+for _name in _blocked:
+    sys.modules[_name] = None  # type: ignore[assignment]
+try:
+    from tuf.api import exceptions as tuf_errors
+    from tuf.api.metadata import Metadata, Root, TargetFile, Targets
+    from tuf.ngclient import Updater, UpdaterConfig
+    from tuf.ngclient.fetcher import FetcherInterface
+finally:
+    for _name in _blocked:
+        del sys.modules[_name]
 
 MAX_METADATA_BYTES = 8 * 1024 * 1024
 TRUST_FILE = "trust.json"
@@ -182,29 +193,68 @@ class TrustStore:
 
 
 class _Fetcher(FetcherInterface):
-    """ngclient's downloads through krm's own HTTP client (its CA bundle and loopback rule)."""
+    """ngclient's downloads with krm's rules (https, or http to loopback only, at every
+    redirect; the CA bundle of --ca-file or SSL_CERT_FILE), over one urllib3 pool per build:
+    ngclient loads urllib3 anyway, and one TLS context serves every request."""
 
     def __init__(self, options: FnOptions):
         self.options = options
         self.timestamp: bytes | None = None  # the last timestamp.json served, for messages
+        self._pools: dict[str, Any] = {}  # scheme -> urllib3.PoolManager
+
+    def _request(self, url: str) -> Any:
+        import urllib3
+
+        from orchestrator.functions.fetch import MAX_REDIRECTS, _ssl_context, check_url
+
+        current = url
+        for _ in range(MAX_REDIRECTS + 1):
+            scheme = current.split(":", 1)[0]
+            if scheme not in self._pools:
+                # The TLS context (loading the CA bundle) only once an https URL needs it.
+                tls = {"ssl_context": _ssl_context(self.options)} if scheme == "https" else {}
+                self._pools[scheme] = urllib3.PoolManager(
+                    retries=False, timeout=urllib3.Timeout(connect=30.0, read=60.0), **tls
+                )
+            try:
+                check_url(current)
+                resp = self._pools[scheme].request(
+                    "GET", current, preload_content=False, redirect=False
+                )
+            except FetchError as exc:
+                raise tuf_errors.DownloadError(exc.message) from None
+            except urllib3.exceptions.HTTPError as exc:
+                raise tuf_errors.DownloadError(f"downloading {url}: {exc}") from None
+            if resp.status in (301, 302, 303, 307, 308):
+                location = resp.headers.get("location", "")
+                resp.release_conn()
+                current = urljoin(current, location)
+                continue
+            if resp.status != 200:
+                resp.release_conn()
+                raise tuf_errors.DownloadHTTPError(f"{url}: HTTP {resp.status}", resp.status)
+            return resp
+        raise tuf_errors.DownloadError(f"downloading {url}: more than {MAX_REDIRECTS} redirects")
 
     def _fetch(self, url: str) -> Iterator[bytes]:
+        resp = self._request(url)
+        return self._chunks(resp, url)
+
+    def _chunks(self, resp: Any, url: str) -> Iterator[bytes]:
+        import urllib3
+
+        kept: list[bytes] = []
         try:
-            resp = http_get(
-                url, options=self.options, max_bytes=MAX_METADATA_BYTES, missing_ok=True
-            )
-        except FetchError as exc:
-            match = re.search(r"HTTP (\d{3})", exc.message)
-            if match:
-                raise tuf_errors.DownloadHTTPError(exc.message, int(match[1])) from None
-            raise tuf_errors.DownloadError(exc.message) from None
-        if resp.status == 404:
-            raise tuf_errors.DownloadHTTPError(f"{url}: HTTP 404", 404)
-        if resp.status != 200 or resp.body is None:
-            raise tuf_errors.DownloadError(f"{url}: HTTP {resp.status}")
-        if url.endswith("/timestamp.json"):
-            self.timestamp = resp.body
-        return iter((resp.body,))
+            for chunk in resp.stream(1 << 16):
+                if url.endswith("/timestamp.json"):
+                    kept.append(chunk)
+                yield chunk
+        except urllib3.exceptions.HTTPError as exc:
+            raise tuf_errors.DownloadError(f"downloading {url}: {exc}") from None
+        finally:
+            resp.release_conn()
+        if kept:
+            self.timestamp = b"".join(kept)
 
 
 class _OfflineFetcher(FetcherInterface):

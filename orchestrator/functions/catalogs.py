@@ -15,6 +15,11 @@ normalisation: absolute real paths for local files, the exact text for URLs), or
 catalog from ``$XDG_CONFIG_HOME/krm/config.yaml`` (``officialCatalog: REF``), which is trusted
 implicitly and searched first. Trust is never read from environment variables.
 
+Registries that serve TUF metadata: a ``/c/…`` URL or ``oci://`` reference of such a registry is
+verified through it (``orchestrator.functions.tufclient``): the bytes must be the signed target of
+exactly that publisher's catalog path and version, and its signed revocation list must exist.
+Everything below applies to the other catalogs.
+
 Keys: ``--catalog-key FILE`` (repeatable) and the config file's ``trust:`` list (``- catalog: REF``
 with ``key: FILE``, relative to the config file) name ECDSA P-256 public keys. A catalog with a
 ``key:`` of its own must be signed by it; every other catalog, when ``--catalog-key`` is given,
@@ -352,10 +357,63 @@ class CatalogStore:
         )
         if target is None:
             return None
-        session = self._tuf_session(target.registry, ref, keys)
-        if session is None:
-            return None
-        from orchestrator.functions import lockfile, revocations, tufclient
+        from orchestrator.functions import revocations
+
+        warm = None
+        if target.path and not keys and not self.options.lock_mode:
+            from orchestrator.functions import tufcache
+
+            warm = tufcache.warm_targets(
+                tufcache.store_directory(self.options, target.registry),
+                target.registry,
+                [target.path, target.revocations],
+                self.options,
+            )
+        if warm is not None:
+            found, record = warm
+            path, data, listed_bytes = target.path, found[target.path], found[target.revocations]
+            source, version = f"{target.registry}/c/{path}", record["targets"][path].get("version")
+            how = str(record.get("how", ""))
+        else:
+            session = self._tuf_session(target.registry, ref, keys)
+            if session is None:
+                return None
+            path, data, source, version = self._verify_tuf(ref, target, session, keys)
+            how = session.pin.how
+            listed_bytes = session.target_bytes(ref.raw, target.revocations, what="revocation list")
+        parsed = self._parse(data, source)
+        status = SignatureStatus(
+            "verified",
+            where=f"TUF target {path} of {target.registry}",
+            detail=f"role {target.publisher}, root pinned by {how}",
+        )
+        listed_url = tufpaths.revocations_url(target.registry, target.publisher, target.catalog)
+        sequence, entries = revocations.parse(listed_bytes, listed_url)
+        loaded = LoadedCatalog(
+            ref,
+            parsed,
+            source,
+            signature=status,
+            bytes_digest="sha256:" + hashlib.sha256(data).hexdigest(),
+            registry=target.registry,
+            target=target.version(version) if version is not None else path,
+            version=version,
+        )
+        listed_status = SignatureStatus(
+            "verified",
+            where=f"TUF target {target.revocations} of {target.registry}",
+            detail=status.detail,
+        )
+        loaded.revocations = revocations.RevocationList(
+            listed_url, sequence, entries, fetched=time.time(), signature=listed_status
+        )
+        return loaded
+
+    def _verify_tuf(
+        self, ref: CatalogRef, target: Any, session: Any, keys: list[CatalogKey]
+    ) -> tuple[str, bytes, str, int | None]:
+        """(target path, bytes, source, version number) of a catalog, checked by ngclient."""
+        from orchestrator.functions import lockfile, tufclient
 
         session.refresh(ref.raw)
         session.check_anchor(ref.raw, keys)
@@ -379,34 +437,9 @@ class CatalogStore:
                 )
             path = target.version(version)
             fetched.save()
-        parsed = self._parse(data, source)
-        status = SignatureStatus(
-            "verified",
-            where=f"TUF target {path} of {target.registry}",
-            detail=f"role {target.publisher}, root pinned by {session.pin.how}",
-        )
-        listed_url = tufpaths.revocations_url(target.registry, target.publisher, target.catalog)
-        listed_bytes = session.target_bytes(ref.raw, target.revocations, what="revocation list")
-        sequence, entries = revocations.parse(listed_bytes, listed_url)
-        loaded = LoadedCatalog(
-            ref,
-            parsed,
-            source,
-            signature=status,
-            bytes_digest="sha256:" + hashlib.sha256(data).hexdigest(),
-            registry=target.registry,
-            target=target.version(version) if version is not None else path,
-            version=version,
-        )
-        listed_status = SignatureStatus(
-            "verified",
-            where=f"TUF target {target.revocations} of {target.registry}",
-            detail=status.detail,
-        )
-        loaded.revocations = revocations.RevocationList(
-            listed_url, sequence, entries, fetched=time.time(), signature=listed_status
-        )
-        return loaded
+        if version is not None and path == target.path:
+            session.note_version(path, version)
+        return path, data, source, version
 
     @staticmethod
     def _parse(data: bytes, source: str) -> Catalog:

@@ -30,7 +30,6 @@ import datetime
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 import time
@@ -39,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
+from orchestrator.functions import tufcache
 from orchestrator.functions.fetch import FetchError, http_get
 from orchestrator.functions.options import FnOptions, FunctionError
 from orchestrator.functions.signatures import CatalogKey
@@ -95,13 +95,6 @@ def normalise_registry(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc.lower()}{path}"
 
 
-def registry_key(registry: str) -> str:
-    """The trust store directory name of a registry: readable, and unique by a digest."""
-    parts = urlsplit(registry)
-    readable = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{parts.netloc}{parts.path}").strip("_")
-    return f"{readable[:60]}-{hashlib.sha256(registry.encode()).hexdigest()[:12]}"
-
-
 @dataclass
 class Pin:
     """A registry in the trust store: the root pinned, how, and the last refresh."""
@@ -144,7 +137,7 @@ class TrustStore:
 
     def directory(self, registry: str) -> str:
         """Where one registry's metadata and targets live."""
-        return os.path.join(self.root, registry_key(registry))
+        return os.path.join(self.root, tufcache.registry_key(registry))
 
     def load(self, registry: str) -> Pin | None:
         """The registry's pin, or None when it was never pinned."""
@@ -401,6 +394,7 @@ class Session:
     refreshed: bool = False
     notes: list[str] = field(default_factory=list)
     _downloads: dict[str, bytes] = field(default_factory=dict)
+    _versions: dict[str, int] = field(default_factory=dict)
 
     @property
     def directory(self) -> str:
@@ -535,7 +529,45 @@ class Session:
         with open(cached, "rb") as f:
             data = f.read()
         self._downloads[path] = data
+        self._remember(path, info)
         return data
+
+    def note_version(self, path: str, version: int) -> None:
+        """The version number the latest pointer ``path`` stands for (kept for warm builds)."""
+        self._versions[path] = version
+        info = self.updater.get_targetinfo(path)
+        if info is not None:
+            self._remember(path, info)
+
+    def _remember(self, path: str, info: TargetFile) -> None:
+        """Record a verified target for warm builds (tufcache), under the current timestamp."""
+        sha = info.hashes.get("sha256")
+        if self.options.offline or not sha:
+            return
+        metadata = os.path.join(self.directory, "metadata")
+        expires: list[float] = []
+        timestamp_sha = ""
+        role = path.split("/", 1)[0]
+        for name in ("root", "timestamp", "snapshot", "targets", quote(role, "")):
+            try:
+                with open(os.path.join(metadata, f"{name}.json"), "rb") as f:
+                    data = f.read()
+            except OSError:
+                return
+            if name == "timestamp":
+                timestamp_sha = hashlib.sha256(data).hexdigest()
+            expires.append(Metadata.from_bytes(data).signed.expires.timestamp())
+        entry: dict[str, Any] = {"length": info.length, "sha256": sha}
+        if path in self._versions:
+            entry["version"] = self._versions[path]
+        tufcache.remember(
+            self.directory,
+            timestamp_sha256=timestamp_sha,
+            root_version=self.root()[0],
+            expires=min(expires),
+            how=self.pin.how,
+            targets={path: entry},
+        )
 
     def _role_targets(self, catalog: str, target: RegistryTarget) -> dict[str, TargetFile]:
         """The targets the publisher's role signs (loaded and verified by ngclient first)."""

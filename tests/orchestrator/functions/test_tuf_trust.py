@@ -99,11 +99,47 @@ def test_build_pins_root_on_first_use_then_verifies(world):
     listed = _krm("trust", "list", home=world.home)
     assert listed.returncode == 0
     assert f"{world.server.base}  v1    {root_sha[:16]}  first use" in listed.stdout
-    # The second build: no warning, the same result, and the catalog came through TUF.
+    # The second build: no warning, the same result. The signed state is unchanged (the same
+    # timestamp bytes, no root 2), so what was verified is used: two requests in all.
+    del world.server.requests[:]
     proc = world.build(world.url())
     assert (proc.returncode, proc.stderr, proc.stdout) == (0, "", BUILT)
-    tuf_requests = [p for p, _, _ in world.server.requests if p.startswith("/tuf/")]
-    assert "/tuf/timestamp.json" in tuf_requests and "/tuf/2.root.json" in tuf_requests
+    assert [p for p, _, _ in world.server.requests] == ["/tuf/2.root.json", "/tuf/timestamp.json"]
+
+
+def test_warm_build_sees_a_new_revocation_at_once(world):
+    assert world.build(world.url()).returncode == 0
+    world.repo.put("acme/functions/revocations.yaml", revocations(1, REVOKED))
+    world.repo.publish()
+    ref = world.url()
+    world.refused(
+        world.build(ref),
+        f"example.com/v1 Labeler from catalog {ref} is revoked: backdoor (revocation list "
+        f"sequence 1, {world.server.base}/c/acme/functions/revocations.yaml); it is not run",
+    )
+
+
+def test_warm_build_ignores_what_a_proxy_swaps_but_not_a_stale_timestamp(world):
+    ref = world.url(via_proxy=True)
+    assert world.build(ref).returncode == 0
+    # Same signed state: the catalog and list verified before are used, whatever is served now.
+    world.proxy.rewrite["/c/acme/functions/catalog.yaml"] = world.mallory
+    world.proxy.rewrite["/c/acme/functions/revocations.yaml"] = None
+    proc = world.build(ref)
+    assert (proc.returncode, proc.stdout) == (0, BUILT), proc.stderr
+    assert "/c/acme/functions/catalog.yaml" not in world.proxy.seen[-2:]
+    # A frozen timestamp is refused once it expires, warm or not.
+    record = next((world.home / "cache" / "krm" / "tuf").glob("*/verified.json"))
+    state = json.loads(record.read_text())
+    state["expires"] = 0
+    record.write_text(json.dumps(state))
+    world.repo.timestamp_expires = (
+        datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=3)
+    ).replace(microsecond=0)
+    world.repo.publish()
+    proc = world.build(ref)
+    assert proc.returncode == 1 and not world.marker.exists()
+    assert "is stale: its timestamp expired 3 hours ago" in proc.stderr
 
 
 def test_oci_ref_and_url_spellings_are_verified_the_same_way(world):

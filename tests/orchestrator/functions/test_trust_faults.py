@@ -141,3 +141,52 @@ def test_legacy_registry_revocations_apply_to_percent_encoded_urls(tmp_path, htt
     )
     assert not marker.exists()
     assert ("/tuf/root.json", "", 404) in http_server.requests  # it looked for TUF metadata
+
+
+def test_lockfile_with_a_local_catalog(tmp_path, kit):
+    from orchestrator.functions.resolve import host_platform
+    from tests.orchestrator.functions.tufrepo import CATALOG as TEMPLATE
+
+    sha = kit.make_tgz(tmp_path / "fn.tgz", {"bin/fn": kit.LABEL_FN})
+    os_name, arch = host_platform()
+    catalog = tmp_path / "catalog.yaml"
+    text = TEMPLATE.format(
+        name="local", publisher="acme", os=os_name, arch=arch,
+        uri=f"file://{tmp_path / 'fn.tgz'}", sha=sha,
+    )  # fmt: skip
+    catalog.write_text(text)
+    app = _app(tmp_path / "app")
+    home = tmp_path / "h"
+    flags = [f"--trusted-catalog={catalog}"]
+    proc = _krm("build", str(app), *flags, "--lock", home=home)
+    assert proc.returncode == 0, proc.stderr
+    lock = (app / "krm.lock").read_text()
+    digest = kit.sha256_of(catalog)
+    assert lock == (
+        "# Written by krm build --lock; krm build --locked uses exactly this.\n"
+        "apiVersion: config.kubernetes.io/v1alpha1\n"
+        "catalogs:\n"
+        f"- digest: sha256:{digest}\n"
+        "  ref: ../catalog.yaml\n"
+        "functions:\n"
+        "- apiVersion: example.com/v1\n"
+        "  catalog: ../catalog.yaml\n"
+        f"  digest: sha256:{sha}\n"
+        "  kind: Labeler\n"
+        "  runtime: exec\n"
+        "kind: KrmLock\n"
+        "registries: []\n"
+    )
+    assert _krm("build", str(app), *flags, "--locked", home=home).returncode == 0
+    catalog.write_text(text.replace("name: local", "name: changed"))
+    marker = tmp_path / "ran"
+    proc = _krm("build", str(app), *flags, "--locked", "-e", f"MARKER={marker}", home=home)
+    assert proc.returncode == 1 and not marker.exists()
+    changed = kit.sha256_of(catalog)
+    assert proc.stderr == (
+        f"Error: {app}/kustomization.yaml: catalog {catalog} differs from {app}/krm.lock: "
+        f"digest is 'sha256:{changed}', locked 'sha256:{digest}'; krm build --locked refuses "
+        "any difference (run krm build --lock to update it)\n"
+    )
+    proc = _krm("build", str(app), *flags, "--lock", "--locked", home=home)
+    assert (proc.returncode, proc.stderr) == (1, "Error: --lock and --locked exclude each other\n")

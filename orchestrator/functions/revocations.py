@@ -217,8 +217,16 @@ def load(
         listed = _checked(data, where, material, keys, catalog, report_only)
         listed.fetched = os.stat(where).st_mtime
         return listed
-    # An OCI reference's list is on the same host, at the registry's https path.
-    return _load_url(where, catalog=catalog, options=options, keys=keys, report_only=report_only)
+    # An OCI reference's list is on the same host, at the registry's https path; an OCI host
+    # that is not a registry of this kind may answer that path with any error: no list.
+    return _load_url(
+        where,
+        catalog=catalog,
+        options=options,
+        keys=keys,
+        report_only=report_only,
+        lenient=kind == "oci",
+    )
 
 
 def _checked(
@@ -244,7 +252,13 @@ def _checked(
 
 
 def _load_url(
-    url: str, *, catalog: str, options: FnOptions, keys: list[CatalogKey], report_only: bool
+    url: str,
+    *,
+    catalog: str,
+    options: FnOptions,
+    keys: list[CatalogKey],
+    report_only: bool,
+    lenient: bool = False,
 ) -> RevocationList | None:
     digest = hashlib.sha256(url.encode()).hexdigest()[:32]
     directory = os.path.join(options.cache_root(), "revocations", digest)
@@ -292,6 +306,8 @@ def _load_url(
             url, options=options, max_bytes=MAX_LIST_BYTES, headers=headers, missing_ok=True
         )
     except FetchError as exc:
+        if lenient and not meta:
+            return None
         raise RevocationListError(
             f"cannot fetch the revocation list of catalog {catalog}: {exc.message}"
         ) from None

@@ -17,11 +17,14 @@ The trust store lives under ``$XDG_CACHE_HOME/krm/tuf/<registry>/``, one directo
 - ``metadata/``: ngclient's trusted metadata (root history, timestamp, snapshot, targets roles);
 - ``targets/``: target files already verified (re-checked against the metadata on each use).
 
+- ``verified.json``: what ngclient verified under the current timestamp, for warm builds
+  (:mod:`orchestrator.functions.tufcache`).
+
 A registry is pinned on first use when nothing else anchors it, like SSH's known_hosts; from
-then on a root can only change by a rotation the pinned root signed. A registry that answers
-404 at ``/tuf/root.json`` and was never pinned serves no TUF metadata: its catalogs keep the
-rules of :mod:`orchestrator.functions.signatures`. ``tuf`` is imported by this module only, and
-this module only when a registry URL is involved.
+then on a root can only change by a rotation the pinned root signed. A registry that was never
+pinned and serves nothing at ``/tuf/root.json`` (404 or any failure) is not a TUF registry: its
+catalogs keep the rules of :mod:`orchestrator.functions.signatures`. ``tuf`` is imported by this
+module only, and this module only when a registry's signed state changed since the last build.
 """
 
 from __future__ import annotations
@@ -172,8 +175,11 @@ class TrustStore:
             for name in sorted(os.listdir(self.root)):
                 path = os.path.join(self.root, name, TRUST_FILE)
                 if os.path.isfile(path):
-                    with open(path, encoding="utf-8") as f:
-                        pins.append(Pin.from_json(json.load(f)))
+                    try:
+                        with open(path, encoding="utf-8") as f:
+                            pins.append(Pin.from_json(json.load(f)))
+                    except (OSError, ValueError, KeyError, TypeError):
+                        continue  # damaged: load() names it when the registry is used
         return sorted(pins, key=lambda p: p.registry)
 
     def remove(self, registry: str) -> bool:
@@ -643,10 +649,10 @@ def open_session(
             return None
         try:
             root = fetch_root(registry, options)
-        except FetchError as exc:
-            raise TrustError(
-                f"catalog {catalog}: cannot fetch the TUF root of {registry}: {exc.message}"
-            ) from None
+        except FetchError:
+            # Never pinned, and no answer: not known as a TUF registry (an OCI host of another
+            # kind, say); its catalogs keep the older rules, and their fetch reports the host.
+            return None
         if root is None:
             return None
         where = f"{registry}/tuf/root.json"

@@ -693,7 +693,11 @@ class CatalogStore:
         tag = manifest_digest.replace(":", "-") + ".sig"
         name = f"{container.registry}/{container.api_prefix}:{tag}"
         material = SignatureMaterial(
-            "cosign", f"oci://{name}", manifest=manifest, manifest_digest=manifest_digest
+            "cosign",
+            f"oci://{name}",
+            manifest=manifest,
+            manifest_digest=manifest_digest,
+            reference=f"{container.registry}/{container.api_prefix}",
         )
         sig_container = client.get_container(name)
         raw = self._oci_manifest(client, sig_container, missing_ok=True)

@@ -489,3 +489,21 @@ def test_view_shows_tuf_verification_and_refuses_what_does_not_verify(world):
     proc = _krm("view", "catalog", world.url(via_proxy=True), home=world.home)
     assert proc.returncode == 1 and proc.stdout == ""
     assert "is not the one registry" in proc.stderr
+
+
+def test_digest_url_must_be_a_signed_version_of_that_catalog(world):
+    """``sha256/<hex>/catalog.yaml`` URLs (like oci:// digests and pushed tags) name bytes that
+    must be one of the catalog's signed versions: mallory's bytes there are refused."""
+    hexdigest = hashlib.sha256(world.acme).hexdigest()
+    path = f"/c/acme/functions/sha256/{hexdigest}/catalog.yaml"
+    world.server.files[path] = world.acme
+    proc = world.build(world.server.base + path)
+    assert (proc.returncode, proc.stdout) == (0, BUILT), proc.stderr
+    world.proxy.rewrite[path] = world.mallory
+    ref = world.proxy.base + path
+    mallory = hashlib.sha256(world.mallory).hexdigest()
+    world.refused(
+        world.build(ref),
+        f"catalog {ref}: its bytes (sha256:{mallory}) are not any version registry "
+        f"{world.proxy.base} signed for acme/functions; no function from this catalog runs",
+    )

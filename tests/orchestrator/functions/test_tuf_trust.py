@@ -507,3 +507,31 @@ def test_digest_url_must_be_a_signed_version_of_that_catalog(world):
         f"catalog {ref}: its bytes (sha256:{mallory}) are not any version registry "
         f"{world.proxy.base} signed for acme/functions; no function from this catalog runs",
     )
+
+
+TRUST_ERRORS = [
+    (["remove", "https://nowhere.example"], "registry https://nowhere.example is not in the "
+     "trust store"),
+    (["add", "ftp://x.example"], "'ftp://x.example' is not a registry URL "
+     "(https://host[:port][/path])"),
+    (["add", "https://x.example", "--root-sha256", "12ab"], "--root-sha256 '12ab' is not 64 "
+     "hexadecimal digits"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "error"), TRUST_ERRORS)
+def test_trust_command_errors(tmp_path, argv, error):
+    proc = _krm("trust", *argv, home=tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", f"Error: {error}\n")
+    assert not (tmp_path / "cache" / "krm" / "tuf").exists()
+
+
+def test_trust_add_of_a_registry_without_tuf_metadata(world):
+    base = world.server.base
+    for path in [p for p in world.server.files if p.startswith("/tuf/")]:
+        del world.server.files[path]
+    proc = _krm("trust", "add", base, home=world.home)
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        f"Error: registry {base} serves no TUF metadata ({base}/tuf/root.json)\n",
+    )

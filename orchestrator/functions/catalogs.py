@@ -334,6 +334,16 @@ class CatalogStore:
     def _tuf_session(self, registry: str, ref: CatalogRef, keys: list[CatalogKey]) -> Any:
         """The build's session with a registry's TUF metadata (None: it serves none)."""
         if registry not in self._sessions:
+            from orchestrator.functions import tufcache
+
+            first_root = None
+            if not tufcache.is_pinned(self.options, registry):
+                # Probed without loading tuf: most registries of other kinds answer 404.
+                if not self.options.offline:
+                    first_root = tufcache.probe_root(registry, self.options)
+                if first_root is None:
+                    self._sessions[registry] = None
+                    return None
             from orchestrator.functions import lockfile, tufclient
 
             self._sessions[registry] = tufclient.open_session(
@@ -342,6 +352,7 @@ class CatalogStore:
                 catalog=ref.raw,
                 keys=keys,
                 locked_root=lockfile.locked_root(self.options, registry),
+                first_root=first_root,
             )
         return self._sessions[registry]
 

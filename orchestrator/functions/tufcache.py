@@ -43,6 +43,25 @@ def store_directory(options: FnOptions, registry: str) -> str:
     return os.path.join(options.cache_root(), "tuf", registry_key(registry))
 
 
+def is_pinned(options: FnOptions, registry: str) -> bool:
+    """Whether the registry has an entry in the trust store."""
+    return os.path.isfile(os.path.join(store_directory(options, registry), "trust.json"))
+
+
+def probe_root(registry: str, options: FnOptions) -> bytes | None:
+    """``<registry>/tuf/root.json`` of a registry never pinned; None when it serves none (404
+    or any failure: an OCI host of another kind, say), without loading tuf."""
+    from orchestrator.functions.fetch import FetchError, http_get
+
+    try:
+        resp = http_get(
+            f"{registry}/tuf/root.json", options=options, max_bytes=512000, missing_ok=True
+        )
+    except FetchError:
+        return None
+    return resp.body if resp.status == 200 else None
+
+
 def _get(conn: Any, path: str, limit: int) -> tuple[int, bytes]:
     conn.request("GET", path, headers={"Accept": "application/json"})
     resp = conn.getresponse()

@@ -639,16 +639,18 @@ def open_session(
     catalog: str,
     keys: Sequence[CatalogKey] = (),
     locked_root: tuple[int, str] | None = None,
+    first_root: bytes | None = None,
 ) -> Session | None:
     """The registry's session: pinned already, or pinned now (by ``keys``, ``locked_root`` or on
-    first use); None when the registry serves no TUF metadata and was never pinned."""
+    first use, from ``first_root`` when the caller fetched it); None when the registry serves no
+    TUF metadata and was never pinned."""
     store = TrustStore(options)
     pin = store.load(registry)
     if pin is None:
         if options.offline:
             return None
         try:
-            root = fetch_root(registry, options)
+            root = first_root or fetch_root(registry, options)
         except FetchError:
             # Never pinned, and no answer: not known as a TUF registry (an OCI host of another
             # kind, say); its catalogs keep the older rules, and their fetch reports the host.

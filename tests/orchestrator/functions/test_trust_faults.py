@@ -141,6 +141,21 @@ def test_legacy_registry_revocations_apply_to_percent_encoded_urls(tmp_path, htt
     )
     assert not marker.exists()
     assert ("/tuf/root.json", "", 404) in http_server.requests  # it looked for TUF metadata
+    # ... without loading tuf: a registry without TUF metadata costs one request, no import.
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "h2"), XDG_CONFIG_HOME=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "orchestrator", "build", str(app),
+         f"--trusted-catalog={url}"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "is revoked" in proc.stderr
+    loaded = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "orchestrator.functions.revocations" in loaded  # importtime's report is there
+    assert not {"tuf", "securesystemslib", "orchestrator.functions.tufclient"} & loaded
 
 
 def test_lockfile_with_a_local_catalog(tmp_path, kit):

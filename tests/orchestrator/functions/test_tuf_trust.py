@@ -12,6 +12,9 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,6 +108,19 @@ def test_build_pins_root_on_first_use_then_verifies(world):
     proc = world.build(world.url())
     assert (proc.returncode, proc.stderr, proc.stdout) == (0, "", BUILT)
     assert [p for p, _, _ in world.server.requests] == ["/tuf/2.root.json", "/tuf/timestamp.json"]
+    # ... and nothing of tuf or its cryptography is loaded for that.
+    root = os.environ.get("PYTHONPATH") or str(Path(__file__).resolve().parents[3])
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(world.home), "PYTHONPATH": root}
+    env.update(XDG_CACHE_HOME=str(world.home / "cache"), XDG_CONFIG_HOME=str(world.home / "c"))
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "orchestrator", "build", str(world.app),
+         f"--trusted-catalog={world.url()}", "-e", f"MARKER={world.marker}"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stdout) == (0, BUILT)
+    loaded = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "orchestrator.functions.tufcache" in loaded
+    assert not {"tuf", "securesystemslib", "orchestrator.functions.tufclient"} & loaded
 
 
 def test_warm_build_sees_a_new_revocation_at_once(world):

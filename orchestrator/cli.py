@@ -103,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     fcli.add_build_flags(b)
     fcli.add_view_command(sub)
     fcli.add_fn_command(sub)
+    fcli.add_trust_command(sub)
     c = sub.add_parser(
         "consolidate", help="print a Composition's consolidated transformer list (no run)"
     )
@@ -143,6 +144,8 @@ _BUILD_DEFAULTS: dict[str, Any] = {
     "offline": False,
     "skip_schema": False,
     "strict_catalogs": False,
+    "lock": False,
+    "locked": False,
 }
 _CHOICES = {
     "load_restrictor": ["LoadRestrictionsRootOnly", "LoadRestrictionsNone"],
@@ -179,6 +182,8 @@ _FLAGS = {
     "--offline": "offline",
     "--skip-schema": "skip_schema",
     "--strict-catalogs": "strict_catalogs",
+    "--lock": "lock",
+    "--locked": "locked",
 }
 
 
@@ -276,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         command = _version
     elif args.command == "completion":
         command = _completion
+    elif args.command == "trust" and getattr(args, "trust_what", None):
+        command = _trust
     else:
         _parser().print_help(sys.stderr)
         return USAGE_ERROR
@@ -296,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
 def _build(args: Args, debug: bool) -> int:
     """``krm build DIR``, served from the build cache when nothing it read has changed."""
     to_dir = bool(args.output and os.path.isdir(args.output))
-    if args.no_cache or to_dir or args.enable_helm:
+    if args.no_cache or to_dir or args.enable_helm or args.lock or args.locked:
         return _build_uncached(args, debug, None)
     from orchestrator import buildcache
 
@@ -357,6 +364,10 @@ def _build_uncached(args: Args, debug: bool, cache: Any) -> int:
         _print_summaries(fn_options.results_log)
         raise
     _print_summaries(result.results)
+    if fn_options.lock_mode:
+        from orchestrator.functions import lockfile
+
+        lockfile.finish(fn_options)
     warnings = _dedupe(result.warnings)
     for w in warnings:
         _stderr(w + "\n")
@@ -397,8 +408,18 @@ def _completion(args: Args, debug: bool) -> int:
 
 
 def _view(args: Args, debug: bool) -> int:
-    """``krm view catalog REF``."""
-    sys.stdout.write(_functions_cli().run_view(args))
+    """``krm view catalog REF``: exit 1 when a signature does not verify with --catalog-key."""
+    text, problem = _functions_cli().run_view(args)
+    sys.stdout.write(text)
+    if problem:
+        print(f"Error: {problem}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _trust(args: Args, debug: bool) -> int:
+    """``krm trust add|list|remove``."""
+    sys.stdout.write(_functions_cli().run_trust(args))
     return 0
 
 

@@ -15,6 +15,11 @@ normalisation: absolute real paths for local files, the exact text for URLs), or
 catalog from ``$XDG_CONFIG_HOME/krm/config.yaml`` (``officialCatalog: REF``), which is trusted
 implicitly and searched first. Trust is never read from environment variables.
 
+Registries that serve TUF metadata: a ``/c/…`` URL or ``oci://`` reference of such a registry is
+verified through it (``orchestrator.functions.tufclient``): the bytes must be the signed target of
+exactly that publisher's catalog path and version, and its signed revocation list must exist.
+Everything below applies to the other catalogs.
+
 Keys: ``--catalog-key FILE`` (repeatable) and the config file's ``trust:`` list (``- catalog: REF``
 with ``key: FILE``, relative to the config file) name ECDSA P-256 public keys. A catalog with a
 ``key:`` of its own must be signed by it; every other catalog, when ``--catalog-key`` is given,
@@ -227,6 +232,11 @@ class LoadedCatalog:
     from_cache: bool = False
     signature: SignatureStatus | None = None
     revocations: Any = None  # orchestrator.functions.revocations.RevocationList | None
+    bytes_digest: str = ""  # sha256:<hex> of the bytes as fetched
+    # Verified through a registry's TUF metadata: the registry, the target path and version.
+    registry: str = ""
+    target: str = ""
+    version: int | None = None
 
     @property
     def base_dir(self) -> str | None:
@@ -256,6 +266,7 @@ class CatalogStore:
     def __init__(self, options: FnOptions):
         self.options = options
         self._loaded: dict[str, LoadedCatalog] = {}
+        self._sessions: dict[str, Any] = {}  # registry -> tufclient.Session | None
 
     def get(
         self, ref: CatalogRef, keys: list[CatalogKey] | None = None, *, report_only: bool = False
@@ -268,43 +279,178 @@ class CatalogStore:
         """
         loaded = self._loaded.get(ref.key)
         if loaded is None:
-            want = bool(keys) or report_only
             try:
-                fetched = self._fetch(ref, want)
-                if ref.kind == "url":
-                    _refuse_html_page(fetched.data, ref.location)
-                status = verify(fetched.material, fetched.data, keys or []) if want else None
-                if keys and not report_only:
-                    assert status is not None
-                    require(status, ref.raw)
-                parsed = self._parse(fetched.data, fetched.source)
-                fetched.save()
-                loaded = LoadedCatalog(
-                    ref,
-                    parsed,
-                    fetched.source,
-                    fetched.etag,
-                    fetched.from_cache,
-                    status,
-                )
-                from orchestrator.functions import revocations
-
-                loaded.revocations = revocations.load(
-                    ref.kind,
-                    ref.location,
-                    catalog=ref.raw,
-                    options=self.options,
-                    keys=keys or [],
-                    report_only=report_only,
-                )
+                loaded = self._get_tuf(ref, keys or [])
+                if loaded is None:
+                    loaded = self._get_plain(ref, keys, report_only)
             except CatalogError as exc:
                 raise FunctionError(f"catalog {ref} is invalid:\n{exc}") from None
             except FunctionError:
                 raise
             except KrmError as exc:
                 raise FunctionError(f"cannot fetch catalog {ref}: {exc.message}") from None
+            if self.options.lock_mode:
+                from orchestrator.functions import lockfile
+
+                lockfile.record_catalog(self.options, loaded)
             self._loaded[ref.key] = loaded
         return loaded
+
+    def _get_plain(
+        self, ref: CatalogRef, keys: list[CatalogKey] | None, report_only: bool
+    ) -> LoadedCatalog:
+        """A catalog outside a TUF registry: its cosign signature when a key applies."""
+        want = bool(keys) or report_only
+        fetched = self._fetch(ref, want)
+        if ref.kind == "url":
+            _refuse_html_page(fetched.data, ref.location)
+        status = verify(fetched.material, fetched.data, keys or []) if want else None
+        if keys and not report_only:
+            assert status is not None
+            require(status, ref.raw)
+        parsed = self._parse(fetched.data, fetched.source)
+        fetched.save()
+        loaded = LoadedCatalog(
+            ref,
+            parsed,
+            fetched.source,
+            fetched.etag,
+            fetched.from_cache,
+            status,
+            bytes_digest="sha256:" + hashlib.sha256(fetched.data).hexdigest(),
+        )
+        from orchestrator.functions import revocations
+
+        loaded.revocations = revocations.load(
+            ref.kind,
+            ref.location,
+            catalog=ref.raw,
+            options=self.options,
+            keys=keys or [],
+            report_only=report_only,
+        )
+        return loaded
+
+    def _tuf_session(self, registry: str, ref: CatalogRef, keys: list[CatalogKey]) -> Any:
+        """The build's session with a registry's TUF metadata (None: it serves none)."""
+        if registry not in self._sessions:
+            from orchestrator.functions import tufcache
+
+            first_root = None
+            if not tufcache.is_pinned(self.options, registry):
+                # Probed without loading tuf: most registries of other kinds answer 404.
+                if not self.options.offline:
+                    first_root = tufcache.probe_root(registry, self.options)
+                if first_root is None:
+                    self._sessions[registry] = None
+                    return None
+            from orchestrator.functions import lockfile, tufclient
+
+            self._sessions[registry] = tufclient.open_session(
+                registry,
+                options=self.options,
+                catalog=ref.raw,
+                keys=keys,
+                locked_root=lockfile.locked_root(self.options, registry),
+                first_root=first_root,
+            )
+        return self._sessions[registry]
+
+    def _get_tuf(self, ref: CatalogRef, keys: list[CatalogKey]) -> LoadedCatalog | None:
+        """A catalog of a registry that serves TUF metadata, verified through it; None when
+        the reference is not a registry catalog or the registry serves no TUF metadata."""
+        if ref.kind not in ("url", "oci"):
+            return None
+        from orchestrator.functions import tufpaths
+
+        target = (
+            tufpaths.for_url(ref.location) if ref.kind == "url" else tufpaths.for_oci(ref.location)
+        )
+        if target is None:
+            return None
+        from orchestrator.functions import revocations
+
+        warm = None
+        if target.path and not keys and not self.options.lock_mode:
+            from orchestrator.functions import tufcache
+
+            warm = tufcache.warm_targets(
+                tufcache.store_directory(self.options, target.registry),
+                target.registry,
+                [target.path, target.revocations],
+                self.options,
+            )
+        if warm is not None:
+            found, record = warm
+            path, data, listed_bytes = target.path, found[target.path], found[target.revocations]
+            source, version = f"{target.registry}/c/{path}", record["targets"][path].get("version")
+            how = str(record.get("how", ""))
+        else:
+            session = self._tuf_session(target.registry, ref, keys)
+            if session is None:
+                return None
+            path, data, source, version = self._verify_tuf(ref, target, session, keys)
+            how = session.pin.how
+            listed_bytes = session.target_bytes(ref.raw, target.revocations, what="revocation list")
+        parsed = self._parse(data, source)
+        status = SignatureStatus(
+            "verified",
+            where=f"TUF target {path} of {target.registry}",
+            detail=f"role {target.publisher}, root pinned by {how}",
+        )
+        listed_url = tufpaths.revocations_url(target.registry, target.publisher, target.catalog)
+        sequence, entries = revocations.parse(listed_bytes, listed_url)
+        loaded = LoadedCatalog(
+            ref,
+            parsed,
+            source,
+            signature=status,
+            bytes_digest="sha256:" + hashlib.sha256(data).hexdigest(),
+            registry=target.registry,
+            target=target.version(version) if version is not None else path,
+            version=version,
+        )
+        listed_status = SignatureStatus(
+            "verified",
+            where=f"TUF target {target.revocations} of {target.registry}",
+            detail=status.detail,
+        )
+        loaded.revocations = revocations.RevocationList(
+            listed_url, sequence, entries, fetched=time.time(), signature=listed_status
+        )
+        return loaded
+
+    def _verify_tuf(
+        self, ref: CatalogRef, target: Any, session: Any, keys: list[CatalogKey]
+    ) -> tuple[str, bytes, str, int | None]:
+        """(target path, bytes, source, version number) of a catalog, checked by ngclient."""
+        from orchestrator.functions import lockfile, tufclient
+
+        session.refresh(ref.raw)
+        session.check_anchor(ref.raw, keys)
+        path = lockfile.locked_target(self.options, ref, target) or target.path
+        if path:
+            data = session.target_bytes(ref.raw, path)
+            source = f"{target.registry}/c/{path}"
+            version = target.number(path)
+            if version is None:
+                version = session.version_of(ref.raw, target, data)
+        else:
+            # A digest, a pushed tag or a sha256 URL: the bytes must be one signed version.
+            fetched = self._fetch(ref, False)
+            data, source = fetched.data, fetched.source
+            version = session.version_of(ref.raw, target, data)
+            if version is None:
+                raise tufclient.TrustError(
+                    f"catalog {ref}: its bytes (sha256:{hashlib.sha256(data).hexdigest()}) are "
+                    f"not any version registry {target.registry} signed for "
+                    f"{target.publisher}/{target.catalog}; no function from this catalog runs"
+                )
+            path = target.version(version)
+            fetched.save()
+        if version is not None and path == target.path:
+            session.note_version(path, version)
+        return path, data, source, version
 
     @staticmethod
     def _parse(data: bytes, source: str) -> Catalog:
@@ -558,7 +704,11 @@ class CatalogStore:
         tag = manifest_digest.replace(":", "-") + ".sig"
         name = f"{container.registry}/{container.api_prefix}:{tag}"
         material = SignatureMaterial(
-            "cosign", f"oci://{name}", manifest=manifest, manifest_digest=manifest_digest
+            "cosign",
+            f"oci://{name}",
+            manifest=manifest,
+            manifest_digest=manifest_digest,
+            reference=f"{container.registry}/{container.api_prefix}",
         )
         sig_container = client.get_container(name)
         raw = self._oci_manifest(client, sig_container, missing_ok=True)

@@ -117,13 +117,31 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="fail when a function is also defined, differently, in a later trusted catalog",
     )
+    p.add_argument(
+        "--lock",
+        action="store_true",
+        help="write krm.lock next to the kustomization: the catalogs, function runtimes and "
+        "registry roots this build used",
+    )
+    p.add_argument(
+        "--locked",
+        action="store_true",
+        help="use exactly what krm.lock pins; any difference is an error (for CI)",
+    )
 
 
 def fn_options(args: argparse.Namespace | SimpleNamespace) -> Any:
     """FnOptions from parsed ``krm build`` arguments."""
-    from orchestrator.functions.options import FnOptions
+    import os
 
+    from orchestrator.functions.options import FnOptions, FunctionError
+
+    lock, locked = getattr(args, "lock", False), getattr(args, "locked", False)
+    if lock and locked:
+        raise FunctionError("--lock and --locked exclude each other")
     return FnOptions(
+        lock_mode="write" if lock else "check" if locked else None,
+        lock_file=os.path.join(args.path, "krm.lock") if lock or locked else None,
         skip_schema=args.skip_schema,
         enable_exec=args.enable_exec,
         enable_alpha_plugins=args.enable_alpha_plugins,
@@ -156,10 +174,44 @@ def add_view_command(sub: Any) -> None:
     )
 
 
-def run_view(args: argparse.Namespace) -> str:
-    """The text ``krm view catalog`` prints."""
+def run_view(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The text ``krm view catalog`` prints, and the error it then exits with (a signature
+    that does not verify with the --catalog-key given), if any."""
     from orchestrator.functions import view
     from orchestrator.functions.options import FnOptions
 
     options = FnOptions(offline=args.offline, catalog_keys=list(args.catalog_key))
-    return view.main(args.ref, args.output, options=options)
+    return view.main_checked(args.ref, args.output, options=options)
+
+
+def add_trust_command(sub: Any) -> None:
+    """``krm trust add|list|remove``: the registries whose TUF root krm has pinned."""
+    t = sub.add_parser("trust", help="pin, list and forget registries' TUF roots")
+    tsub = t.add_subparsers(dest="trust_what", metavar="WHAT")
+    a = tsub.add_parser("add", help="pin a registry's TUF root")
+    a.add_argument("registry", help="registry URL, e.g. https://registry.example.com")
+    how = a.add_mutually_exclusive_group()
+    how.add_argument("--root", metavar="FILE", help="the registry's root.json, obtained safely")
+    how.add_argument(
+        "--root-sha256",
+        metavar="HEX",
+        help="sha256 of the root to pin (fetched from the registry and checked against it)",
+    )
+    tsub.add_parser("list", help="the pinned registries")
+    r = tsub.add_parser("remove", help="forget a registry's pinned root and metadata")
+    r.add_argument("registry", help="registry URL")
+
+
+def run_trust(args: argparse.Namespace) -> str:
+    """The text ``krm trust ...`` prints."""
+    from orchestrator.functions import trustcmd
+    from orchestrator.functions.options import FnOptions
+
+    options = FnOptions()
+    if args.trust_what == "add":
+        return trustcmd.add(
+            args.registry, root_file=args.root, root_sha256=args.root_sha256, options=options
+        )
+    if args.trust_what == "remove":
+        return trustcmd.remove(args.registry, options=options)
+    return trustcmd.listing(options=options)

@@ -50,6 +50,8 @@ class FnOptions:
         "strict_catalogs",
         "ca_file",
         "skip_schema",
+        "lock_mode",
+        "lock_file",
         "results_log",
         "as_current_user",
     )
@@ -90,6 +92,10 @@ class FnOptions:
         # --skip-schema: do not check functionConfigs against their catalog schema (a warning
         # says so)
         skip_schema: bool = False,
+        # krm.lock: "write" (--lock) records what the build used in lock_file, "check"
+        # (--locked) uses exactly what lock_file pins; None: no lock file.
+        lock_mode: str | None = None,
+        lock_file: str | None = None,
         # Filled by the engine: one kpt results entry per function run of this build, in order.
         results_log: list[dict[str, Any]] | None = None,
         # --as-current-user: container functions run as the caller's uid:gid, not nobody.
@@ -115,6 +121,8 @@ class FnOptions:
         self.strict_catalogs = strict_catalogs
         self.ca_file = ca_file
         self.skip_schema = skip_schema
+        self.lock_mode = lock_mode
+        self.lock_file = lock_file
         self.results_log: list[dict[str, Any]] = [] if results_log is None else results_log
         self.as_current_user = as_current_user
 

@@ -173,6 +173,17 @@ def resolve(config: dict[str, Any], catalogs: CatalogSet | None, options: FnOpti
             version=version,
             spec=spec,
         )
+        if options.lock_mode:
+            from orchestrator.functions import lockfile
+
+            lockfile.record_function(
+                options,
+                catalog=match.catalog,
+                api_version=api_version,
+                kind=kind,
+                runtime=rkind,
+                spec=spec,
+            )
         return Resolved(
             rkind,
             spec,

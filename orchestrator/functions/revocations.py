@@ -1,9 +1,12 @@
 """Revocation lists: what a catalog's publisher has withdrawn, and refusing it before it runs.
 
 A registry catalog ``https://host/c/<publisher>/<catalog>/catalog.yaml`` (also ``versions/N/`` and
-``sha256/<hex>/`` URLs) has its list at ``https://host/c/<publisher>/<catalog>/revocations.yaml``
-and the signature at ``revocations.yaml.sig`` (``cosign sign-blob`` format, the registry key). A
-local catalog file may have a ``revocations.yaml`` beside it. A 404 means the catalog has none.
+``sha256/<hex>/`` URLs, however percent-encoded, and ``oci://host/<publisher>/<catalog>``) has its
+list at ``https://host/c/<publisher>/<catalog>/revocations.yaml`` and the signature at
+``revocations.yaml.sig`` (``cosign sign-blob`` format, the registry key). A local catalog file
+may have a ``revocations.yaml`` beside it. A 404 means the catalog has none. (A registry that
+serves TUF metadata signs its lists as TUF targets instead, and a missing one is an error: see
+``orchestrator.functions.tufclient``.)
 
 The list is cached under ``$XDG_CACHE_HOME/krm/revocations`` and revalidated with ETag, like
 catalogs; ``--offline`` uses the cache and says how old it is. Lists are append-only: a list
@@ -18,12 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from orchestrator.functions.fetch import FetchError, http_get, read_limited
 from orchestrator.functions.options import FnOptions, FunctionError
@@ -39,9 +40,6 @@ from orchestrator.functions.signatures import (
 KIND = "RevocationList"
 MAX_LIST_BYTES = 1024 * 1024
 FILE_NAME = "revocations.yaml"
-_REGISTRY_PATH = re.compile(
-    r"^(?P<base>.*/c/[-\w]+/[-\w]+)/(?:versions/\d+/|sha256/[0-9a-fA-F]{64}/)?catalog\.yaml$"
-)
 
 
 class RevocationListError(FunctionError):
@@ -110,16 +108,21 @@ class RevocationList:
 
 
 def list_location(kind: str, location: str) -> str | None:
-    """Where the list of a catalog at ``location`` (a URL or file path) lives, if anywhere."""
+    """Where the list of a catalog at ``location`` (a URL, OCI reference or file path) lives,
+    if anywhere; URLs are mapped after percent-decoding, so their spelling does not matter."""
     if kind == "file":
         return os.path.join(os.path.dirname(location), FILE_NAME)
-    if kind != "url":
+    from orchestrator.functions import tufpaths
+
+    if kind == "url":
+        target = tufpaths.for_url(location)
+    elif kind == "oci":
+        target = tufpaths.for_oci(location)
+    else:
         return None
-    parts = urlsplit(location)
-    found = _REGISTRY_PATH.match(parts.path)
-    if found is None:
+    if target is None:
         return None
-    return f"{parts.scheme}://{parts.netloc}{found['base']}/{FILE_NAME}"
+    return tufpaths.revocations_url(target.registry, target.publisher, target.catalog)
 
 
 def parse(data: bytes, where: str) -> tuple[int, list[Revocation]]:
@@ -217,7 +220,16 @@ def load(
         listed = _checked(data, where, material, keys, catalog, report_only)
         listed.fetched = os.stat(where).st_mtime
         return listed
-    return _load_url(where, catalog=catalog, options=options, keys=keys, report_only=report_only)
+    # An OCI reference's list is on the same host, at the registry's https path; an OCI host
+    # that is not a registry of this kind may answer that path with any error: no list.
+    return _load_url(
+        where,
+        catalog=catalog,
+        options=options,
+        keys=keys,
+        report_only=report_only,
+        lenient=kind == "oci",
+    )
 
 
 def _checked(
@@ -243,7 +255,13 @@ def _checked(
 
 
 def _load_url(
-    url: str, *, catalog: str, options: FnOptions, keys: list[CatalogKey], report_only: bool
+    url: str,
+    *,
+    catalog: str,
+    options: FnOptions,
+    keys: list[CatalogKey],
+    report_only: bool,
+    lenient: bool = False,
 ) -> RevocationList | None:
     digest = hashlib.sha256(url.encode()).hexdigest()[:32]
     directory = os.path.join(options.cache_root(), "revocations", digest)
@@ -291,6 +309,8 @@ def _load_url(
             url, options=options, max_bytes=MAX_LIST_BYTES, headers=headers, missing_ok=True
         )
     except FetchError as exc:
+        if lenient and not meta:
+            return None
         raise RevocationListError(
             f"cannot fetch the revocation list of catalog {catalog}: {exc.message}"
         ) from None

@@ -68,6 +68,12 @@ def load_key(path: str, *, what: str = "--catalog-key") -> CatalogKey:
             data = f.read(MAX_KEY_BYTES + 1)
     except OSError as exc:
         raise FunctionError(f"{what} {path}: {exc.strerror}") from None
+    blocks = data.count(b"-----BEGIN ")
+    if blocks > 1:
+        raise FunctionError(
+            f"{what} {path}: holds {blocks} PEM blocks; give one public key per file "
+            f"(repeat {what} for several keys)"
+        )
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError):
@@ -92,6 +98,8 @@ class SignatureMaterial:
     manifest: bytes = b""  # cosign: the catalog's OCI manifest
     manifest_digest: str = ""
     cosign: list[tuple[bytes, str]] = field(default_factory=list)  # (payload, base64 signature)
+    # cosign: the repository fetched (host/name); a payload's docker-reference must name it.
+    reference: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """For the on-disk cache (signatures are kept and re-verified on every use)."""
@@ -105,6 +113,7 @@ class SignatureMaterial:
             "manifest": base64.b64encode(self.manifest).decode(),
             "manifest_digest": self.manifest_digest,
             "cosign": [[base64.b64encode(p).decode(), s] for p, s in self.cosign],
+            "reference": self.reference,
         }
 
     @classmethod
@@ -120,6 +129,7 @@ class SignatureMaterial:
             manifest=base64.b64decode(data.get("manifest", "")),
             manifest_digest=str(data.get("manifest_digest", "")),
             cosign=[(base64.b64decode(p), str(s)) for p, s in data.get("cosign", [])],
+            reference=str(data.get("reference", "")),
         )
 
 
@@ -135,6 +145,8 @@ class SignatureStatus:
 
     def describe(self) -> str:
         """One line for people."""
+        if self.status == "verified" and not self.key_id:
+            return f"verified through {self.where} ({self.detail})"
         if self.status == "verified":
             return f"verified with key {self.key_id} ({self.key_path}) [{self.where}]"
         if self.status == "unverified":
@@ -215,27 +227,55 @@ def verify(
     problem = _check_manifest(material, data)
     if problem is not None:
         return SignatureStatus("invalid", material.where, detail=problem)
-    wrong_subject = ""
+    wrong_subject = wrong_identity = ""
     for payload, signature in material.cosign:
         for key in keys:
             if not _verify_raw(key, signature, payload):
                 continue
             try:
-                signed = json.loads(payload)["critical"]["image"]["docker-manifest-digest"]
+                critical = json.loads(payload)["critical"]
+                signed = critical["image"]["docker-manifest-digest"]
             except (ValueError, KeyError, TypeError):
                 wrong_subject = "a payload with no critical.image.docker-manifest-digest"
                 continue
             if signed != material.manifest_digest:
                 wrong_subject = signed
                 continue
+            identity = _docker_reference(critical)
+            if material.reference and _repository(identity) != _repository(material.reference):
+                wrong_identity = identity or "no critical.identity.docker-reference"
+                continue
             return SignatureStatus("verified", material.where, key.key_id, key.path)
-    if wrong_subject:
+    if wrong_identity:
+        detail = (
+            f"the signature is for {wrong_identity}, not {material.reference} (another "
+            "repository's signed catalog)"
+        )
+    elif wrong_subject:
         detail = f"the signature signs {wrong_subject}, not {material.manifest_digest}"
     else:
         detail = f"none of its {len(material.cosign)} signature(s) verifies with " + ", ".join(
             map(str, keys)
         )
     return SignatureStatus("invalid", material.where, detail=detail)
+
+
+def _docker_reference(critical: Any) -> str:
+    identity = critical.get("identity") if isinstance(critical, dict) else None
+    value = identity.get("docker-reference") if isinstance(identity, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def _repository(reference: str) -> str:
+    """The repository a docker-reference names, without its host (a registry's public name
+    may differ from the one a client reaches it by) and without a tag or digest."""
+    name = reference.split("@", 1)[0]
+    host, slash, path = name.partition("/")
+    if not slash:
+        return ""
+    if ":" in path.rsplit("/", 1)[-1]:
+        path = path.rsplit(":", 1)[0]
+    return path
 
 
 def require(status: SignatureStatus, ref: str) -> None:

@@ -176,3 +176,28 @@ def render(loaded: LoadedCatalog, output: str | None = None) -> str:
 def main(ref: str, output: str | None, *, options: FnOptions) -> str:
     """What the CLI prints for ``krm view catalog REF``."""
     return render(load(ref, options=options), output)
+
+
+def main_checked(ref: str, output: str | None, *, options: FnOptions) -> tuple[str, str | None]:
+    """What ``krm view catalog REF`` prints, and why it then fails: with --catalog-key, a
+    signature of the catalog or of its revocation list that is missing or INVALID."""
+    loaded = load(ref, options=options)
+    text = render(loaded, output)
+    if not options.catalog_keys:
+        return text, None
+    problems = []
+    for what, status in (
+        ("catalog", loaded.signature),
+        ("revocation list", getattr(loaded.revocations, "signature", None)),
+    ):
+        if status is None or status.status == "verified":
+            continue
+        if status.status == "missing":
+            problems.append(f"its {what} has no signature ({status.where} not found)")
+        elif status.status == "invalid":
+            problems.append(f"its {what} signature is INVALID: {status.detail} ({status.where})")
+        else:
+            problems.append(f"its {what} signature was not verified ({status.describe()})")
+    if not problems:
+        return text, None
+    return text, f"catalog {ref}: " + "; ".join(problems)

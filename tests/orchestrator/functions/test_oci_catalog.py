@@ -73,7 +73,9 @@ def test_wrong_media_type_is_an_error(tmp_path, registry, options):
     )
 
 
-def _cosign_sign(host: str, repo: str, digest: str, private_key, scratch) -> None:
+def _cosign_sign(
+    host: str, repo: str, digest: str, private_key, scratch, identity: str | None = None
+) -> None:
     """Store a cosign simple-signing signature of ``digest`` at ``sha256-<hex>.sig`` (as
     ``cosign sign --key`` lays it out), written here with cryptography and oras only."""
     import base64
@@ -87,7 +89,7 @@ def _cosign_sign(host: str, repo: str, digest: str, private_key, scratch) -> Non
     payload = json.dumps(
         {
             "critical": {
-                "identity": {"docker-reference": f"{host}/{repo}"},
+                "identity": {"docker-reference": identity or f"{host}/{repo}"},
                 "image": {"docker-manifest-digest": digest},
                 "type": "cosign container image signature",
             },
@@ -147,3 +149,36 @@ def test_cosign_signed_catalog_from_any_registry(tmp_path, registry, options):
     cached.write_bytes(CATALOG.replace("example/app", "evil/app").encode())
     with pytest.raises(CatalogSignatureError, match="is not the one the manifest names"):
         resolve_keyed(options(offline=True))
+
+
+def test_cosign_signature_for_another_repository_is_refused(tmp_path, registry, options):
+    """The same signed bytes pushed to another repository (mallory's catalog copied as acme's):
+    the payload's docker-reference names the repository it was signed for."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from orchestrator.functions.signatures import CatalogSignatureError
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    pub = tmp_path / "cosign.pub"
+    pub.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    digest = _push(registry, "acme/functions:v1", CATALOG.encode(), CATALOG_MEDIA_TYPE, tmp_path)
+    _cosign_sign(registry, "acme/functions", digest, key, tmp_path, f"{registry}/mallory/functions")
+    ref = f"oci://{registry}/acme/functions:v1"
+    trust = TrustConfig.load([ref], keys=[str(pub)], config=str(tmp_path / "no"), cwd=str(tmp_path))
+    opts = options()
+    cs = CatalogSet.for_kustomization(
+        [], kustomization_dir=str(tmp_path), trust=trust, options=opts
+    )
+    with pytest.raises(CatalogSignatureError) as exc:
+        resolve({"apiVersion": "example.com/v1", "kind": "App"}, cs, opts)
+    assert str(exc.value) == (
+        f"catalog {ref} has a bad signature: the signature is for {registry}/mallory/functions, "
+        f"not {registry}/acme/functions (another repository's signed catalog) "
+        f"(oci://{registry}/acme/functions:{digest.replace(':', '-')}.sig); a signing key "
+        "applies to it, so it is not used and no function from it runs"
+    )

@@ -103,6 +103,16 @@ class ContributionRejectSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+class QueryFlagField(serializers.BooleanField):
+    """A boolean query parameter: ``?mine=`` (empty) is refused like any value that is not a
+    boolean, as the schema says; DRF would otherwise read an empty value as "not given"."""
+
+    def get_value(self, dictionary: Any) -> Any:
+        if dictionary.get(self.field_name) == "":
+            return ""
+        return super().get_value(dictionary)
+
+
 class ContributionQuerySerializer(serializers.Serializer):
     """Filters of the contribution list."""
 
@@ -113,7 +123,7 @@ class ContributionQuerySerializer(serializers.Serializer):
         help_text="The target catalog as <publisher>/<name>.",
         error_messages={"invalid": "Give the catalog as <publisher>/<name>."},
     )
-    mine = serializers.BooleanField(
+    mine = QueryFlagField(
         required=False, default=False, help_text="Only my contributions (reviewers see all)."
     )
 

@@ -112,11 +112,11 @@ def test_completion_refuses_an_unknown_shell(tmp_path):
 
 # (words typed, the word being completed) -> the completions every shell must offer.
 CASES = [
-    (["krm", ""], ["build", "completion", "consolidate", "fn", "version", "view"]),
+    (["krm", ""], ["build", "completion", "consolidate", "fn", "trust", "version", "view"]),
     (["krm", "bu"], ["build"]),
     (["krm", "build", "--reo"], ["--reorder"]),
     (["krm", "build", "--reorder", ""], ["legacy", "none"]),
-    (["krm", "build", "-o", "out", "--container-runtime", ""], ["docker", "podman"]),
+    (["krm", "build", "-o", "out", "--container-runtime", ""], ["builtin", "docker", "podman"]),
     (["krm", "completion", ""], ["bash", "fish", "zsh"]),
     (["krm", "--debug", "view", "c"], ["catalog"]),
     (["krm", "build", "--enable-m"], ["--enable-managedby-label"]),
@@ -188,4 +188,4 @@ def test_completion_covers_every_command_and_flag():
     text = completion.bash(cli._parser())
     for flag in ("--enable-managedby-label", "--network-name", "--as-current-user", "--offline"):
         assert flag in text
-    assert "'build view fn consolidate version completion'" in text
+    assert "'build view fn trust consolidate version completion'" in text

@@ -557,3 +557,12 @@ def test_the_schema_documents_the_contribution_endpoints(client):
     assert {"status", "catalog", "mine", "page"} <= params
     enum = schema["components"]["schemas"]["ContributionStatusEnum"]["enum"]
     assert enum == ["pending", "approved", "rejected"]
+
+
+def test_an_empty_mine_flag_is_refused_as_not_a_boolean(client, django_user_model):
+    user = django_user_model.objects.create_user("flag-reader")
+    client.force_login(user)
+    response = client.get("/api/v1/contributions/?mine=")
+    assert response.status_code == 400
+    assert response.json() == {"mine": ["Must be a valid boolean."]}
+    assert client.get("/api/v1/contributions/?mine=true").status_code == 200

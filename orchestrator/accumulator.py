@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from orchestrator import fieldspec, yamlio
+from orchestrator import share as _share
 from orchestrator.errors import (
     KrmError,
     LoadError,
@@ -230,9 +231,15 @@ class BuildState:
         # kustomization file -> (parsed, its warnings): what the functions pre-check read of
         # the tree, handed to the Target that loads the file next instead of parsing it again.
         self.preloaded: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        # Effects beyond the accumulated resources (functions, helm, Compositions), counted so
+        # that a base whose accumulation had one is never shared (orchestrator.share).
+        self.side_effects = 0
+        # The kustomization directories visited so far, when a share is active.
+        self.visited: list[str] = []
 
     def functions(self) -> Any:
         """The KRM functions context of this build (created on first use)."""
+        self.side_effects += 1
         if self._functions is None:
             from orchestrator.functions.plugin import FunctionsContext
 
@@ -266,6 +273,8 @@ class Target:
             self.k, warnings = preloaded
             build.warnings.extend(warnings)
         self.kind = self.k["kind"]
+        if _share.current() is not None:
+            build.visited.append(loader.root)
         self._catalogs: Any = None
         self.source = display(self.kfile)
         if self.k.get("catalogs"):
@@ -371,6 +380,7 @@ class Target:
                 # KEP-2299: a Composition in resources: appends what it generates.
                 if self.loader.is_dir(path):
                     self.loader.child(path)  # the same cycle check as for kustomizations
+                self.build.side_effects += 1
                 comp.accumulate(self.build, self.loader.abspath(path), acc, source=self.source)
                 continue
             if self.loader.is_dir(path):
@@ -390,7 +400,12 @@ class Target:
             origin = None
             if self.build.origins:
                 origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
-            for res in resources_from_bytes(data, source=where, origin=origin):
+            share = _share.current()
+            if share is None:
+                found = resources_from_bytes(data, source=where, origin=origin)
+            else:
+                found = share.file_resources(where, origin, data, resources_from_bytes)
+            for res in found:
                 try:
                     acc.resmap.append(res)
                 except ResourceConflictError as exc:
@@ -437,7 +452,7 @@ class Target:
         if component:
             sub.accumulate(acc)
             return
-        sub_acc = sub.accumulate(Accumulator())
+        sub_acc = accumulate_new(sub)
         for res in sub_acc.resmap:
             try:
                 acc.resmap.append(res)
@@ -536,6 +551,7 @@ class Target:
         import tempfile
 
         opts = self.build.options
+        self.build.side_effects += 1
         if not opts.enable_helm:
             raise NotSupportedError(
                 "must specify --enable-helm to use helmCharts", file=self.source
@@ -729,6 +745,7 @@ class Target:
                 raise ValidationError(f"invalid {field_name} entry {entry!r}", file=self.source)
             comp = self.build.composition_plugin(self.loader.abspath(entry))
             if comp is not None:
+                self.build.side_effects += 1
                 configs.append(comp.marker_config(self.loader.abspath(entry)))
                 continue
             if "\n" in entry or (":" in entry and not self.loader.exists(entry)):
@@ -779,6 +796,39 @@ class Target:
         if generator != (kind in filters.GENERATORS) and generator:
             raise ValidationError(f"{kind} is not a generator", file=self.source)
         return cls(config, self.ctx(acc))
+
+
+def accumulate_new(target: Target) -> Accumulator:
+    """``target`` accumulated into a new Accumulator; with a share active, a copy of the same
+    accumulation by an earlier build of the run when there is one (orchestrator.share)."""
+    share = _share.current()
+    state = target.build
+    if share is None or state.schema_set:
+        return target.accumulate(Accumulator())
+    loader = target.loader
+    key = (loader.root, loader.restrictor, target.origin if state.origins else None)
+    entry = share.base(key, loader.parents)
+    if entry is not None:
+        acc = Accumulator()
+        acc.resmap.set_list(list(_share.entries(entry)))
+        acc.tconfig = entry.tconfig.copy() if entry.tconfig is not None else None
+        acc.var_field_specs = _share.copy_tree(entry.var_field_specs)
+        acc.vars = _share.copy_tree(entry.vars)
+        state.warnings.extend(entry.warnings)
+        state.visited.extend(entry.roots)
+        return acc
+    effects, warned, visited = state.side_effects, len(state.warnings), len(state.visited)
+    acc = target.accumulate(Accumulator())
+    if state.side_effects == effects and not state.schema_set:
+        share.bases[key] = _share.BaseEntry(
+            [_share.copy_resource(r) for r in acc.resmap],
+            acc.tconfig.copy() if acc.tconfig is not None else None,
+            _share.copy_tree(acc.var_field_specs),
+            _share.copy_tree(acc.vars),
+            state.warnings[warned:],
+            (loader.root, *state.visited[visited:]),
+        )
+    return acc
 
 
 def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from orchestrator import yamlio
+from orchestrator import share, yamlio
 from orchestrator.errors import LoadError, ValidationError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -231,7 +231,15 @@ def load(path: str, *, warnings: list[str] | None = None) -> dict[str, Any]:
 
     with open(path, "rb") as f:
         data = f.read()
-    return parse(data, source=display(path), warnings=warnings)
+    shared = share.current()
+    if shared is None:
+        return parse(data, source=display(path), warnings=warnings)
+    k, found = shared.kustomization(
+        path, data, lambda w: parse(data, source=display(path), warnings=w)
+    )
+    if warnings is not None:
+        warnings.extend(found)
+    return k
 
 
 def parse(data: bytes | str, *, source: str, warnings: list[str] | None = None) -> dict[str, Any]:

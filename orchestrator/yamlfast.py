@@ -79,6 +79,9 @@ _KEY_COLON = Pattern(r":(?=[\s,\[\]{}]|\Z)")
 # '?' or ':' starting a flow entry or a value; a line starting with ':' after one with a flow
 # collection (a flow key over two lines); a block scalar header with more than indicators and a
 # comment; a quote and ':' (checked further: a quoted key over several lines).
+# Where a flow collection may start on a line (over-inclusive): '[' or '{' after the line's
+# start, a space or an indicator.
+_FLOW_START = Pattern(r"(?:^|[ :?\-,\[{])[\[{]")
 _FLOW_COLON = Pattern(r":[,?\[\]{}]")
 _FLOW_ENTRY = Pattern(r"[\[{,] *[?:]")
 _VALUE_START = Pattern(r": +[?:]\S")
@@ -87,6 +90,9 @@ _FLOW_KEY_LINES = Pattern(r"[{\[][^\n]*\n *:[ \n]")
 _HEADER = r"[|>](?!(?:[-+][1-9]?|[1-9][-+]?)?(?: +#[^\n]*| *)(?:\n|\Z))"
 _BAD_HEADER = Pattern(r"[:?-] +" + _HEADER)
 _BAD_HEADER_LINES = Pattern(r"[:?-] *\n *" + _HEADER)
+# ryml reads '-', '+' and digits in a block scalar header's comment as its indicators
+# ('run: | #>-' strips the final line break); libyaml ignores the comment. Found by sweeping.
+_HEADER_COMMENT = Pattern(r"[|>][-+0-9]* +#[^\n]*[-+0-9]")
 _QUOTE_COLON = Pattern(r"['\"] *:[ \n]")
 _SEQUENCE_AFTER = Pattern(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two entries
 # In ryml's JSON: a string starting with a character no plain scalar may start with in libyaml
@@ -204,10 +210,11 @@ def _lines(text: str) -> str:
     return "\n" + "\n".join(set(text.split("\n"))) + "\n"
 
 
-def _check_text(text: str, lines: str) -> None:
+def _check_text(text: str, lines: str) -> str | None:
     """Raise _Undecided for text this path may read differently from libyaml.
 
-    ``lines`` is _lines(text): the checks that look within one line run on it.
+    ``lines`` is _lines(text): the checks that look within one line run on it. Returns the
+    reason to decline if the text turns out to hold a flow collection, else None.
     """
     if text.startswith(("|", ">", "...")):
         raise _Undecided("block scalar or document end at the start")
@@ -222,11 +229,23 @@ def _check_text(text: str, lines: str) -> None:
     # Patterns that cannot match are skipped, which spares compiling them (most small texts
     # hold no block scalar indicator, no line starting with ':' and no line of 1000 characters).
     blocks = "|" in lines or ">" in lines
-    for pattern in (_FLOW_COLON, _FLOW_ENTRY, _VALUE_START, _SEQUENCE_AFTER):
-        if pattern.search(lines):
-            raise _Undecided(f"text libyaml refuses ({pattern.pattern})")
+    if _SEQUENCE_AFTER.search(lines):
+        raise _Undecided(f"text libyaml refuses ({_SEQUENCE_AFTER.pattern})")
+    flow_only = None
+    for pattern in (_FLOW_COLON, _FLOW_ENTRY, _VALUE_START):
+        for m in pattern.finditer(lines):
+            # Refused inside flow collections only: jsonPath values such as [-1:] or
+            # [?(@.type=="Ready")] and addresses such as ':8080' are plain scalars in block
+            # context. Declined here when a flow collection may start on that line, and after
+            # parsing when the tree holds a flow collection over several lines.
+            flow_only = f"text libyaml refuses in flow context ({pattern.pattern})"
+            where = lines[lines.rfind("\n", 0, m.start()) + 1 : lines.find("\n", m.end())]
+            if _FLOW_START.search(where):
+                raise _Undecided(flow_only)
     if blocks and _BAD_HEADER.search(lines):
         raise _Undecided(f"text libyaml refuses ({_BAD_HEADER.pattern})")
+    if blocks and _HEADER_COMMENT.search(lines):
+        raise _Undecided("block scalar header with a comment ryml misreads")
     starts = blocks or "\n:" in lines or " :" in lines
     for line in _LINE_START.findall(lines) if starts else ():
         # The two-line checks, for each place such a line is (CEL rules often start with ':').
@@ -248,6 +267,7 @@ def _check_text(text: str, lines: str) -> None:
             # libyaml refuses a simple key whose ':' comes 1024 or more characters after it.
             if len(line) >= 1000 and _KEY_COLON.search(line, 1000) is not None:
                 raise _Undecided("long key")
+    return flow_only
 
 
 def _tokens(lines: str) -> set[str]:
@@ -342,7 +362,7 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             text += "\n"
             data = None
         lines = _lines(text)
-        _check_text(text, lines)
+        flow_only = _check_text(text, lines)
         ryml = _import_ryml()
         with _QuietStderr():
             bad_values: set[str] = set()
@@ -357,10 +377,13 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             js = ryml.emit_json(tree)
         if js is None:
             raise _Undecided("empty")
+        if flow_only is not None and _has_flow(tree, ryml):
+            raise _Undecided(flow_only)
         if _check_json(js, text, bad_values):
             _check_plain_starts(tree, ryml)
-        if unterminated and ("|" in text or ">" in text) and _ends_in_block_scalar(tree, ryml):
-            raise _Undecided("no final line break after a block scalar")
+        last_block = None
+        if unterminated and ("|" in text or ">" in text):
+            last_block = _ends_in_block_scalar(text, tree, ryml)
         nulls = '": null' in js
         implicit = _scan_tree(tree, ryml, nulls) if nulls or _maybe_property(lines) else {}
         hook = _pairs_checking(frozenset(bad_keys))
@@ -368,6 +391,12 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
         docs = root if tree.is_stream(tree.root_id()) else [root]
         if implicit:
             _mark_implicit_nulls(tree, docs, implicit)
+        if last_block is not None:
+            # libyaml keeps no line break after a block scalar that ends the text without one
+            # (whatever its chomping); ryml read the text with one added.
+            holder, step = _holder(tree, docs, last_block)
+            if holder[step].endswith("\n"):
+                holder[step] = holder[step][:-1]
     except (_Undecided, ValueError, RecursionError) as exc:
         last_reason = f"{type(exc).__name__}: {exc}"
         return None
@@ -428,13 +457,41 @@ def _check_plain_starts(tree: Any, ryml: Any) -> None:
                 raise _Undecided(f"plain key starting with {chr(k[0])!r}")
 
 
-def _ends_in_block_scalar(tree: Any, ryml: Any) -> bool:
-    """Whether the last scalar of the text (if any) is a block scalar (``|`` or ``>``)."""
+def _has_flow(tree: Any, ryml: Any) -> bool:
+    """Whether the tree holds a non-empty flow collection written over several lines."""
+    has_any, flow = ryml._ryml.Tree_type_has_any, ryml.FLOW_ML
+    return any(has_any(tree, node, flow) and tree.has_children(node) for node in range(tree.size()))
+
+
+def _ends_in_block_scalar(text: str, tree: Any, ryml: Any) -> int | None:
+    """The node of the block scalar value (``|`` or ``>``) whose content ends ``text`` (read
+    with a line break added at its end), or None when the last scalar is no block scalar;
+    _Undecided when it is one but may not run to the end of the text."""
     node = tree.root_id()
     while tree.has_children(node):
         node = tree.last_child(node)
     block = ryml.VAL_LITERAL | ryml.VAL_FOLDED | ryml.KEY_LITERAL | ryml.KEY_FOLDED
-    return bool(ryml._ryml.Tree_type_has_any(tree, node, block))
+    if not ryml._ryml.Tree_type_has_any(tree, node, block):
+        return None
+    last = text[text.rfind("\n", 0, len(text) - 1) + 1 :].strip()
+    value = bytes(tree.val(node)).decode("utf-8") if tree.has_val(node) else ""
+    if (
+        ryml._ryml.Tree_type_has_any(tree, node, ryml.KEY_LITERAL | ryml.KEY_FOLDED)
+        or not last
+        or last.startswith("#")
+        or not value.rstrip("\n").endswith(last)
+    ):
+        raise _Undecided("no final line break after a block scalar")
+    return int(node)
+
+
+def _holder(tree: Any, docs: list[Any], node: int) -> tuple[Any, Any]:
+    """The container in ``docs`` holding ``node``'s value, and its key or index there."""
+    path = _path(tree, node, tree.is_stream(tree.root_id()))
+    holder: Any = docs
+    for step in path[:-1]:
+        holder = holder[step]
+    return holder, path[-1]
 
 
 def _scan_tree(tree: Any, ryml: Any, nulls: bool) -> dict[int, list[str]]:

@@ -93,6 +93,9 @@ _BAD_HEADER_LINES = Pattern(r"[:?-] *\n *" + _HEADER)
 # ryml reads '-', '+' and digits in a block scalar header's comment as its indicators
 # ('run: | #>-' strips the final line break); libyaml ignores the comment. Found by sweeping.
 _HEADER_COMMENT = Pattern(r"[|>][-+0-9]* +#[^\n]*[-+0-9]")
+# A line ending in a block scalar header (over-inclusive: a plain scalar may end so).
+_HEADER_LINE = Pattern(r"(?:^ *|[:?-] +)([|>])([-+]?[0-9]?|[0-9][-+])[ \t]*(?:#[^\n]*)?$")
+_DASHES = Pattern(r" *(?:- +)*")
 _QUOTE_COLON = Pattern(r"['\"] *:[ \n]")
 _SEQUENCE_AFTER = Pattern(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two entries
 # In ryml's JSON: a string starting with a character no plain scalar may start with in libyaml
@@ -270,6 +273,106 @@ def _check_text(text: str, lines: str) -> str | None:
     return flow_only
 
 
+def _strip_trailing_tabs(text: str) -> tuple[str, list[tuple[str, int, list[str]]]]:
+    """``text`` without the white space ending a line that holds a tab there, except in block
+    scalars' content (where it is content), and the block scalars found (to be held to ryml's
+    tree: ``_check_block_bodies``).
+
+    Elsewhere such white space means nothing to libyaml (it ends a plain or quoted scalar's
+    line, or a comment, or follows a ':'), but ryml keeps a tab ending a line of a plain scalar
+    over several lines. Kept, and so declined as a character: after a backslash (an escaped tab
+    in a double-quoted scalar) and on lines of white space only (libyaml refuses some).
+    """
+    _, bodies, masked = _mask_block_bodies(text)
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if i in masked or "\t" not in line:
+            continue
+        stripped = line.rstrip(" \t")
+        if "\t" in line[len(stripped) :] and stripped.strip(" \t") and stripped[-1] != "\\":
+            lines[i] = stripped
+    return "\n".join(lines), bodies
+
+
+def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]], set[int]]:
+    """``text`` with the content lines of its block scalars blanked, and for each block scalar
+    (in text order) its style, its content's indentation and its content lines, and the
+    indexes of those lines.
+
+    Headers are found by their look (``key: |``, ``- >-``, ``|`` alone); ``_check_block_bodies``
+    then holds the result to ryml's tree, so a plain scalar that looks like one is no risk.
+    _Undecided for what this does not follow: an indentation indicator, content at column 0,
+    a tab within the content's indentation, characters other than tabs that libyaml refuses.
+    """
+    lines = text.split("\n")
+    out = list(lines)
+    bodies: list[tuple[str, int, list[str]]] = []
+    masked: set[int] = set()
+    i = 0
+    while i < len(lines):
+        m = _HEADER_LINE.search(lines[i])
+        i += 1
+        if m is None:
+            continue
+        if any(c.isdigit() for c in m.group(2)):
+            raise _Undecided("block scalar with an indentation indicator")
+        # The indentation the content must exceed: that of the key the header follows (after
+        # any '- '), or of the last '- ' when the header is a sequence entry itself.
+        line = lines[i - 1]
+        dashes = _DASHES.match(line)
+        key_column = dashes.end() if dashes is not None else 0
+        if key_column >= m.start():
+            parent = line.rstrip(" ").rfind("-", 0, m.start())
+            parent = parent if parent >= 0 else len(line) - len(line.lstrip(" "))
+        else:
+            parent = key_column
+        start = i
+        while i < len(lines) and (
+            not lines[i].strip(" \t") or len(lines[i]) - len(lines[i].lstrip(" ")) > parent
+        ):
+            i += 1
+        body = lines[start:i]
+        while body and not body[-1].strip(" \t"):
+            body.pop()  # trailing blank lines: left as they are (and checked as text)
+        i = start + len(body)
+        first = next((b for b in body if b.strip(" \t")), None)
+        indent = len(first) - len(first.lstrip(" ")) if first is not None else 0
+        if first is not None and (indent == 0 or first.lstrip(" ").startswith("\t")):
+            raise _Undecided("block scalar content at column 0 or indented with a tab")
+        for j, line in enumerate(body):
+            if "\t" in line[:indent] or (_UNSAFE_CHAR.search(line.replace("\t", " "))):
+                raise _Undecided("character")
+            if line.strip(" \t") and not line.startswith(" " * indent):
+                raise _Undecided("block scalar content less indented than its first line")
+            out[start + j] = ""
+            masked.add(start + j)
+        bodies.append((m.group(1), indent, body))
+    return "\n".join(out), bodies, masked
+
+
+def _check_block_bodies(tree: Any, ryml: Any, bodies: list[tuple[str, int, list[str]]]) -> None:
+    """_Undecided unless ryml's block scalars are, in order, those ``_mask_block_bodies`` found,
+    each holding its content lines (all of a literal's characters, a folded one's words)."""
+    has_any = ryml._ryml.Tree_type_has_any
+    if any(has_any(tree, node, ryml.KEY_LITERAL | ryml.KEY_FOLDED) for node in range(tree.size())):
+        raise _Undecided("block scalar key")
+    block = ryml.VAL_LITERAL | ryml.VAL_FOLDED
+    nodes = [node for node in range(tree.size()) if has_any(tree, node, block)]
+    if len(nodes) != len(bodies):
+        raise _Undecided("block scalars not where the text shows them")
+    for node, (style, indent, body) in zip(nodes, bodies, strict=True):
+        value = bytes(tree.val(node)).decode("utf-8")
+        literal = bool(has_any(tree, node, ryml.VAL_LITERAL))
+        if literal != (style == "|"):
+            raise _Undecided("block scalars not where the text shows them")
+        if literal:
+            same = value.rstrip("\n") == "\n".join(line[indent:] for line in body).rstrip("\n")
+        else:
+            same = "".join(value.split()) == "".join("".join(body).split())
+        if not same:
+            raise _Undecided("block scalar content not what the text shows")
+
+
 def _tokens(lines: str) -> set[str]:
     """The distinct _TOKEN matches in ``lines``, at whitespace speed.
 
@@ -361,8 +464,21 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
         if unterminated:
             text += "\n"
             data = None
+        bodies: list[tuple[str, int, list[str]]] | None = None
+        if "\t" in text:
+            text, bodies = _strip_trailing_tabs(text)
+            data = None
         lines = _lines(text)
-        flow_only = _check_text(text, lines)
+        try:
+            flow_only = _check_text(text, lines)
+        except _Undecided:
+            # What made the text suspect may lie in block scalars' content (heredocs with
+            # '<<', tabs, tables of '|' in CRD descriptions): check the text without it, and
+            # below, that ryml read those lines as the content of those block scalars.
+            if "|" not in text and ">" not in text:
+                raise
+            masked, bodies, _ = _mask_block_bodies(text)
+            flow_only = _check_text(masked, _lines(masked))
         ryml = _import_ryml()
         with _QuietStderr():
             bad_values: set[str] = set()
@@ -379,6 +495,8 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             raise _Undecided("empty")
         if flow_only is not None and _has_flow(tree, ryml):
             raise _Undecided(flow_only)
+        if bodies is not None:
+            _check_block_bodies(tree, ryml, bodies)
         if _check_json(js, text, bad_values):
             _check_plain_starts(tree, ryml)
         last_block = None

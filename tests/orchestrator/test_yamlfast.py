@@ -262,6 +262,20 @@ def test_vendored_corpus_agrees() -> None:
     assert decided > 0.8 * read  # the fast path must keep doing the work, not always decline
 
 
+SHAPES = ROOT / "tests" / "data" / "yamlfast"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SHAPES.glob("*.yaml")))
+def test_shapes_that_fell_off_the_fast_path(name: str) -> None:
+    text = (SHAPES / name).read_text(encoding="utf-8")
+    if name.startswith("declined-"):
+        assert fast(text) is None
+        return
+    # Each shape with the text before and after it, as in a larger file, and alone.
+    for variant in (text, "a: 1\n" + text.rstrip("\n") + "\nzz: 2\n", text.rstrip("\n")):
+        assert check(variant), f"{name}: declined ({yamlfast.last_reason})"
+
+
 @pytest.mark.skipif(not os.environ.get("KRM_REALWORLD_DIR"), reason="KRM_REALWORLD_DIR not set")
 def test_realworld_files_agree() -> None:
     read, decided = check_files(Path(os.environ["KRM_REALWORLD_DIR"]))

@@ -481,12 +481,12 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             flow_only = _check_text(masked, _lines(masked))
         ryml = _import_ryml()
         with _QuietStderr():
-            bad_values: set[str] = set()
+            bad_values: dict[str, set[str]] = {}
             bad_keys: set[str] = set()
             for token in _tokens(lines):
                 value, key = _disagreement(token, plain)
                 if value is not None:
-                    bad_values.add(value)
+                    bad_values.setdefault(value, set()).add(token)
                 if key is not None:
                     bad_keys.add(key)
             tree = ryml.parse_in_arena(text.encode("utf-8") if data is None else data)
@@ -497,8 +497,11 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             raise _Undecided(flow_only)
         if bodies is not None:
             _check_block_bodies(tree, ryml, bodies)
-        if _check_json(js, text, bad_values):
+        indicator_start, suspects = _check_json(js, text, bad_values)
+        if indicator_start:
             _check_plain_starts(tree, ryml)
+        if suspects:
+            _check_plain_values(tree, ryml, suspects)
         last_block = None
         if unterminated and ("|" in text or ">" in text):
             last_block = _ends_in_block_scalar(text, tree, ryml)
@@ -527,10 +530,13 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
     return [d for d in docs if d is not None]
 
 
-def _check_json(js: str, text: str, bad_values: set[str]) -> bool:
+def _check_json(js: str, text: str, bad_values: dict[str, set[str]]) -> tuple[bool, set[bytes]]:
     """Raise _Undecided when ryml's JSON shows something PyYAML may read differently.
 
-    True when a string starts with an indicator (``_check_plain_starts`` is to look further).
+    Returns whether a string starts with an indicator (``_check_plain_starts`` is to look
+    further), and the tokens whose plain scalars ryml writes as a JSON string that the JSON
+    holds (``"False"``: from a plain scalar, a boolean to go-yaml v3; from a quoted one, a
+    string: ``_check_plain_values`` tells them apart).
     """
     if js[:2] in ('"]', '"}', '",'):
         raise _Undecided(f"string starting with {js[1]}")
@@ -548,12 +554,28 @@ def _check_json(js: str, text: str, bad_values: set[str]) -> bool:
     for key in ('".nan": ', '".inf": ', '"-.inf": ', '"": '):
         if key in lines:
             raise _Undecided(f"key {key}")
-    for value in bad_values:
+    suspects: set[bytes] = set()
+    for value, tokens in bad_values.items():
         if value in lines:
-            raise _Undecided(f"scalar {value}")
+            if not value.startswith('"'):
+                raise _Undecided(f"scalar {value}")
+            suspects.update(t.encode("utf-8") for t in tokens)
     if "\\" in text and not lines.isascii() and _SURROGATE.search(lines):
         raise _Undecided("surrogate")  # an escaped lone surrogate
-    return indicator_start
+    return indicator_start, suspects
+
+
+def _check_plain_values(tree: Any, ryml: Any, tokens: set[bytes]) -> None:
+    """Raise _Undecided for a plain (neither quoted nor block) scalar value among ``tokens``."""
+    node_type, node_val = ryml._ryml.Tree_type, ryml._ryml.Tree_val
+    val = ryml.VAL
+    styled = ryml.VAL_SQUO | ryml.VAL_DQUO | ryml.VAL_LITERAL | ryml.VAL_FOLDED
+    for node in range(tree.size()):
+        flags = node_type(tree, node)
+        if flags & val and not flags & styled:
+            v = node_val(tree, node)
+            if v is not None and bytes(v) in tokens:
+                raise _Undecided(f"scalar {bytes(v).decode('utf-8')}")
 
 
 def _check_plain_starts(tree: Any, ryml: Any) -> None:

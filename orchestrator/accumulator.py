@@ -13,9 +13,9 @@ set by whoever starts the build.
 from __future__ import annotations
 
 import os
+import sys
 
 from orchestrator import fieldspec, yamlio
-from orchestrator import share as _share
 from orchestrator.errors import (
     KrmError,
     LoadError,
@@ -32,6 +32,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+
+    from orchestrator.share import Share
 
 # The fields of a transformer configuration file (``configurations:``).
 CONFIG_KEYS = frozenset(
@@ -273,7 +275,7 @@ class Target:
             self.k, warnings = preloaded
             build.warnings.extend(warnings)
         self.kind = self.k["kind"]
-        if _share.current() is not None:
+        if _active_share() is not None:
             build.visited.append(loader.root)
         self._catalogs: Any = None
         self.source = display(self.kfile)
@@ -400,7 +402,7 @@ class Target:
             origin = None
             if self.build.origins:
                 origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
-            share = _share.current()
+            share = _active_share()
             if share is None:
                 found = resources_from_bytes(data, source=where, origin=origin)
             else:
@@ -798,13 +800,23 @@ class Target:
         return cls(config, self.ctx(acc))
 
 
+def _active_share() -> Share | None:
+    """The share of a run of builds (orchestrator.share), if one is active; a single build never
+    imports that module, and no share can be active without it."""
+    module = sys.modules.get("orchestrator.share")
+    share: Share | None = module.current() if module is not None else None
+    return share
+
+
 def accumulate_new(target: Target) -> Accumulator:
     """``target`` accumulated into a new Accumulator; with a share active, a copy of the same
     accumulation by an earlier build of the run when there is one (orchestrator.share)."""
-    share = _share.current()
+    share = _active_share()
     state = target.build
     if share is None or state.schema_set:
         return target.accumulate(Accumulator())
+    from orchestrator import share as _share
+
     loader = target.loader
     key = (loader.root, loader.restrictor, target.origin if state.origins else None)
     entry = share.base(key, loader.parents)

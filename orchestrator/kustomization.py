@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 
-from orchestrator import share, yamlio
+from orchestrator import yamlio
 from orchestrator.errors import LoadError, ValidationError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     from typing import Any
+
+    from orchestrator.share import Share
 
 KUSTOMIZATION_VERSION = "kustomize.config.k8s.io/v1beta1"
 COMPONENT_VERSION = "kustomize.config.k8s.io/v1alpha1"
@@ -231,7 +234,8 @@ def load(path: str, *, warnings: list[str] | None = None) -> dict[str, Any]:
 
     with open(path, "rb") as f:
         data = f.read()
-    shared = share.current()
+    module = sys.modules.get("orchestrator.share")  # a single build never imports it
+    shared: Share | None = module.current() if module is not None else None
     if shared is None:
         return parse(data, source=display(path), warnings=warnings)
     k, found = shared.kustomization(

@@ -5,7 +5,8 @@ A :class:`Share` is made active for a run of builds (:meth:`Share.active`); the 
 the accumulator ask :func:`current` and, when a share is active, take a private copy of what an
 earlier build of the run parsed or accumulated instead of doing that work again. Entries hold
 copies that no build mutates; every answer is a fresh copy, since builds mutate what they read.
-Nothing is shared when no share is active (a single ``krm build``).
+Nothing is shared when no share is active (a single ``krm build``, which never imports this
+module: its callers look for it in ``sys.modules`` first).
 
 A base's result is shared only when its accumulation had no effect beyond its resources,
 transformer config, vars and warnings: KRM functions, helm charts and Compositions (which run

@@ -418,7 +418,7 @@ def _disagreement(token: str, plain: Callable[[str], Any]) -> tuple[str | None, 
         same = type(value) is type(mine) and (value == mine or (value != value and mine != mine))
         bad_value = None if same else value_json
     key = json.loads(key_json)
-    from orchestrator.yamlio import scalar_text
+    from orchestrator.yamlscalar import scalar_text
 
     result = (bad_value, None if key == scalar_text(mine) else key)
     if len(_DISAGREE) < 10000:

@@ -227,3 +227,14 @@ def test_every_kustomization_file_name_counts(tmp_path: Path, name: str) -> None
     (tmp_path / "a" / name).write_text("resources: []\n")
     (tmp_path / "a" / ".git" / "b" / name).write_text("resources: []\n")
     assert batch.find_dirs(str(tmp_path)) == ["a"]
+
+
+def test_a_single_build_never_imports_the_share(tree) -> None:
+    root = tree(BASE)
+    code = (
+        "import sys\nfrom orchestrator.build import build\n"
+        f"build({str(root / 'prod-eu')!r})\nprint('orchestrator.share' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert (p.returncode, p.stdout) == (0, "False\n"), p.stderr

@@ -831,7 +831,7 @@ def accumulate_new(target: Target) -> Accumulator:
         return acc
     effects, warned, visited = state.side_effects, len(state.warnings), len(state.visited)
     acc = target.accumulate(Accumulator())
-    if state.side_effects == effects and not state.schema_set:
+    if state.side_effects == effects and not state.schema_set and share.wants(loader.root):
         share.bases[key] = _share.BaseEntry(
             [_share.copy_resource(r) for r in acc.resmap],
             acc.tconfig.copy() if acc.tconfig is not None else None,

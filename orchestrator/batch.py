@@ -13,7 +13,7 @@ import os
 
 from orchestrator.build import BuildOptions, build
 from orchestrator.errors import KrmError
-from orchestrator.fs import KUSTOMIZATION_FILES
+from orchestrator.fs import KUSTOMIZATION_FILES, NONE
 from orchestrator.share import Share
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -55,6 +55,37 @@ def find_dirs(root: str, *, skip: str | None = None) -> list[str]:
     return sorted(found)
 
 
+def referenced_dirs(dirs: list[str]) -> set[str]:
+    """The real paths of the directories that the kustomizations in ``dirs``, and those they
+    name in turn, name as resources, generators, transformers or validators: the bases whose
+    accumulation a later build may ask for again. Files that do not parse are passed over (the
+    build reports them)."""
+    from orchestrator import kustomization
+    from orchestrator.fs import find_kustomization
+
+    found: set[str] = set()
+    todo = [os.path.realpath(d) for d in dirs]
+    done: set[str] = set()
+    while todo:
+        real = todo.pop()
+        if real in done:
+            continue
+        done.add(real)
+        try:
+            k = kustomization.load(find_kustomization(real, NONE, real_root=real))
+        except (KrmError, OSError):
+            continue
+        for field in ("resources", "generators", "transformers", "validators"):
+            for entry in k.get(field) or []:
+                if not isinstance(entry, str) or "\n" in entry:
+                    continue
+                path = os.path.realpath(os.path.join(real, entry))
+                if os.path.isdir(path):
+                    found.add(path)
+                    todo.append(path)
+    return found
+
+
 def error_line(exc: BaseException, path: str) -> str:
     """The line ``krm build`` prints for a failed build (without the traceback)."""
     if isinstance(exc, RecursionError):  # as the CLI words it
@@ -83,6 +114,7 @@ def build_all(
     share = Share()
     result = BatchResult(share)
     with share.active():
+        share.wanted = referenced_dirs([root if d == "." else os.path.join(root, d) for d in dirs])
         for i, rel in enumerate(dirs):
             if progress is not None:
                 progress(i, len(dirs), rel)

@@ -109,8 +109,13 @@ class Share:
         self.kustomizations: dict[tuple[str, bytes], tuple[dict[str, Any], list[str]]] = {}
         # (display path, origin annotation, bytes) -> resources
         self.files: dict[tuple[str, str | None, bytes], list[Resource]] = {}
-        # (root, restrictor, origin, schema key) -> accumulated base
+        # (display path, origin annotation, bytes) of files read once: stored when read again
+        self.seen_files: set[tuple[str, str | None, bytes]] = set()
+        # (root, restrictor, origin) -> accumulated base
         self.bases: dict[tuple[Any, ...], BaseEntry] = {}
+        # The directories whose accumulation may be asked for again (named by some
+        # kustomization), or None for all: the others are not stored.
+        self.wanted: set[str] | None = None
         self.hits = {"kustomizations": 0, "files": 0, "bases": 0}
 
     def active(self) -> _Activation:
@@ -145,10 +150,17 @@ class Share:
         hit = self.files.get(key)
         if hit is None:
             out = parse(data, source=source, origin=origin)
-            self.files[key] = [copy_resource(r) for r in out]
+            if key in self.seen_files:  # read a second time: worth a copy
+                self.files[key] = [copy_resource(r) for r in out]
+            else:
+                self.seen_files.add(key)
             return out
         self.hits["files"] += 1
         return [copy_resource(r) for r in hit]
+
+    def wants(self, root: str) -> bool:
+        """Whether the accumulation of kustomization directory ``root`` is worth storing."""
+        return self.wanted is None or root in self.wanted
 
     def base(self, key: tuple[Any, ...], chain: tuple[str, ...]) -> BaseEntry | None:
         """The stored accumulation for ``key`` if it holds on ``chain``, else None."""

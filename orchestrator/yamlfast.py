@@ -79,9 +79,11 @@ _KEY_COLON = Pattern(r":(?=[\s,\[\]{}]|\Z)")
 # '?' or ':' starting a flow entry or a value; a line starting with ':' after one with a flow
 # collection (a flow key over two lines); a block scalar header with more than indicators and a
 # comment; a quote and ':' (checked further: a quoted key over several lines).
-# Where a flow collection may start on a line (over-inclusive): '[' or '{' after the line's
-# start, a space or an indicator.
-_FLOW_START = Pattern(r"(?:^|[ :?\-,\[{])[\[{]")
+# Where a flow collection may start on a line (over-inclusive): '[' or '{' first on the line,
+# or after an indicator ('- ', ': ', '? ') and spaces. Not after other text ('(?:[' in a
+# pattern of a CEL rule): a flow collection in a flow collection is on a line that holds the
+# outer one's start, or within one over several lines (declined after parsing).
+_FLOW_START = Pattern(r"(?:^ *|[:?-] +)[\[{]")
 _FLOW_COLON = Pattern(r":[,?\[\]{}]")
 _FLOW_ENTRY = Pattern(r"[\[{,] *[?:]")
 _VALUE_START = Pattern(r": +[?:]\S")
@@ -95,6 +97,7 @@ _BAD_HEADER_LINES = Pattern(r"[:?-] *\n *" + _HEADER)
 _HEADER_COMMENT = Pattern(r"[|>][-+0-9]* +#[^\n]*[-+0-9]")
 # A line ending in a block scalar header (over-inclusive: a plain scalar may end so).
 _HEADER_LINE = Pattern(r"(?:^ *|[:?-] +)([|>])([-+]?[0-9]?|[0-9][-+])[ \t]*(?:#[^\n]*)?$")
+_INDICATOR_WORD = Pattern(r"\n *(?:- +)*[:?][^ \n]")
 _DASHES = Pattern(r" *(?:- +)*")
 _QUOTE_COLON = Pattern(r"['\"] *:[ \n]")
 _SEQUENCE_AFTER = Pattern(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two entries
@@ -234,6 +237,9 @@ def _check_text(text: str, lines: str) -> str | None:
     blocks = "|" in lines or ">" in lines
     if _SEQUENCE_AFTER.search(lines):
         raise _Undecided(f"text libyaml refuses ({_SEQUENCE_AFTER.pattern})")
+    if _INDICATOR_WORD.search(lines):
+        # ':a' or '?a' first on a line: a plain scalar to libyaml, an indicator to ryml.
+        raise _Undecided(f"text libyaml reads otherwise ({_INDICATOR_WORD.pattern})")
     flow_only = None
     for pattern in (_FLOW_COLON, _FLOW_ENTRY, _VALUE_START):
         for m in pattern.finditer(lines):
@@ -281,7 +287,8 @@ def _strip_trailing_tabs(text: str) -> tuple[str, list[tuple[str, int, list[str]
     Elsewhere such white space means nothing to libyaml (it ends a plain or quoted scalar's
     line, or a comment, or follows a ':'), but ryml keeps a tab ending a line of a plain scalar
     over several lines. Kept, and so declined as a character: after a backslash (an escaped tab
-    in a double-quoted scalar) and on lines of white space only (libyaml refuses some).
+    in a double-quoted scalar), after an indicator ('-' or '?': libyaml refuses '- \t') and
+    on lines of white space only (libyaml refuses some).
     """
     _, bodies, masked = _mask_block_bodies(text)
     lines = text.split("\n")
@@ -289,7 +296,7 @@ def _strip_trailing_tabs(text: str) -> tuple[str, list[tuple[str, int, list[str]
         if i in masked or "\t" not in line:
             continue
         stripped = line.rstrip(" \t")
-        if "\t" in line[len(stripped) :] and stripped.strip(" \t") and stripped[-1] != "\\":
+        if "\t" in line[len(stripped) :] and stripped.strip(" \t") and stripped[-1] not in "\\-?":
             lines[i] = stripped
     return "\n".join(lines), bodies
 

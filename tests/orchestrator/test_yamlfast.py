@@ -439,3 +439,29 @@ def test_mutated_corpus_files() -> None:
         decided += check(text)
         decided += check(text.rstrip("\n") if text.endswith("\n") else text + "\n")
     assert decided > 1000
+
+
+# ----------------------------------------------------------------------------- indicators in text
+
+_ATOMS = ["a", "b:", "[", "]", "{", "}", ",", ":", "?", "-", " ", "x:y", "[-1:]", "[?(@.t)]"]
+_ATOMS += [":80", "(?:[a]", ":]", "'q'", '"d"', "|", ">", "#c", "\t", "1", "True", "~", "&a"]
+
+
+def test_flow_indicators_and_tabs_in_block_context() -> None:
+    """Lines of keys and values made of flow indicators, colons, tabs and jsonPath-like text,
+    some continued on the next line: where the fast path answers (it now answers such text
+    outside flow collections), it answers as PyYAML does."""
+    rng = random.Random(24)
+    decided = 0
+    for _ in range(4000):
+        lines = []
+        for _ in range(rng.randint(1, 5)):
+            key = rng.choice(["k", "- k", "-", "? k", "kk", "- - k"])
+            value = "".join(rng.choice(_ATOMS) for _ in range(rng.randint(0, 5)))
+            indent = " " * rng.choice([0, 0, 2, 4])
+            lines.append(indent + key + rng.choice([": ", ":", ": ", "  "]) + value)
+            if rng.random() < 0.3:
+                more = "".join(rng.choice(_ATOMS) for _ in range(rng.randint(1, 4)))
+                lines.append(" " * rng.choice([2, 4, 6]) + more)
+        decided += check("\n".join(lines) + rng.choice(["\n", ""]))
+    assert decided > 300

@@ -308,7 +308,7 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
 
     Headers are found by their look (``key: |``, ``- >-``, ``|`` alone); ``_check_block_bodies``
     then holds the result to ryml's tree, so a plain scalar that looks like one is no risk.
-    _Undecided for what this does not follow: an indentation indicator, content at column 0,
+    _Undecided for what this does not follow: content at column 0,
     a tab within the content's indentation, characters other than tabs that libyaml refuses.
     """
     lines = text.split("\n")
@@ -321,8 +321,7 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
         i += 1
         if m is None:
             continue
-        if any(c.isdigit() for c in m.group(2)):
-            raise _Undecided("block scalar with an indentation indicator")
+        digits = [int(c) for c in m.group(2) if c.isdigit()]
         # The indentation the content must exceed: that of the key the header follows (after
         # any '- '), or of the last '- ' when the header is a sequence entry itself.
         line = lines[i - 1]
@@ -344,6 +343,8 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
         i = start + len(body)
         first = next((b for b in body if b.strip(" \t")), None)
         indent = len(first) - len(first.lstrip(" ")) if first is not None else 0
+        if digits:
+            indent = parent + digits[0]  # libyaml's: the parent's indentation plus the digit
         if first is not None and (indent == 0 or first.lstrip(" ").startswith("\t")):
             raise _Undecided("block scalar content at column 0 or indented with a tab")
         for j, line in enumerate(body):

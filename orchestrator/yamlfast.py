@@ -89,9 +89,11 @@ _FLOW_ENTRY = Pattern(r"[\[{,] *[?:]")
 _VALUE_START = Pattern(r": +[?:]\S")
 _LINE_START = Pattern(r"\n( *[:|>][^\n]*)")
 _FLOW_KEY_LINES = Pattern(r"[{\[][^\n]*\n *:[ \n]")
-_HEADER = r"[|>](?!(?:[-+][1-9]?|[1-9][-+]?)?(?: +#[^\n]*| *)(?:\n|\Z))"
+# (A backslash right after the indicators, as in "...key: |-\\n..." within a double-quoted
+# scalar, is not looked at: ryml refuses it too where it would be a header.)
+_HEADER = r"[|>](?!(?:[-+][1-9]?|[1-9][-+]?)?(?:\\|(?: +#[^\n]*| *)(?:\n|\Z)))"
 _BAD_HEADER = Pattern(r"[:?-] +" + _HEADER)
-_BAD_HEADER_LINES = Pattern(r"[:?-] *\n *" + _HEADER)
+_BAD_HEADER_LINES = Pattern(r"[:?-] *(?: #[^\n]*)?\n *" + _HEADER)  # a comment may end the first
 # ryml reads '-', '+' and digits in a block scalar header's comment as its indicators
 # ('run: | #>-' strips the final line break); libyaml ignores the comment. Found by sweeping.
 _HEADER_COMMENT = Pattern(r"[|>][-+0-9]* +#[^\n]*[-+0-9]")
@@ -271,12 +273,28 @@ def _check_text(text: str, lines: str) -> str | None:
         line = lines.rfind("\n", 0, start) + 1
         if "'" not in lines[line:start] and '"' not in lines[line:start]:
             raise _Undecided("quoted key over several lines")
+    return flow_only
+
+
+def _may_have_long_keys(lines: str) -> bool:
+    """Whether a line has a ':' 1000 or more characters in: libyaml refuses a simple key whose
+    ':' comes 1024 or more characters after it (ryml reads it). ``_check_key_lengths`` then
+    looks at the keys ryml read (in JSON in a quoted scalar, such a ':' ends no key)."""
     if len(lines) > 1000 and _LONG_LINE.search(lines):
         for line in lines.split("\n"):
-            # libyaml refuses a simple key whose ':' comes 1024 or more characters after it.
             if len(line) >= 1000 and _KEY_COLON.search(line, 1000) is not None:
+                return True
+    return False
+
+
+def _check_key_lengths(tree: Any, ryml: Any) -> None:
+    """Raise _Undecided for a key of 1000 characters or more."""
+    has_any, node_key = ryml._ryml.Tree_type_has_any, ryml._ryml.Tree_key
+    for node in range(tree.size()):
+        if has_any(tree, node, ryml.KEY):
+            key = node_key(tree, node)
+            if key is not None and len(key) >= 1000:
                 raise _Undecided("long key")
-    return flow_only
 
 
 def _strip_trailing_tabs(text: str) -> tuple[str, list[tuple[str, int, list[str]]]]:
@@ -503,6 +521,8 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             raise _Undecided("empty")
         if flow_only is not None and _has_flow(tree, ryml):
             raise _Undecided(flow_only)
+        if _may_have_long_keys(lines):
+            _check_key_lengths(tree, ryml)
         if bodies is not None:
             _check_block_bodies(tree, ryml, bodies)
         indicator_start, suspects = _check_json(js, text, bad_values)

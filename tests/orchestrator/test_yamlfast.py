@@ -164,6 +164,8 @@ def test_reads_a_manifest_and_marks_implicit_nulls() -> None:
         # Found by bench/yaml_sweep.py: ryml takes the comment's '-' as the chomping indicator.
         ("k: | #>-\n  x\n", "block scalar header with a comment holding '-'"),
         ("k: > # 2 spaces\n  x\n", "block scalar header with a comment holding a digit"),
+        # Found by fuzzing: a bad header on its own line after a commented line.
+        ("-: #c\n      >1~\n", "bad block scalar header after a comment"),
     ],
 )
 def test_declines_what_it_cannot_vouch_for(text: str, why: str) -> None:

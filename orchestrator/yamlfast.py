@@ -486,6 +486,11 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
         # libyaml reads the end of the text as a line break, except after a block scalar (it
         # keeps no line break there, ryml adds one): without one, ryml reads the text with it,
         # and the result stands unless a block scalar ends the text.
+        if "\r" in text:
+            # CRLF line ends: LF to libyaml too (line breaks are normalised in every scalar).
+            lf = text.replace("\r\n", "\n")
+            if "\r" not in lf:
+                text, data = lf, None
         unterminated = not text.endswith("\n")
         if unterminated:
             text += "\n"
@@ -526,10 +531,11 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
         if bodies is not None:
             _check_block_bodies(tree, ryml, bodies)
         indicator_start, suspects = _check_json(js, text, bad_values)
+        if '"": ' in js:
+            _check_empty_keys(tree, ryml)
         if indicator_start:
             _check_plain_starts(tree, ryml)
-        if suspects:
-            _check_plain_values(tree, ryml, suspects)
+        retyped = _plain_values(tree, ryml, suspects) if suspects else []
         last_block = None
         if unterminated and ("|" in text or ">" in text):
             last_block = _ends_in_block_scalar(text, tree, ryml)
@@ -540,6 +546,10 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
         docs = root if tree.is_stream(tree.root_id()) else [root]
         if implicit:
             _mark_implicit_nulls(tree, docs, implicit)
+        for node, token in retyped:
+            # A plain scalar ryml writes as a JSON string (True, 0o17): typed as go-yaml does.
+            holder, step = _holder(tree, docs, node)
+            holder[step] = plain(token)
         if last_block is not None:
             # libyaml keeps no line break after a block scalar that ends the text without one
             # (whatever its chomping); ryml read the text with one added.
@@ -579,7 +589,7 @@ def _check_json(js: str, text: str, bad_values: dict[str, set[str]]) -> tuple[bo
             raise _Undecided(f"string starting with {start[2]}")
     # Keys ryml rewrites even when quoted (nan and inf spellings), and empty keys (libyaml
     # refuses ``: value``; ryml reads a null key).
-    for key in ('".nan": ', '".inf": ', '"-.inf": ', '"": '):
+    for key in ('".nan": ', '".inf": ', '"-.inf": '):
         if key in lines:
             raise _Undecided(f"key {key}")
     suspects: set[bytes] = set()
@@ -593,17 +603,33 @@ def _check_json(js: str, text: str, bad_values: dict[str, set[str]]) -> tuple[bo
     return indicator_start, suspects
 
 
-def _check_plain_values(tree: Any, ryml: Any, tokens: set[bytes]) -> None:
-    """Raise _Undecided for a plain (neither quoted nor block) scalar value among ``tokens``."""
+def _check_empty_keys(tree: Any, ryml: Any) -> None:
+    """Raise _Undecided for an empty key not written quoted (libyaml refuses ``: value``; ryml
+    reads a null key), unlike ``"": value``."""
+    has_any, node_key = ryml._ryml.Tree_type_has_any, ryml._ryml.Tree_key
+    quoted = ryml.KEY_SQUO | ryml.KEY_DQUO
+    for node in range(tree.size()):
+        if has_any(tree, node, ryml.KEY) and not has_any(tree, node, quoted):
+            key = node_key(tree, node)
+            if key is None or not len(key):
+                raise _Undecided("empty key")
+
+
+def _plain_values(tree: Any, ryml: Any, tokens: set[bytes]) -> list[tuple[int, str]]:
+    """The plain (neither quoted nor block) scalar values among ``tokens``: (node, token).
+
+    _Undecided for one that is a map key's value or a sequence's entry no path reaches (none)."""
     node_type, node_val = ryml._ryml.Tree_type, ryml._ryml.Tree_val
     val = ryml.VAL
     styled = ryml.VAL_SQUO | ryml.VAL_DQUO | ryml.VAL_LITERAL | ryml.VAL_FOLDED
+    found = []
     for node in range(tree.size()):
         flags = node_type(tree, node)
         if flags & val and not flags & styled:
             v = node_val(tree, node)
             if v is not None and bytes(v) in tokens:
-                raise _Undecided(f"scalar {bytes(v).decode('utf-8')}")
+                found.append((node, bytes(v).decode("utf-8")))
+    return found
 
 
 def _check_plain_starts(tree: Any, ryml: Any) -> None:

@@ -9,20 +9,29 @@ which would cost it more than reading its few files. The result must be exactly 
 ``ImplicitNullMap`` for ``key:`` with no value, the same errors), so this path only answers
 where it can prove it agrees, and returns ``None`` (read it with PyYAML) everywhere else:
 
-- Text it does not read the same way: tabs, carriage returns, characters libyaml refuses or
-  treats as line breaks, directives, merge keys, a block scalar that may end the text with no
-  line break after it; and text libyaml refuses where ryml reads on (found by fuzzing against
-  PyYAML: see tests/orchestrator/test_yamlfast.py), such as a reserved indicator starting a
-  scalar, a bad block scalar header, content after a document end, ``?`` or ``:`` starting a
-  flow entry, simple keys libyaml finds too long.
+- Text it does not read the same way: tabs other than at the end of a line or in a block
+  scalar's content, carriage returns other than in CRLF line ends, characters libyaml refuses
+  or treats as line breaks, directives, merge keys; and text libyaml refuses where ryml reads on
+  (found by fuzzing against PyYAML: see tests/orchestrator/test_yamlfast.py), such as a
+  reserved indicator starting a scalar, a bad block scalar header, content after a document
+  end, ``?`` or ``:`` starting a flow entry, simple keys libyaml finds too long.
 - Anchors, aliases and tags (ryml's tree flags them, looked at when the text may hold one).
 - Plain scalars ryml's JSON types differently from go-yaml v3 (``~``, ``True``, ``0x1F``,
   ``0644``, ``1_000``, ``.inf``, a key ``1.0``) or v2 (also ``yes``, ``on``): every token
   that could be one is found with a regular expression, compared once per distinct token
-  against both readers, and looked for in the JSON as ryml would show it.
+  against both readers, and looked for in the JSON as ryml would show it. Where ryml shows it
+  as a string, the plain ones (told from quoted ones by the tree) are typed here instead.
 - Anything ryml or ``json`` rejects (so syntax errors keep PyYAML's messages), duplicate keys,
   documents nested deeper than ryml's emitter allows (64 levels, below ``MAX_DEPTH``: the depth
   and alias limits of ``yamllimits`` hold for what this path accepts).
+
+What only looks suspect is decided with ryml's tree rather than declined (what fell off this
+path in real repositories: tests/data/yamlfast, and bench/yaml_sweep.py to count the rest):
+text that libyaml refuses only within flow collections (jsonPath values such as ``[-1:]``),
+when no flow collection can hold it; text within block scalars' content (heredocs, tables of
+``|``), when the tree's block scalars hold exactly those lines; a tab ending a line, dropped
+outside block scalars; a block scalar ending the text with no line break, whose final line
+break is taken off as libyaml does.
 
 Which map values were written with nothing after the colon is read off ryml's tree (its
 ``VALNIL`` flag), only when the JSON holds a null map value at all. ryml prints its parse

@@ -13,6 +13,7 @@ set by whoever starts the build.
 from __future__ import annotations
 
 import os
+import sys
 
 from orchestrator import fieldspec, yamlio
 from orchestrator.errors import (
@@ -31,6 +32,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+
+    from orchestrator.share import Share
 
 # The fields of a transformer configuration file (``configurations:``).
 CONFIG_KEYS = frozenset(
@@ -242,9 +245,15 @@ class BuildState:
         # kustomization file -> (parsed, its warnings): what the functions pre-check read of
         # the tree, handed to the Target that loads the file next instead of parsing it again.
         self.preloaded: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        # Effects beyond the accumulated resources (functions, helm, Compositions), counted so
+        # that a base whose accumulation had one is never shared (orchestrator.share).
+        self.side_effects = 0
+        # The kustomization directories visited so far, when a share is active.
+        self.visited: list[str] = []
 
     def functions(self) -> Any:
         """The KRM functions context of this build (created on first use)."""
+        self.side_effects += 1
         if self._functions is None:
             from orchestrator.functions.plugin import FunctionsContext
 
@@ -285,6 +294,8 @@ class Target:
             self.k, warnings = preloaded
             build.warnings.extend(warnings)
         self.kind = self.k["kind"]
+        if _active_share() is not None:
+            build.visited.append(loader.root)
         self._catalogs: Any = None
         self.source = display(self.kfile)
         if self.k.get("catalogs"):
@@ -415,6 +426,7 @@ class Target:
                 # KEP-2299: a Composition in resources: appends what it generates.
                 if self.loader.is_dir(path):
                     self.loader.child(path)  # the same cycle check as for kustomizations
+                self.build.side_effects += 1
                 comp.accumulate(self.build, self.loader.abspath(path), acc, source=self.source)
                 continue
             if self.loader.is_dir(path):
@@ -442,7 +454,12 @@ class Target:
         if self.build.origins:
             origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
             origin += self.origin_repo
-        for res in resources_from_bytes(data, source=where, origin=origin):
+        share = _active_share()
+        if share is None:
+            found = resources_from_bytes(data, source=where, origin=origin)
+        else:
+            found = share.file_resources(where, origin, data, resources_from_bytes)
+        for res in found:
             if not self.build.schema_set:
                 gvk = res.gvk
                 self.build.types_before_schema.add(f"{gvk.group}/{gvk.version}/{gvk.kind}")
@@ -550,7 +567,7 @@ class Target:
         if component:
             sub.accumulate(acc)
             return
-        sub_acc = sub.accumulate(Accumulator())
+        sub_acc = accumulate_new(sub)
         for res in sub_acc.resmap:
             try:
                 acc.resmap.append(res)
@@ -650,6 +667,7 @@ class Target:
         import tempfile
 
         opts = self.build.options
+        self.build.side_effects += 1
         if not opts.enable_helm:
             raise NotSupportedError(
                 "must specify --enable-helm to use helmCharts", file=self.source
@@ -853,6 +871,7 @@ class Target:
                 raise ValidationError(f"invalid {field_name} entry {entry!r}", file=self.source)
             comp = self.build.composition_plugin(self.loader.abspath(entry))
             if comp is not None:
+                self.build.side_effects += 1
                 configs.append(comp.marker_config(self.loader.abspath(entry)))
                 continue
             if (
@@ -1085,6 +1104,49 @@ def _repo_spec(path: str) -> Any:
     from orchestrator import remote
 
     return remote.parse_repo_spec(path)
+
+
+def _active_share() -> Share | None:
+    """The share of a run of builds (orchestrator.share), if one is active; a single build never
+    imports that module, and no share can be active without it."""
+    module = sys.modules.get("orchestrator.share")
+    share: Share | None = module.current() if module is not None else None
+    return share
+
+
+def accumulate_new(target: Target) -> Accumulator:
+    """``target`` accumulated into a new Accumulator; with a share active, a copy of the same
+    accumulation by an earlier build of the run when there is one (orchestrator.share)."""
+    share = _active_share()
+    state = target.build
+    if share is None or state.schema_set:
+        return target.accumulate(Accumulator())
+    from orchestrator import share as _share
+
+    loader = target.loader
+    key = (loader.root, loader.restrictor, target.origin if state.origins else None)
+    entry = share.base(key, loader.parents)
+    if entry is not None:
+        acc = Accumulator()
+        acc.resmap.set_list(list(_share.entries(entry)))
+        acc.tconfig = entry.tconfig.copy() if entry.tconfig is not None else None
+        acc.var_field_specs = _share.copy_tree(entry.var_field_specs)
+        acc.vars = _share.copy_tree(entry.vars)
+        state.warnings.extend(entry.warnings)
+        state.visited.extend(entry.roots)
+        return acc
+    effects, warned, visited = state.side_effects, len(state.warnings), len(state.visited)
+    acc = target.accumulate(Accumulator())
+    if state.side_effects == effects and not state.schema_set and share.wants(loader.root):
+        share.bases[key] = _share.BaseEntry(
+            [_share.copy_resource(r) for r in acc.resmap],
+            acc.tconfig.copy() if acc.tconfig is not None else None,
+            _share.copy_tree(acc.var_field_specs),
+            _share.copy_tree(acc.vars),
+            state.warnings[warned:],
+            (loader.root, *state.visited[visited:]),
+        )
+    return acc
 
 
 def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:

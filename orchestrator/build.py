@@ -25,6 +25,7 @@ from orchestrator.accumulator import (  # re-exported: the façade's public name
     BuildResult,
     BuildState,
     Target,
+    accumulate_new,
     add_managed_by,
     is_local_config,
     may_be_composition,
@@ -126,7 +127,7 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     from orchestrator.functions import schema as fn_schema
 
     fn_schema.precheck(target)  # functionConfigs against catalog schemas, before anything runs
-    acc = target.accumulate(Accumulator())
+    acc = accumulate_new(target)
     resmap = acc.resmap
     from orchestrator.filters.hash import add_hashes
 

@@ -99,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="neither use nor fill the build cache ($XDG_CACHE_HOME/krm/builds)",
     )
+    b.add_argument(
+        "--batch",
+        action="store_true",
+        help="build every kustomization directory under PATH into -o DIR "
+        "(DIR/<dir>/build.yaml or error.txt)",
+    )
     fcli = _functions_cli()
     fcli.add_build_flags(b)
     fcli.add_view_command(sub)
@@ -146,6 +152,7 @@ _BUILD_DEFAULTS: dict[str, Any] = {
     "strict_catalogs": False,
     "lock": False,
     "locked": False,
+    "batch": False,
 }
 _CHOICES = {
     "load_restrictor": ["LoadRestrictionsRootOnly", "LoadRestrictionsNone"],
@@ -184,6 +191,7 @@ _FLAGS = {
     "--strict-catalogs": "strict_catalogs",
     "--lock": "lock",
     "--locked": "locked",
+    "--batch": "batch",
 }
 
 
@@ -302,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _build(args: Args, debug: bool) -> int:
     """``krm build DIR``, served from the build cache when nothing it read has changed."""
+    if args.batch:
+        return _build_batch(args, debug)
     to_dir = bool(args.output and os.path.isdir(args.output))
     if args.no_cache or to_dir or args.enable_helm or args.lock or args.locked:
         return _build_uncached(args, debug, None)
@@ -335,21 +345,11 @@ def _write_text(args: Args, text: str) -> None:
 
 def _build_uncached(args: Args, debug: bool, cache: Any) -> int:
     """Build (recording what the build reads when ``cache`` is given, then storing it)."""
-    from orchestrator.build import BuildOptions, build
+    from orchestrator.build import build
     from orchestrator.errors import KrmError
 
-    fcli = _functions_cli()
-    fn_options = fcli.fn_options(args)
-    options = BuildOptions(
-        load_restrictor=args.load_restrictor,
-        reorder=args.reorder,
-        enable_helm=args.enable_helm,
-        helm_command=args.helm_command,
-        debug=debug,
-        functions=fn_options,
-        trusted_catalogs=args.trusted_catalog,
-        managed_by_label=args.enable_managedby_label,
-    )
+    options = _build_options(args, debug)
+    fn_options = options.functions
     try:
         if cache is None:
             result = build(args.path, options)
@@ -381,6 +381,32 @@ def _build_uncached(args: Args, debug: bool, cache: Any) -> int:
             cache.store(recorder, text, warnings)
         _write_text(args, text)
     return 0
+
+
+def _build_options(args: Args, debug: bool) -> Any:
+    """The BuildOptions of a ``krm build`` command line."""
+    from orchestrator.build import BuildOptions
+
+    return BuildOptions(
+        load_restrictor=args.load_restrictor,
+        reorder=args.reorder,
+        enable_helm=args.enable_helm,
+        helm_command=args.helm_command,
+        debug=debug,
+        functions=_functions_cli().fn_options(args),
+        trusted_catalogs=args.trusted_catalog,
+        managed_by_label=args.enable_managedby_label,
+    )
+
+
+def _build_batch(args: Args, debug: bool) -> int:
+    """``krm build --batch ROOT -o OUTDIR``: every kustomization under ROOT (no build cache)."""
+    from orchestrator import batch
+
+    if not args.output:
+        print("Error: --batch needs -o OUTDIR", file=sys.stderr)
+        return USAGE_ERROR
+    return batch.run(args.path, args.output, _build_options(args, debug))
 
 
 def _consolidate(args: Args, debug: bool) -> int:

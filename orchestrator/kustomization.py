@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from orchestrator import yamlio
 from orchestrator.errors import LoadError, ValidationError
@@ -10,6 +11,8 @@ from orchestrator.errors import LoadError, ValidationError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     from typing import Any
+
+    from orchestrator.share import Share
 
 KUSTOMIZATION_VERSION = "kustomize.config.k8s.io/v1beta1"
 COMPONENT_VERSION = "kustomize.config.k8s.io/v1alpha1"
@@ -231,7 +234,16 @@ def load(path: str, *, warnings: list[str] | None = None) -> dict[str, Any]:
 
     with open(path, "rb") as f:
         data = f.read()
-    return parse(data, source=display(path), warnings=warnings)
+    module = sys.modules.get("orchestrator.share")  # a single build never imports it
+    shared: Share | None = module.current() if module is not None else None
+    if shared is None:
+        return parse(data, source=display(path), warnings=warnings)
+    k, found = shared.kustomization(
+        path, data, lambda w: parse(data, source=display(path), warnings=w)
+    )
+    if warnings is not None:
+        warnings.extend(found)
+    return k
 
 
 def parse(data: bytes | str, *, source: str, warnings: list[str] | None = None) -> dict[str, Any]:

@@ -9,20 +9,29 @@ which would cost it more than reading its few files. The result must be exactly 
 ``ImplicitNullMap`` for ``key:`` with no value, the same errors), so this path only answers
 where it can prove it agrees, and returns ``None`` (read it with PyYAML) everywhere else:
 
-- Text it does not read the same way: tabs, carriage returns, characters libyaml refuses or
-  treats as line breaks, directives, merge keys, a block scalar that may end the text with no
-  line break after it; and text libyaml refuses where ryml reads on (found by fuzzing against
-  PyYAML: see tests/orchestrator/test_yamlfast.py), such as a reserved indicator starting a
-  scalar, a bad block scalar header, content after a document end, ``?`` or ``:`` starting a
-  flow entry, simple keys libyaml finds too long.
+- Text it does not read the same way: tabs other than at the end of a line or in a block
+  scalar's content, carriage returns other than in CRLF line ends, characters libyaml refuses
+  or treats as line breaks, directives, merge keys; and text libyaml refuses where ryml reads on
+  (found by fuzzing against PyYAML: see tests/orchestrator/test_yamlfast.py), such as a
+  reserved indicator starting a scalar, a bad block scalar header, content after a document
+  end, ``?`` or ``:`` starting a flow entry, simple keys libyaml finds too long.
 - Anchors, aliases and tags (ryml's tree flags them, looked at when the text may hold one).
 - Plain scalars ryml's JSON types differently from go-yaml v3 (``~``, ``True``, ``0x1F``,
   ``0644``, ``1_000``, ``.inf``, a key ``1.0``) or v2 (also ``yes``, ``on``): every token
   that could be one is found with a regular expression, compared once per distinct token
-  against both readers, and looked for in the JSON as ryml would show it.
+  against both readers, and looked for in the JSON as ryml would show it. Where ryml shows it
+  as a string, the plain ones (told from quoted ones by the tree) are typed here instead.
 - Anything ryml or ``json`` rejects (so syntax errors keep PyYAML's messages), duplicate keys,
   documents nested deeper than ryml's emitter allows (64 levels, below ``MAX_DEPTH``: the depth
   and alias limits of ``yamllimits`` hold for what this path accepts).
+
+What only looks suspect is decided with ryml's tree rather than declined (what fell off this
+path in real repositories: tests/data/yamlfast, and bench/yaml_sweep.py to count the rest):
+text that libyaml refuses only within flow collections (jsonPath values such as ``[-1:]``),
+when no flow collection can hold it; text within block scalars' content (heredocs, tables of
+``|``), when the tree's block scalars hold exactly those lines; a tab ending a line, dropped
+outside block scalars; a block scalar ending the text with no line break, whose final line
+break is taken off as libyaml does.
 
 Which map values were written with nothing after the colon is read off ryml's tree (its
 ``VALNIL`` flag), only when the JSON holds a null map value at all. ryml prints its parse
@@ -79,14 +88,28 @@ _KEY_COLON = Pattern(r":(?=[\s,\[\]{}]|\Z)")
 # '?' or ':' starting a flow entry or a value; a line starting with ':' after one with a flow
 # collection (a flow key over two lines); a block scalar header with more than indicators and a
 # comment; a quote and ':' (checked further: a quoted key over several lines).
+# Where a flow collection may start on a line (over-inclusive): '[' or '{' first on the line,
+# or after an indicator ('- ', ': ', '? ') and spaces. Not after other text ('(?:[' in a
+# pattern of a CEL rule): a flow collection in a flow collection is on a line that holds the
+# outer one's start, or within one over several lines (declined after parsing).
+_FLOW_START = Pattern(r"(?:^ *|[:?-] +)[\[{]")
 _FLOW_COLON = Pattern(r":[,?\[\]{}]")
 _FLOW_ENTRY = Pattern(r"[\[{,] *[?:]")
 _VALUE_START = Pattern(r": +[?:]\S")
 _LINE_START = Pattern(r"\n( *[:|>][^\n]*)")
 _FLOW_KEY_LINES = Pattern(r"[{\[][^\n]*\n *:[ \n]")
-_HEADER = r"[|>](?!(?:[-+][1-9]?|[1-9][-+]?)?(?: +#[^\n]*| *)(?:\n|\Z))"
+# (A backslash right after the indicators, as in "...key: |-\\n..." within a double-quoted
+# scalar, is not looked at: ryml refuses it too where it would be a header.)
+_HEADER = r"[|>](?!(?:[-+][1-9]?|[1-9][-+]?)?(?:\\|(?: +#[^\n]*| *)(?:\n|\Z)))"
 _BAD_HEADER = Pattern(r"[:?-] +" + _HEADER)
-_BAD_HEADER_LINES = Pattern(r"[:?-] *\n *" + _HEADER)
+_BAD_HEADER_LINES = Pattern(r"[:?-] *(?: #[^\n]*)?\n *" + _HEADER)  # a comment may end the first
+# ryml reads '-', '+' and digits in a block scalar header's comment as its indicators
+# ('run: | #>-' strips the final line break); libyaml ignores the comment. Found by sweeping.
+_HEADER_COMMENT = Pattern(r"[|>][-+0-9]* +#[^\n]*[-+0-9]")
+# A line ending in a block scalar header (over-inclusive: a plain scalar may end so).
+_HEADER_LINE = Pattern(r"(?:^ *|[:?-] +)([|>])([-+]?[0-9]?|[0-9][-+])[ \t]*(?:#[^\n]*)?$")
+_INDICATOR_WORD = Pattern(r"\n *(?:- +)*[:?][^ \n]")
+_DASHES = Pattern(r" *(?:- +)*")
 _QUOTE_COLON = Pattern(r"['\"] *:[ \n]")
 _SEQUENCE_AFTER = Pattern(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two entries
 # In ryml's JSON: a string starting with a character no plain scalar may start with in libyaml
@@ -204,10 +227,11 @@ def _lines(text: str) -> str:
     return "\n" + "\n".join(set(text.split("\n"))) + "\n"
 
 
-def _check_text(text: str, lines: str) -> None:
+def _check_text(text: str, lines: str) -> str | None:
     """Raise _Undecided for text this path may read differently from libyaml.
 
-    ``lines`` is _lines(text): the checks that look within one line run on it.
+    ``lines`` is _lines(text): the checks that look within one line run on it. Returns the
+    reason to decline if the text turns out to hold a flow collection, else None.
     """
     if text.startswith(("|", ">", "...")):
         raise _Undecided("block scalar or document end at the start")
@@ -222,11 +246,26 @@ def _check_text(text: str, lines: str) -> None:
     # Patterns that cannot match are skipped, which spares compiling them (most small texts
     # hold no block scalar indicator, no line starting with ':' and no line of 1000 characters).
     blocks = "|" in lines or ">" in lines
-    for pattern in (_FLOW_COLON, _FLOW_ENTRY, _VALUE_START, _SEQUENCE_AFTER):
-        if pattern.search(lines):
-            raise _Undecided(f"text libyaml refuses ({pattern.pattern})")
+    if _SEQUENCE_AFTER.search(lines):
+        raise _Undecided(f"text libyaml refuses ({_SEQUENCE_AFTER.pattern})")
+    if _INDICATOR_WORD.search(lines):
+        # ':a' or '?a' first on a line: a plain scalar to libyaml, an indicator to ryml.
+        raise _Undecided(f"text libyaml reads otherwise ({_INDICATOR_WORD.pattern})")
+    flow_only = None
+    for pattern in (_FLOW_COLON, _FLOW_ENTRY, _VALUE_START):
+        for m in pattern.finditer(lines):
+            # Refused inside flow collections only: jsonPath values such as [-1:] or
+            # [?(@.type=="Ready")] and addresses such as ':8080' are plain scalars in block
+            # context. Declined here when a flow collection may start on that line, and after
+            # parsing when the tree holds a flow collection over several lines.
+            flow_only = f"text libyaml refuses in flow context ({pattern.pattern})"
+            where = lines[lines.rfind("\n", 0, m.start()) + 1 : lines.find("\n", m.end())]
+            if _FLOW_START.search(where):
+                raise _Undecided(flow_only)
     if blocks and _BAD_HEADER.search(lines):
         raise _Undecided(f"text libyaml refuses ({_BAD_HEADER.pattern})")
+    if blocks and _HEADER_COMMENT.search(lines):
+        raise _Undecided("block scalar header with a comment ryml misreads")
     starts = blocks or "\n:" in lines or " :" in lines
     for line in _LINE_START.findall(lines) if starts else ():
         # The two-line checks, for each place such a line is (CEL rules often start with ':').
@@ -243,11 +282,130 @@ def _check_text(text: str, lines: str) -> None:
         line = lines.rfind("\n", 0, start) + 1
         if "'" not in lines[line:start] and '"' not in lines[line:start]:
             raise _Undecided("quoted key over several lines")
+    return flow_only
+
+
+def _may_have_long_keys(lines: str) -> bool:
+    """Whether a line has a ':' 1000 or more characters in: libyaml refuses a simple key whose
+    ':' comes 1024 or more characters after it (ryml reads it). ``_check_key_lengths`` then
+    looks at the keys ryml read (in JSON in a quoted scalar, such a ':' ends no key)."""
     if len(lines) > 1000 and _LONG_LINE.search(lines):
         for line in lines.split("\n"):
-            # libyaml refuses a simple key whose ':' comes 1024 or more characters after it.
             if len(line) >= 1000 and _KEY_COLON.search(line, 1000) is not None:
+                return True
+    return False
+
+
+def _check_key_lengths(tree: Any, ryml: Any) -> None:
+    """Raise _Undecided for a key of 1000 characters or more."""
+    has_any, node_key = ryml._ryml.Tree_type_has_any, ryml._ryml.Tree_key
+    for node in range(tree.size()):
+        if has_any(tree, node, ryml.KEY):
+            key = node_key(tree, node)
+            if key is not None and len(key) >= 1000:
                 raise _Undecided("long key")
+
+
+def _strip_trailing_tabs(text: str) -> tuple[str, list[tuple[str, int, list[str]]]]:
+    """``text`` without the white space ending a line that holds a tab there, except in block
+    scalars' content (where it is content), and the block scalars found (to be held to ryml's
+    tree: ``_check_block_bodies``).
+
+    Elsewhere such white space means nothing to libyaml (it ends a plain or quoted scalar's
+    line, or a comment, or follows a ':'), but ryml keeps a tab ending a line of a plain scalar
+    over several lines. Kept, and so declined as a character: after a backslash (an escaped tab
+    in a double-quoted scalar), after an indicator ('-' or '?': libyaml refuses '- \t') and
+    on lines of white space only (libyaml refuses some).
+    """
+    _, bodies, masked = _mask_block_bodies(text)
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if i in masked or "\t" not in line:
+            continue
+        stripped = line.rstrip(" \t")
+        if "\t" in line[len(stripped) :] and stripped.strip(" \t") and stripped[-1] not in "\\-?":
+            lines[i] = stripped
+    return "\n".join(lines), bodies
+
+
+def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]], set[int]]:
+    """``text`` with the content lines of its block scalars blanked, and for each block scalar
+    (in text order) its style, its content's indentation and its content lines, and the
+    indexes of those lines.
+
+    Headers are found by their look (``key: |``, ``- >-``, ``|`` alone); ``_check_block_bodies``
+    then holds the result to ryml's tree, so a plain scalar that looks like one is no risk.
+    _Undecided for what this does not follow: content at column 0,
+    a tab within the content's indentation, characters other than tabs that libyaml refuses.
+    """
+    lines = text.split("\n")
+    out = list(lines)
+    bodies: list[tuple[str, int, list[str]]] = []
+    masked: set[int] = set()
+    i = 0
+    while i < len(lines):
+        m = _HEADER_LINE.search(lines[i])
+        i += 1
+        if m is None:
+            continue
+        digits = [int(c) for c in m.group(2) if c.isdigit()]
+        # The indentation the content must exceed: that of the key the header follows (after
+        # any '- '), or of the last '- ' when the header is a sequence entry itself.
+        line = lines[i - 1]
+        dashes = _DASHES.match(line)
+        key_column = dashes.end() if dashes is not None else 0
+        if key_column >= m.start():
+            parent = line.rstrip(" ").rfind("-", 0, m.start())
+            parent = parent if parent >= 0 else len(line) - len(line.lstrip(" "))
+        else:
+            parent = key_column
+        start = i
+        while i < len(lines) and (
+            not lines[i].strip(" \t") or len(lines[i]) - len(lines[i].lstrip(" ")) > parent
+        ):
+            i += 1
+        body = lines[start:i]
+        while body and not body[-1].strip(" \t"):
+            body.pop()  # trailing blank lines: left as they are (and checked as text)
+        i = start + len(body)
+        first = next((b for b in body if b.strip(" \t")), None)
+        indent = len(first) - len(first.lstrip(" ")) if first is not None else 0
+        if digits:
+            indent = parent + digits[0]  # libyaml's: the parent's indentation plus the digit
+        if first is not None and (indent == 0 or first.lstrip(" ").startswith("\t")):
+            raise _Undecided("block scalar content at column 0 or indented with a tab")
+        for j, line in enumerate(body):
+            if "\t" in line[:indent] or (_UNSAFE_CHAR.search(line.replace("\t", " "))):
+                raise _Undecided("character")
+            if line.strip(" \t") and not line.startswith(" " * indent):
+                raise _Undecided("block scalar content less indented than its first line")
+            out[start + j] = ""
+            masked.add(start + j)
+        bodies.append((m.group(1), indent, body))
+    return "\n".join(out), bodies, masked
+
+
+def _check_block_bodies(tree: Any, ryml: Any, bodies: list[tuple[str, int, list[str]]]) -> None:
+    """_Undecided unless ryml's block scalars are, in order, those ``_mask_block_bodies`` found,
+    each holding its content lines (all of a literal's characters, a folded one's words)."""
+    has_any = ryml._ryml.Tree_type_has_any
+    if any(has_any(tree, node, ryml.KEY_LITERAL | ryml.KEY_FOLDED) for node in range(tree.size())):
+        raise _Undecided("block scalar key")
+    block = ryml.VAL_LITERAL | ryml.VAL_FOLDED
+    nodes = [node for node in range(tree.size()) if has_any(tree, node, block)]
+    if len(nodes) != len(bodies):
+        raise _Undecided("block scalars not where the text shows them")
+    for node, (style, indent, body) in zip(nodes, bodies, strict=True):
+        value = bytes(tree.val(node)).decode("utf-8")
+        literal = bool(has_any(tree, node, ryml.VAL_LITERAL))
+        if literal != (style == "|"):
+            raise _Undecided("block scalars not where the text shows them")
+        if literal:
+            same = value.rstrip("\n") == "\n".join(line[indent:] for line in body).rstrip("\n")
+        else:
+            same = "".join(value.split()) == "".join("".join(body).split())
+        if not same:
+            raise _Undecided("block scalar content not what the text shows")
 
 
 def _tokens(lines: str) -> set[str]:
@@ -295,7 +453,7 @@ def _disagreement(token: str, plain: Callable[[str], Any]) -> tuple[str | None, 
         same = type(value) is type(mine) and (value == mine or (value != value and mine != mine))
         bad_value = None if same else value_json
     key = json.loads(key_json)
-    from orchestrator.yamlio import scalar_text
+    from orchestrator.yamlscalar import scalar_text
 
     result = (bad_value, None if key == scalar_text(mine) else key)
     if len(_DISAGREE) < 10000:
@@ -337,30 +495,59 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
         # libyaml reads the end of the text as a line break, except after a block scalar (it
         # keeps no line break there, ryml adds one): without one, ryml reads the text with it,
         # and the result stands unless a block scalar ends the text.
+        if "\r" in text:
+            # CRLF line ends: LF to libyaml too (line breaks are normalised in every scalar).
+            lf = text.replace("\r\n", "\n")
+            if "\r" not in lf:
+                text, data = lf, None
         unterminated = not text.endswith("\n")
         if unterminated:
             text += "\n"
             data = None
+        bodies: list[tuple[str, int, list[str]]] | None = None
+        if "\t" in text:
+            text, bodies = _strip_trailing_tabs(text)
+            data = None
         lines = _lines(text)
-        _check_text(text, lines)
+        try:
+            flow_only = _check_text(text, lines)
+        except _Undecided:
+            # What made the text suspect may lie in block scalars' content (heredocs with
+            # '<<', tabs, tables of '|' in CRD descriptions): check the text without it, and
+            # below, that ryml read those lines as the content of those block scalars.
+            if "|" not in text and ">" not in text:
+                raise
+            masked, bodies, _ = _mask_block_bodies(text)
+            flow_only = _check_text(masked, _lines(masked))
         ryml = _import_ryml()
         with _QuietStderr():
-            bad_values: set[str] = set()
+            bad_values: dict[str, set[str]] = {}
             bad_keys: set[str] = set()
             for token in _tokens(lines):
                 value, key = _disagreement(token, plain)
                 if value is not None:
-                    bad_values.add(value)
+                    bad_values.setdefault(value, set()).add(token)
                 if key is not None:
                     bad_keys.add(key)
             tree = ryml.parse_in_arena(text.encode("utf-8") if data is None else data)
             js = ryml.emit_json(tree)
         if js is None:
             raise _Undecided("empty")
-        if _check_json(js, text, bad_values):
+        if flow_only is not None and _has_flow(tree, ryml):
+            raise _Undecided(flow_only)
+        if _may_have_long_keys(lines):
+            _check_key_lengths(tree, ryml)
+        if bodies is not None:
+            _check_block_bodies(tree, ryml, bodies)
+        indicator_start, suspects = _check_json(js, text, bad_values)
+        if '"": ' in js:
+            _check_empty_keys(tree, ryml)
+        if indicator_start:
             _check_plain_starts(tree, ryml)
-        if unterminated and ("|" in text or ">" in text) and _ends_in_block_scalar(tree, ryml):
-            raise _Undecided("no final line break after a block scalar")
+        retyped = _plain_values(tree, ryml, suspects) if suspects else []
+        last_block = None
+        if unterminated and ("|" in text or ">" in text):
+            last_block = _ends_in_block_scalar(text, tree, ryml)
         nulls = '": null' in js
         implicit = _scan_tree(tree, ryml, nulls) if nulls or _maybe_property(lines) else {}
         hook = _pairs_checking(frozenset(bad_keys))
@@ -368,6 +555,16 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
         docs = root if tree.is_stream(tree.root_id()) else [root]
         if implicit:
             _mark_implicit_nulls(tree, docs, implicit)
+        for node, token in retyped:
+            # A plain scalar ryml writes as a JSON string (True, 0o17): typed as go-yaml does.
+            holder, step = _holder(tree, docs, node)
+            holder[step] = plain(token)
+        if last_block is not None:
+            # libyaml keeps no line break after a block scalar that ends the text without one
+            # (whatever its chomping); ryml read the text with one added.
+            holder, step = _holder(tree, docs, last_block)
+            if holder[step].endswith("\n"):
+                holder[step] = holder[step][:-1]
     except (_Undecided, ValueError, RecursionError) as exc:
         last_reason = f"{type(exc).__name__}: {exc}"
         return None
@@ -380,10 +577,13 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
     return [d for d in docs if d is not None]
 
 
-def _check_json(js: str, text: str, bad_values: set[str]) -> bool:
+def _check_json(js: str, text: str, bad_values: dict[str, set[str]]) -> tuple[bool, set[bytes]]:
     """Raise _Undecided when ryml's JSON shows something PyYAML may read differently.
 
-    True when a string starts with an indicator (``_check_plain_starts`` is to look further).
+    Returns whether a string starts with an indicator (``_check_plain_starts`` is to look
+    further), and the tokens whose plain scalars ryml writes as a JSON string that the JSON
+    holds (``"False"``: from a plain scalar, a boolean to go-yaml v3; from a quoted one, a
+    string: ``_check_plain_values`` tells them apart).
     """
     if js[:2] in ('"]', '"}', '",'):
         raise _Undecided(f"string starting with {js[1]}")
@@ -398,15 +598,47 @@ def _check_json(js: str, text: str, bad_values: set[str]) -> bool:
             raise _Undecided(f"string starting with {start[2]}")
     # Keys ryml rewrites even when quoted (nan and inf spellings), and empty keys (libyaml
     # refuses ``: value``; ryml reads a null key).
-    for key in ('".nan": ', '".inf": ', '"-.inf": ', '"": '):
+    for key in ('".nan": ', '".inf": ', '"-.inf": '):
         if key in lines:
             raise _Undecided(f"key {key}")
-    for value in bad_values:
+    suspects: set[bytes] = set()
+    for value, tokens in bad_values.items():
         if value in lines:
-            raise _Undecided(f"scalar {value}")
+            if not value.startswith('"'):
+                raise _Undecided(f"scalar {value}")
+            suspects.update(t.encode("utf-8") for t in tokens)
     if "\\" in text and not lines.isascii() and _SURROGATE.search(lines):
         raise _Undecided("surrogate")  # an escaped lone surrogate
-    return indicator_start
+    return indicator_start, suspects
+
+
+def _check_empty_keys(tree: Any, ryml: Any) -> None:
+    """Raise _Undecided for an empty key not written quoted (libyaml refuses ``: value``; ryml
+    reads a null key), unlike ``"": value``."""
+    has_any, node_key = ryml._ryml.Tree_type_has_any, ryml._ryml.Tree_key
+    quoted = ryml.KEY_SQUO | ryml.KEY_DQUO
+    for node in range(tree.size()):
+        if has_any(tree, node, ryml.KEY) and not has_any(tree, node, quoted):
+            key = node_key(tree, node)
+            if key is None or not len(key):
+                raise _Undecided("empty key")
+
+
+def _plain_values(tree: Any, ryml: Any, tokens: set[bytes]) -> list[tuple[int, str]]:
+    """The plain (neither quoted nor block) scalar values among ``tokens``: (node, token).
+
+    _Undecided for one that is a map key's value or a sequence's entry no path reaches (none)."""
+    node_type, node_val = ryml._ryml.Tree_type, ryml._ryml.Tree_val
+    val = ryml.VAL
+    styled = ryml.VAL_SQUO | ryml.VAL_DQUO | ryml.VAL_LITERAL | ryml.VAL_FOLDED
+    found = []
+    for node in range(tree.size()):
+        flags = node_type(tree, node)
+        if flags & val and not flags & styled:
+            v = node_val(tree, node)
+            if v is not None and bytes(v) in tokens:
+                found.append((node, bytes(v).decode("utf-8")))
+    return found
 
 
 def _check_plain_starts(tree: Any, ryml: Any) -> None:
@@ -428,13 +660,41 @@ def _check_plain_starts(tree: Any, ryml: Any) -> None:
                 raise _Undecided(f"plain key starting with {chr(k[0])!r}")
 
 
-def _ends_in_block_scalar(tree: Any, ryml: Any) -> bool:
-    """Whether the last scalar of the text (if any) is a block scalar (``|`` or ``>``)."""
+def _has_flow(tree: Any, ryml: Any) -> bool:
+    """Whether the tree holds a non-empty flow collection written over several lines."""
+    has_any, flow = ryml._ryml.Tree_type_has_any, ryml.FLOW_ML
+    return any(has_any(tree, node, flow) and tree.has_children(node) for node in range(tree.size()))
+
+
+def _ends_in_block_scalar(text: str, tree: Any, ryml: Any) -> int | None:
+    """The node of the block scalar value (``|`` or ``>``) whose content ends ``text`` (read
+    with a line break added at its end), or None when the last scalar is no block scalar;
+    _Undecided when it is one but may not run to the end of the text."""
     node = tree.root_id()
     while tree.has_children(node):
         node = tree.last_child(node)
     block = ryml.VAL_LITERAL | ryml.VAL_FOLDED | ryml.KEY_LITERAL | ryml.KEY_FOLDED
-    return bool(ryml._ryml.Tree_type_has_any(tree, node, block))
+    if not ryml._ryml.Tree_type_has_any(tree, node, block):
+        return None
+    last = text[text.rfind("\n", 0, len(text) - 1) + 1 :].strip()
+    value = bytes(tree.val(node)).decode("utf-8") if tree.has_val(node) else ""
+    if (
+        ryml._ryml.Tree_type_has_any(tree, node, ryml.KEY_LITERAL | ryml.KEY_FOLDED)
+        or not last
+        or last.startswith("#")
+        or not value.rstrip("\n").endswith(last)
+    ):
+        raise _Undecided("no final line break after a block scalar")
+    return int(node)
+
+
+def _holder(tree: Any, docs: list[Any], node: int) -> tuple[Any, Any]:
+    """The container in ``docs`` holding ``node``'s value, and its key or index there."""
+    path = _path(tree, node, tree.is_stream(tree.root_id()))
+    holder: Any = docs
+    for step in path[:-1]:
+        holder = holder[step]
+    return holder, path[-1]
 
 
 def _scan_tree(tree: Any, ryml: Any, nulls: bool) -> dict[int, list[str]]:

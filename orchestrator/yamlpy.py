@@ -3,7 +3,7 @@
 Imported only when needed (importing PyYAML costs a small build about a fifth of its time):
 for a text ``yamlfast`` declines (anchors, tags, merge keys, duplicate keys, odd scalars,
 syntax errors, whose messages come from here), and for a document ``yamlemit`` defers.
-Scalars are typed by ``yamlio``'s functions, the ones ``yamlfast`` is checked against.
+Scalars are typed by ``yamlscalar``'s functions, the ones ``yamlfast`` is checked against.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from yaml._yaml import CEmitter
 
 from orchestrator.errors import YamlError
 from orchestrator.resource import ImplicitNullMap
-from orchestrator.yamlio import (
+from orchestrator.yamllimits import check_text
+from orchestrator.yamlscalar import (
     _BOOL,
     _BOOLS,
     _DUMP_FLOAT,
@@ -37,7 +38,6 @@ from orchestrator.yamlio import (
     go_sorted_keys,
     scalar_text,
 )
-from orchestrator.yamllimits import check_text
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:

@@ -12,12 +12,6 @@ import grimp
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("catalogs", "registry", "orchestrator")
-# The engine's two small circles go with the rework of its YAML layer (the speed issue); until
-# then they are the only ones allowed, and each must stay exactly this small.
-KNOWN_ENGINE_CYCLES = [
-    {"orchestrator.yamlfast", "orchestrator.yamlio", "orchestrator.yamlpy"},
-    {"orchestrator.composition.plugin", "orchestrator.composition.run"},
-]
 MAX_APP_LINES = 6000
 
 
@@ -70,7 +64,7 @@ def _cycles() -> list[set[str]]:
 
 
 def test_no_import_cycle_among_the_projects_modules():
-    cycles = [c for c in _cycles() if c not in KNOWN_ENGINE_CYCLES]
+    cycles = _cycles()
     assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(sorted(c)) for c in cycles)
 
 

@@ -75,7 +75,8 @@ def build_composition(
     path: str, options: BuildOptions | None = None, resources: list[Resource] | None = None
 ) -> list[Resource]:
     """Run the Composition in ``path`` over ``resources``; no hashes, name refs or sorting."""
-    from orchestrator.composition.run import build_resources, new_state
+    from orchestrator.composition.plugin import new_state
+    from orchestrator.composition.run import build_resources
 
     _check_dir(path)
     acc = build_resources(path, new_state(options), resources=resources)
@@ -86,7 +87,8 @@ def build_composition(
 def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     """Build the Composition in directory ``path`` as ``krm build`` prints it."""
     from orchestrator import accumulator
-    from orchestrator.composition.run import build_resources, new_state
+    from orchestrator.composition.plugin import new_state
+    from orchestrator.composition.run import build_resources
     from orchestrator.filters.hash import add_hashes
     from orchestrator.filters.namereference import NameReferenceTransformer
 

@@ -13,22 +13,27 @@ and, when true, uses :class:`CompositionPlugin` instead of a plugin config.
 
 from __future__ import annotations
 
-import os
+import sys
 from typing import Any
 
-from orchestrator.composition.schema import FILE_NAME
+from orchestrator.composition.schema import is_composition_path as is_composition_path
 
 MARKER = "__krm_composition__"
 
 
-def is_composition_path(full: str) -> bool:
-    """A directory holding composition.yaml (and no kustomization), or a composition.yaml."""
-    from orchestrator.fs import KUSTOMIZATION_FILES
+def new_state(options: Any = None) -> Any:
+    """The engine's per-build state (warnings, results, options) for a build that starts at a
+    Composition: kustomizations it runs reach Compositions through this module."""
+    from orchestrator.accumulator import BuildOptions, BuildState
 
-    if os.path.isdir(full):
-        has_k = any(os.path.isfile(os.path.join(full, n)) for n in KUSTOMIZATION_FILES)
-        return not has_k and os.path.isfile(os.path.join(full, FILE_NAME))
-    return os.path.basename(full) == FILE_NAME and os.path.isfile(full)
+    return BuildState(options or BuildOptions(), _composition_plugin)
+
+
+def _composition_plugin(full: str) -> Any:
+    """The Composition integration for kustomizations run from a Composition (KEP-2299)."""
+    from orchestrator.accumulator import may_be_composition
+
+    return sys.modules[__name__] if may_be_composition(full) and is_composition_path(full) else None
 
 
 def marker_config(full: str) -> dict[str, Any]:

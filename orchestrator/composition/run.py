@@ -61,21 +61,6 @@ class _Run:
         return self.state.options
 
 
-def new_state(options: Any = None) -> Any:
-    """The engine's per-build state (warnings, results, options)."""
-    from orchestrator.accumulator import BuildOptions, BuildState
-
-    return BuildState(options or BuildOptions(), _composition_plugin)
-
-
-def _composition_plugin(full: str) -> Any:
-    """The Composition integration for kustomizations run from a Composition (KEP-2299)."""
-    from orchestrator.accumulator import may_be_composition
-    from orchestrator.composition import plugin
-
-    return plugin if may_be_composition(full) and plugin.is_composition_path(full) else None
-
-
 def run_consolidated(
     cons: Consolidated, acc: Any, state: Any, *, stack: tuple[str, ...] = ()
 ) -> Any:
@@ -144,7 +129,7 @@ def _run_builtin(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> An
 
 def _read_paths(run: _Run, t: Transformer, cfg: dict[str, Any], acc: Any) -> None:
     from orchestrator.accumulator import Accumulator, Target, resources_from_bytes
-    from orchestrator.composition.plugin import is_composition_path
+    from orchestrator.composition.schema import is_composition_path
     from orchestrator.fs import Loader, display
 
     unknown = sorted(set(cfg) - {"apiVersion", "kind", "metadata", "paths", "files"})

@@ -28,6 +28,17 @@ KIND = "Composition"
 BUILTIN = "builtin"
 FILE_NAME = "composition.yaml"
 
+
+def is_composition_path(full: str) -> bool:
+    """A directory holding composition.yaml (and no kustomization), or a composition.yaml."""
+    from orchestrator.fs import KUSTOMIZATION_FILES
+
+    if os.path.isdir(full):
+        has_k = any(os.path.isfile(os.path.join(full, n)) for n in KUSTOMIZATION_FILES)
+        return not has_k and os.path.isfile(os.path.join(full, FILE_NAME))
+    return os.path.basename(full) == FILE_NAME and os.path.isfile(full)
+
+
 # RFC 1123 subdomain: the KEP schema's metadata.name pattern (its published text is garbled by
 # a link rewriter; this is the Kubernetes pattern it was copied from).
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -6,7 +6,7 @@ from orchestrator import fieldspec
 from orchestrator.errors import KrmError, ValidationError
 from orchestrator.fieldspec import FieldSpec, TransformerConfig
 from orchestrator.resource import Resource
-from orchestrator.yamlio import scalar_text as scalar_text
+from orchestrator.yamlscalar import scalar_text as scalar_text
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:

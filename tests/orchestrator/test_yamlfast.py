@@ -135,19 +135,18 @@ def test_reads_a_manifest_and_marks_implicit_nulls() -> None:
         ("a: &x 1\nb: *x\n", "alias"),
         ("a: {b: 1}\nc:\n  <<: {b: 2}\n", "merge key"),
         ("a: !!str 1\n", "tag"),
-        ("a: 0644\n", "octal"),
-        ("a: ~\n", "tilde"),
-        ("a: True\n", "YAML 1.2 core bool"),
         ("1.0: x\n", "float key"),
         ("null: x\n", "null key"),
         ("'inf': x\n", "key ryml rewrites"),
         ("a: 1\na: 2\n", "duplicate key"),
         ("a:\tb\n", "tab"),
-        ("a: |\n  x", "no final line break after a block scalar"),
-        ("a: b\nc: >\n  x", "no final line break after a folded scalar"),
+        ("a: |\n  x\n  # c", "no final line break after a block scalar ending in '#'"),
+        ("a: |\n  x\n  ", "no final line break after a block scalar ending in spaces"),
         ("a: \ud800\n", "lone surrogate"),
         ("a: @x\n", "reserved indicator"),
         ("a: [\n", "syntax error"),
+        (": v\nb: 1\n", "plain empty key"),
+        ("a: b\rc\n", "a carriage return alone"),
         ("%YAML 1.1\n---\na: 1\n", "directive"),
         # Found by fuzzing: text libyaml refuses and ryml reads.
         ('- "/a" - b\n', "entry after a quoted scalar"),
@@ -161,6 +160,11 @@ def test_reads_a_manifest_and_marks_implicit_nulls() -> None:
         ("k: 'multi\n  line': v\n", "quoted key over two lines"),
         ("k: ]\n", "plain scalar starting with ]"),
         ("  v:\n  - a\n #c\n    b: n\n", "less indented comment: ryml reads a key '  b'"),
+        # Found by bench/yaml_sweep.py: ryml takes the comment's '-' as the chomping indicator.
+        ("k: | #>-\n  x\n", "block scalar header with a comment holding '-'"),
+        ("k: > # 2 spaces\n  x\n", "block scalar header with a comment holding a digit"),
+        # Found by fuzzing: a bad header on its own line after a commented line.
+        ("-: #c\n      >1~\n", "bad block scalar header after a comment"),
     ],
 )
 def test_declines_what_it_cannot_vouch_for(text: str, why: str) -> None:
@@ -171,6 +175,19 @@ def test_declines_what_it_cannot_vouch_for(text: str, why: str) -> None:
     "text",
     [
         "a: |\n  x\nb: 1",  # no final line break, but the block scalar does not end the text
+        # Plain scalars ryml writes as JSON strings, typed as go-yaml types them; quoted ones
+        # stay strings.
+        "a: 0644\nb: ~\nc: True\nd: 'True'\ne: [0o17, \"~\"]\n",
+        '"": quoted empty key\n',
+        'a:\r\n  b: |\r\n    x\r\n  c: "p\r\n   q"\r\n',  # CRLF line ends
+        # A block scalar ending the text with no line break: libyaml keeps none, whatever the
+        # chomping (ryml reads the text with one added; the fast path takes it off).
+        "a: |\n  x",
+        "a: b\nc: >\n  x\n  y",
+        "a: |+\n  x\n\n  y",
+        "a: |-\n  x",
+        "- |\n  x",
+        "a:\n  b: |2\n     x\n    z",
         "a: '#x'\nb: \"@y\"\n'%k': v\nc: |\n  # z\n",  # indicators starting quoted scalars
         "",
     ],
@@ -249,6 +266,20 @@ def test_vendored_corpus_agrees() -> None:
     read, decided = check_files(CORPUS)
     assert read > 1000
     assert decided > 0.8 * read  # the fast path must keep doing the work, not always decline
+
+
+SHAPES = ROOT / "tests" / "data" / "yamlfast"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SHAPES.glob("*.yaml")))
+def test_shapes_that_fell_off_the_fast_path(name: str) -> None:
+    text = (SHAPES / name).read_text(encoding="utf-8")
+    if name.startswith("declined-"):
+        assert fast(text) is None
+        return
+    # Each shape with the text before and after it, as in a larger file, and alone.
+    for variant in (text, "a: 1\n" + text.rstrip("\n") + "\nzz: 2\n", text.rstrip("\n")):
+        assert check(variant), f"{name}: declined ({yamlfast.last_reason})"
 
 
 @pytest.mark.skipif(not os.environ.get("KRM_REALWORLD_DIR"), reason="KRM_REALWORLD_DIR not set")
@@ -414,3 +445,29 @@ def test_mutated_corpus_files() -> None:
         decided += check(text)
         decided += check(text.rstrip("\n") if text.endswith("\n") else text + "\n")
     assert decided > 1000
+
+
+# ----------------------------------------------------------------------------- indicators in text
+
+_ATOMS = ["a", "b:", "[", "]", "{", "}", ",", ":", "?", "-", " ", "x:y", "[-1:]", "[?(@.t)]"]
+_ATOMS += [":80", "(?:[a]", ":]", "'q'", '"d"', "|", ">", "#c", "\t", "1", "True", "~", "&a"]
+
+
+def test_flow_indicators_and_tabs_in_block_context() -> None:
+    """Lines of keys and values made of flow indicators, colons, tabs and jsonPath-like text,
+    some continued on the next line: where the fast path answers (it now answers such text
+    outside flow collections), it answers as PyYAML does."""
+    rng = random.Random(24)
+    decided = 0
+    for _ in range(4000):
+        lines = []
+        for _ in range(rng.randint(1, 5)):
+            key = rng.choice(["k", "- k", "-", "? k", "kk", "- - k"])
+            value = "".join(rng.choice(_ATOMS) for _ in range(rng.randint(0, 5)))
+            indent = " " * rng.choice([0, 0, 2, 4])
+            lines.append(indent + key + rng.choice([": ", ":", ": ", "  "]) + value)
+            if rng.random() < 0.3:
+                more = "".join(rng.choice(_ATOMS) for _ in range(rng.randint(1, 4)))
+                lines.append(" " * rng.choice([2, 4, 6]) + more)
+        decided += check("\n".join(lines) + rng.choice(["\n", ""]))
+    assert decided > 300

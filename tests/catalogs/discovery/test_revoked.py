@@ -81,6 +81,7 @@ def test_the_function_page_shows_a_banner_and_builds_an_unrevoked_version(client
     assert "<strong>v2</strong>: compromised — its image was replaced upstream" in body
     assert "Use <strong>example.co/v1 SetTier</strong> instead" in body
     assert '<span class="badge rejected"' in body
+    assert body.count('<span class="badge rejected">revoked: compromised</span>') == 1  # v2 only
     # the "Use it" snippets are those of v1, the version that is not revoked
     assert "The snippets below use v1, which is not revoked." in body
     assert "apiVersion: example.co/v1\n" in body

@@ -424,3 +424,15 @@ def test_a_trial_over_the_upstream_rate_limit_waits_and_records_it(
     [run] = trials.trial_run_list(contribution=c)
     assert run.status == TrialRunStatus.OK, run.detail
     assert run.deferrals >= 1
+
+
+@pytest.mark.parametrize(
+    ("image", "url"),
+    [
+        ("127.0.0.1:5000/fn/one@sha256:" + "a" * 64, "http://127.0.0.1:5000/v2/"),
+        ("ghcr.io/example/fn:v1", "https://ghcr.io/v2/"),
+        ("busybox:1.36", "https://docker.io/v2/"),
+    ],
+)
+def test_a_container_trial_takes_a_rate_limit_slot_at_the_image_registry(image, url):
+    assert trials._upstream_urls({"container": {"image": image}}, []) == [url]

@@ -3,6 +3,10 @@
 # http://127.0.0.1:8000 (or KRM_ADDR=[host:]port) with the embedded default (SQLite, local file
 # storage, Celery eager). The URLs the registry writes into documents and prints follow KRM_ADDR
 # (settings.REGISTRY_PUBLIC_URL), unless REGISTRY_PUBLIC_URL is set.
+# load_demo stores the demo functions' runtimes in the registry itself (the container image is
+# built with umoci from busybox-static, both from scripts/system-packages.sh): every demo function
+# page's snippets build offline with krm (the container one with --container-runtime builtin
+# where there is no docker or podman).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh

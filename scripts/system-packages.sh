@@ -8,7 +8,7 @@
 #   chromium         the browser the web UI tests drive (with chromium-driver)
 #   git              git sources for the mirroring tests
 #   bwrap            bubblewrap, the jail of the builtin container runtime and of the trial
-#                    sandbox (orchestrator/functions/jail.py, catalogs/review/sandbox.py)
+#                    sandbox (orchestrator/functions/jail.py, used by catalogs/review/sandbox.py)
 #   nginx            the deployed serving path in front of gunicorn (tests/deploy/test_nginx.py,
 #                    bench/serve_catalog.py run deploy/nginx/krm-registry.conf.template)
 #   wrk              the HTTP load generator of the serving benchmarks (their parser's tests)

@@ -25,6 +25,16 @@ from catalogs.publishing import selectors
 from catalogs.publishing.api.filters import FunctionSearchFilter
 
 
+class RevokedVersionSerializer(serializers.Serializer):
+    """A version the catalog revoked, and why (its revocation list entry)."""
+
+    version = serializers.CharField()
+    reason = serializers.CharField(help_text="compromised, broken or withdrawn.")
+    detail = serializers.CharField()
+    replacement = serializers.CharField(help_text="What to use instead; may be empty.")
+    runtime_digest = serializers.CharField(help_text="The revoked runtime digest, or empty.")
+
+
 class CarrierSerializer(serializers.Serializer):
     """One catalog carrying the function, with its badges."""
 
@@ -41,6 +51,9 @@ class CarrierSerializer(serializers.Serializer):
     description = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
     catalog_url = serializers.SerializerMethodField()
+    revoked = RevokedVersionSerializer(
+        many=True, help_text="The versions listed here that this catalog revoked: do not use them."
+    )
 
     def get_signed(self, carrier: search.Carrier) -> bool:
         return bool(carrier.signed_key_id)
@@ -61,6 +74,9 @@ class FunctionResultSerializer(serializers.Serializer):
     requires_network = serializers.BooleanField()
     requires_storage_mount = serializers.BooleanField()
     updated_at = serializers.DateTimeField(allow_null=True)
+    revoked = serializers.BooleanField(
+        help_text="A catalog carrying it revoked a version it lists (see each catalog's revoked)."
+    )
     catalogs = CarrierSerializer(source="carriers", many=True)
 
 
@@ -106,6 +122,11 @@ _PARAMETERS = [
     ),
     OpenApiParameter("page", {"type": "integer", "minimum": 1}, description="From 1."),
     OpenApiParameter(
+        "revoked",
+        OpenApiTypes.BOOL,
+        description="true: only functions with a revoked version; false: only those without.",
+    ),
+    OpenApiParameter(
         "page_size",
         {"type": "integer", "minimum": 1, "maximum": search.MAX_PAGE_SIZE},
         description=f"1 to {search.MAX_PAGE_SIZE}; {search.DEFAULT_PAGE_SIZE} by default.",
@@ -113,7 +134,7 @@ _PARAMETERS = [
 ]
 # The trust and capability filters: the page's checkboxes send ``on``; the API takes JSON-style
 # booleans only, as its schema says, and refuses anything else.
-_BOOLEAN_FILTERS = ("verified", "network", "storage", "mirrored", "signed")
+_BOOLEAN_FILTERS = ("verified", "network", "storage", "mirrored", "signed", "revoked")
 
 
 def _strict_booleans(params: Any) -> None:
@@ -166,6 +187,7 @@ class FunctionSearchView(GenericAPIView):
                 page=params.get("page"),
                 page_size=params.get("page_size"),
                 strict=True,
+                revoked={"true": True, "false": False}.get(params.get("revoked", "")),
             )
         except search.SearchParameterError as err:
             asked = str(params.get("page", ""))

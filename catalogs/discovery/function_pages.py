@@ -29,6 +29,7 @@ from typing import Any, TypeGuard
 import yaml
 from django.urls import reverse
 
+from catalogs.discovery.revoked import catalog_revocations, revoked_versions
 from catalogs.exceptions import NotFoundError
 from catalogs.markdown import markdown_code_blocks, markdown_html
 from catalogs.publishing.models import Catalog, FunctionDefinition, FunctionVersion
@@ -778,6 +779,11 @@ def function_page(
     if fn is None:
         raise NotFoundError(f"Catalog '{catalog}' has no function {group}/{kind}.")
     latest = fn.catalog_version
+    revoked = revoked_versions(
+        versions=fn.versions.all(),
+        catalog_id=catalog.pk,
+        revocations=catalog_revocations(catalog_ids=[catalog.pk]),
+    )
     versions = []
     for v in _by_priority(fn.versions.all()):
         schema = _openapi(v)
@@ -809,6 +815,7 @@ def function_page(
                 "usage": _usage(v),
                 "examples": _examples(v, group=fn.group, kind=fn.kind),
                 "api_version": api_version(fn.group, v.name),
+                "revoked": revoked.get(v.name),
             }
         )
     # Maintainers once: the function's, else the versions' when they all agree; a version
@@ -833,9 +840,10 @@ def function_page(
     slug, name = catalog.publisher.slug, catalog.name
     latest_url = absolute_url(reverse("catalogs:latest", args=[slug, name]))
     pinned_url = absolute_url(reverse("catalogs:digest", args=[slug, name, latest.digest[7:]]))
-    use = versions[0] if versions else None
+    # Snippets for the preferred version that is not revoked (krm build refuses a revoked one).
+    use = next((item for item in versions if not item["revoked"]), None)
     flags = ""
-    if any(item["row"].requires_network for item in versions[:1]):
+    if use and use["row"].requires_network:
         flags += " --network"
     generator = any(str(t).lower() == "generator" for t in fn.tags or [])
     return {
@@ -857,6 +865,7 @@ def function_page(
         "needs_mount": bool(use and use["row"].requires_storage_mount),
         "side_by_side": _side_by_side(versions),
         "history": function_history(catalog=catalog, group=fn.group, kind=fn.kind),
+        "revoked": [revoked[item["row"].name] for item in versions if item["revoked"]],
     }
 
 

@@ -113,6 +113,7 @@ def _cards(results: Iterable[search.FunctionResult], limit: int) -> list[dict[st
                 "verified": c.publisher_verified,
                 "signed": bool(c.signed_key_id),
                 "mirrored": c.mirrored,
+                "revoked": c.revoked,
                 "when": f"{', '.join(c.versions)} · {localtime(c.updated_at):%Y-%m-%d}",
             }
             for c in r.carriers[:limit]
@@ -137,6 +138,11 @@ def _filter_errors(flt: FunctionSearchFilter) -> list[str]:
     return notices
 
 
+def _revoked_param(value: str | None) -> bool | None:
+    """The Revoked facet's ``revoked=on`` (or the API's ``true``/``false``); anything else: any."""
+    return {"on": True, "true": True, "false": False, "off": False}.get((value or "").lower())
+
+
 def search_page(request: HttpRequest) -> HttpResponse:
     """One result per function over every catalog's latest version: facets, sorts, pages."""
     params = request.GET
@@ -149,6 +155,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
         sort=params.get("sort"),
         page=params.get("page"),
         page_size=params.get("page_size"),
+        revoked=_revoked_param(params.get("revoked")),
     )
     page = found.page
     active = _active_filters(params)

@@ -21,9 +21,11 @@ from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
+from catalogs.discovery.revoked import Revoked, revoked_in_search
 from catalogs.publishing.models import CatalogVersion, FunctionVersion
+from catalogs.trust.models import Revocation
 
 # Sort keys, their labels, in the order the page offers them.
 SORTS: dict[str, str] = {
@@ -77,6 +79,8 @@ class Carrier:
     # What this catalog says about the function (catalogs may word it differently).
     description: str = ""
     tags: list[str] = field(default_factory=list)
+    # Its revoked versions: version, reason, detail, replacement, runtime_digest.
+    revoked: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -93,6 +97,7 @@ class FunctionResult:
     carriers: list[Carrier] = field(default_factory=list)
     updated_at: datetime | None = None
     score: int = 0
+    revoked: bool = False  # some catalog carrying it revoked a version it lists
 
     @property
     def primary(self) -> Carrier | None:
@@ -141,6 +146,7 @@ class _CatalogVersion:
     verified: bool
     key_id: str  # of the key that signed it, "" when unsigned
     mirrored: bool
+    revocations: bool = False  # its catalog has revoked something
 
 
 class _Group:
@@ -165,6 +171,7 @@ class _Group:
         "mirrored",
         "newest_version_id",
         "score",
+        "revoked",
     )
 
     def __init__(self, group: str, kind: str) -> None:
@@ -183,6 +190,7 @@ class _Group:
         # The newest catalog version carrying it (ids grow with time: "recently updated").
         self.newest_version_id = 0
         self.score = 0
+        self.revoked: list[Revoked] = []
 
 
 def _split_index(index: str) -> list[str]:
@@ -307,13 +315,19 @@ def _catalog_versions(ids: set[int]) -> dict[int, _CatalogVersion]:
     """Publisher and badges of the catalog versions ``ids`` (a handful: one per catalog)."""
     if not ids:
         return {}
-    rows = CatalogVersion.objects.filter(pk__in=ids).values_list(
-        "pk",
-        "catalog_id",
-        "catalog__publisher__slug",
-        "catalog__publisher__verified",
-        "signing_key__key_id",
-        "catalog__mirror_source__id",
+    revoked = Exists(Revocation.objects.filter(catalog_id=OuterRef("catalog_id")))
+    rows = (
+        CatalogVersion.objects.filter(pk__in=ids)
+        .annotate(revocations=revoked)
+        .values_list(
+            "pk",
+            "catalog_id",
+            "catalog__publisher__slug",
+            "catalog__publisher__verified",
+            "signing_key__key_id",
+            "catalog__mirror_source__id",
+            "revocations",
+        )
     )
     return {
         pk: _CatalogVersion(
@@ -322,12 +336,15 @@ def _catalog_versions(ids: set[int]) -> dict[int, _CatalogVersion]:
             verified=bool(verified),
             key_id=key_id or "",
             mirrored=mirror_id is not None,
+            revocations=bool(revocations),
         )
-        for pk, catalog_id, publisher, verified, key_id, mirror_id in rows
+        for pk, catalog_id, publisher, verified, key_id, mirror_id, revocations in rows
     }
 
 
-def _fold(rows: list[tuple], words: list[str]) -> dict[tuple[str, str], _Group]:
+def _fold(rows: list[tuple], words: list[str]) -> tuple[dict[tuple[str, str], _Group], set[int]]:
+    """The rows folded per function, and the ids of the catalogs among them that revoked
+    something."""
     # The per-row loop does as little as it can (a thousand rows and more); what depends on the
     # catalog versions or splits an index is worked out once per distinct value afterwards.
     groups: dict[tuple[str, str], _Group] = {}
@@ -379,7 +396,7 @@ def _fold(rows: list[tuple], words: list[str]) -> dict[tuple[str, str], _Group]:
                 for tags in g.tags_indexes
             )
         g.signed = bool(g.key_ids)
-    return groups
+    return groups, {cv.catalog_id for cv in catalog_versions.values() if cv.revocations}
 
 
 def _sorted(groups: list[_Group], sort: str) -> list[_Group]:
@@ -422,6 +439,7 @@ def _facets(groups: list[_Group]) -> list[Facet]:
                 FacetValue("verified", on, "Verified publisher", sum(g.verified for g in groups)),
                 FacetValue("signed", on, "Signed by this registry", sum(g.signed for g in groups)),
                 FacetValue("mirrored", on, "Mirrored", sum(g.mirrored for g in groups)),
+                FacetValue("revoked", on, "Revoked", sum(bool(g.revoked) for g in groups)),
             ],
         ),
         Facet(
@@ -477,6 +495,7 @@ def _results(versions: QuerySet[FunctionVersion], page: list[_Group]) -> list[Fu
             requires_network=g.network,
             requires_storage_mount=g.storage,
             score=g.score,
+            revoked=bool(g.revoked),
         )
         for g in page
     }
@@ -520,12 +539,29 @@ def _results(versions: QuerySet[FunctionVersion], page: list[_Group]) -> list[Fu
             result.carriers.append(carrier)
         if name not in carrier.versions:
             carrier.versions.append(name)
+    for g in page:
+        for r in g.revoked:
+            carrier = carriers.get((g.group, g.kind, r.catalog_id))
+            if carrier is not None:
+                carrier.revoked.append(r.as_dict())
     for result in results.values():
         result.carriers.sort(key=_carrier_rank)
         result.updated_at = max((c.updated_at for c in result.carriers), default=None)
         if result.primary is not None:
             result.description, result.tags = result.primary.description, result.primary.tags
     return [results[(g.group, g.kind)] for g in page]
+
+
+def _mark_revoked(
+    versions: QuerySet[FunctionVersion], groups: list[_Group], catalog_ids: set[int]
+) -> None:
+    """Each function's revoked versions (only searches over catalogs that revoked something
+    pay for it)."""
+    found = revoked_in_search(
+        versions=versions, pairs={(g.group, g.kind) for g in groups}, catalog_ids=catalog_ids
+    )
+    for g in groups:
+        g.revoked = found.get((g.group, g.kind), [])
 
 
 def function_search(
@@ -536,12 +572,14 @@ def function_search(
     page: str | int | None = None,
     page_size: str | int | None = None,
     strict: bool = False,
+    revoked: bool | None = None,
 ) -> FunctionSearch:
     """One page of the functions among ``versions`` (already filtered), one result per function.
 
     ``query`` only ranks (the FilterSet has already kept the versions matching it). A bad
     ``sort``, ``page`` or ``page_size`` falls back on its default with a notice saying so, or
-    with ``strict`` raises SearchParameterError.
+    with ``strict`` raises SearchParameterError. ``revoked``: True keeps only the functions
+    with a revoked version, False only those without; revoked functions are listed last.
     """
     notices: list[str] = []
 
@@ -564,8 +602,13 @@ def function_search(
     words = query.lower().split()
     with _gc_paused():
         rows = _rows(versions)
-        groups = list(_fold(rows, words).values())
-    ordered = _sorted(groups, chosen_sort)
+        folded, revoking = _fold(rows, words)
+        groups = list(folded.values())
+    if revoking:
+        _mark_revoked(versions, groups, revoking)
+    if revoked is not None:
+        groups = [g for g in groups if bool(g.revoked) == revoked]
+    ordered = sorted(_sorted(groups, chosen_sort), key=lambda g: bool(g.revoked))
     paginator = Paginator(ordered, size)
     try:
         number = parse_page(page, pages=paginator.num_pages, count=paginator.count)

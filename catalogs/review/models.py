@@ -107,6 +107,8 @@ class TrialRun(models.Model):
         Contribution, on_delete=models.CASCADE, related_name="trial_runs"
     )
     revision = models.PositiveIntegerField()
+    # The version of the function that ran (each new or changed version of a contribution runs).
+    version = models.CharField(max_length=100, blank=True)
     example = models.CharField(max_length=200)
     runtime = models.CharField(max_length=20)  # exec | starlark | container
     status = models.CharField(max_length=20, choices=TrialRunStatus.choices)
@@ -130,4 +132,7 @@ class TrialRun(models.Model):
         ordering = ["-created_at", "pk"]
 
     def __str__(self) -> str:
-        return f"trial #{self.contribution_id} r{self.revision} {self.example}: {self.status}"
+        return (
+            f"trial #{self.contribution_id} r{self.revision} {self.version} {self.example}: "
+            f"{self.status}"
+        )

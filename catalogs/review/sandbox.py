@@ -1,17 +1,16 @@
-"""Trial runs of contributed functions inside a kernel-enforced jail.
+"""Trial runs of contributed functions inside the engine's jail.
 
-The jail is the registry's, not the engine's: ``bwrap`` (bubblewrap) builds a fresh mount,
-network, PID, IPC and UTS namespace with only ``/usr`` and ``/etc`` bound read-only, an empty
-read-only ``$HOME``, a size-limited tmpfs at ``/tmp`` (the scratch dir, also the working dir) and
-the function program bound read-only at ``/fn``. ``prlimit`` sets CPU time, address space, file
-size, core and process-count limits before ``bwrap`` starts; inside, ``setpriv`` drops to an
-unprivileged uid with no capabilities and ``no_new_privs`` before the function runs. The parent
-reads at most ``max_output`` bytes of stdout (and ``max_stderr`` of stderr), then kills the
-process group; a wall-clock timeout does the same. Killing ``bwrap`` ends its PID namespace
-(``--die-with-parent``), so nothing the function forked outlives the run.
-
-Starlark scripts never run in the worker process: ``catalogs/review/sandbox_starlark.py`` runs them
-with the engine's starlark runtime in a Python subprocess inside the same jail.
+There is one jail, the engine's (``orchestrator.functions.jail``, used through its public API):
+new user, mount, network, PID, IPC and UTS namespaces made by ``bwrap``; a read-only root (the
+host's ``/usr`` and ``/etc`` for exec programs and starlark, the image's unpacked rootfs for
+container functions); a size-limited private tmpfs at ``/tmp``; the function as nobody with no
+capabilities and only the environment given; CPU time, data size and process limits set by
+``prlimit`` before ``bwrap`` starts; an output limit and a wall-clock timeout that kill the
+whole process group. This module chooses what each runtime sees in it: an exec program is a
+private read-only copy at ``/fn/function``, ``$HOME`` an empty read-only ``/home/fn``; a starlark
+script runs in a Python subprocess in the jail (``catalogs/review/sandbox_starlark.py``, the
+engine's starlark runtime, never in the worker); a container image is pulled, verified and
+unpacked by the engine's ``image_prepare`` and runs as its config says, with no network.
 
 What a function *tried* is read from the errors it got (no strace, no seccomp log): with no
 network interface but the jail's own loopback, a connect fails with ENETUNREACH ("Network is
@@ -24,26 +23,27 @@ errors is therefore contained but not recorded; the jail, not the detection, is 
 from __future__ import annotations
 
 import contextlib
-import io
+import functools
 import json
 import os
 import re
 import shutil
 import signal
-import subprocess
+import stat
 import sys
 import tempfile
-import threading
-import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from catalogs.exceptions import RegistryError
+from orchestrator.errors import KrmError
+from orchestrator.functions import jail
 from orchestrator.functions import resourcelist as rl
-from orchestrator.functions.options import FunctionError
+from orchestrator.functions.container import DEFAULT_PATH
+from orchestrator.functions.image import image_prepare
+from orchestrator.functions.options import FnOptions, FunctionError
 
-SANDBOX_UID = 65534  # nobody
-NOT_RUN_CONTAINER = "not run here: no container engine in the trial sandbox"
+JAIL = "the engine's jail: bwrap (user/mount/net/pid/ipc/uts namespaces) + prlimit"
 
 _NETWORK_PATTERNS = re.compile(
     r"Network is unreachable|ENETUNREACH|Errno 101\b|Temporary failure in name resolution|"
@@ -94,180 +94,118 @@ class TrialOutcome:
 
 def jail_available() -> str | None:
     """A short description of the jail this machine can build, or None when it cannot."""
-    for tool in ("bwrap", "prlimit", "setpriv"):
-        if shutil.which(tool) is None:
-            return None
-    try:
-        proc = subprocess.run(
-            _bwrap_prefix(scratch_bytes=1024 * 1024) + ["true"],
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+    if jail.jail_check() is not None:
         return None
-    if proc.returncode != 0:
-        return None
-    return "bwrap (mount/net/pid/ipc/uts namespaces) + prlimit + setpriv"
+    return JAIL
 
 
-def _bwrap_prefix(*, scratch_bytes: int, binds: list[tuple[str, str]] | None = None) -> list[str]:
-    argv = [
-        "bwrap",
-        "--unshare-net",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--die-with-parent",
-        "--new-session",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-    ]
-    for name in ("bin", "lib", "lib64", "sbin"):
-        target = os.path.join("/", name)
-        if os.path.islink(target):
-            argv += ["--symlink", os.readlink(target), target]
-        elif os.path.isdir(target):
-            argv += ["--ro-bind", target, target]
-    argv += ["--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev"]
-    argv += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", "/tmp"]
-    argv += ["--dir", "/home/fn"]
-    made = {"/", "/usr", "/etc", "/proc", "/dev", "/tmp", "/home", "/home/fn"}
-    for src, dst in binds or []:
-        # bwrap makes missing parents 0700, which the unprivileged uid could not enter.
-        parent = os.path.dirname(dst)
-        chain = []
-        while parent not in made:
-            chain.append(parent)
-            made.add(parent)
-            parent = os.path.dirname(parent)
-        for path in reversed(chain):
-            argv += ["--perms", "0755", "--dir", path]
-        argv += ["--ro-bind", src, dst]
-    argv += ["--remount-ro", "/", "--chdir", "/tmp"]
-    if os.geteuid() == 0:
-        # bwrap runs privileged (no user namespace), so the uid switch happens inside.
-        tail = [
-            "setpriv",
-            f"--reuid={SANDBOX_UID}",
-            f"--regid={SANDBOX_UID}",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            "--no-new-privs",
-            "--",
-        ]
-    else:
-        argv += ["--unshare-user", "--cap-drop", "ALL"]
-        tail = []
-    return argv + ["--"] + tail
+def _unavailable() -> SandboxUnavailable:
+    reason = jail.jail_check() or "the jail cannot be built"
+    return SandboxUnavailable(f"no sandbox on this machine: {reason}")
 
 
-def _env_args(env: dict[str, str]) -> list[str]:
-    out = ["--clearenv"]
-    for key, value in env.items():
-        out += ["--setenv", key, value]
-    return out
+def _jail_limits(limits: SandboxLimits) -> jail.JailLimits:
+    return jail.JailLimits(
+        wall_seconds=limits.wall_seconds,
+        cpu_seconds=limits.cpu_seconds,
+        memory_bytes=limits.memory_bytes,
+        max_output=limits.max_output,
+        max_stderr=limits.max_stderr,
+        tmp_bytes=limits.scratch_bytes,
+        max_processes=limits.max_processes,
+    )
+
+
+@functools.cache
+def _root_only() -> tuple[tuple[str, bool], ...]:
+    """(path, is a directory) of what under /etc only root may read: files others cannot read,
+    directories others cannot enter. Read once per process."""
+    found: list[tuple[str, bool]] = []
+    for top, dirs, files in os.walk("/etc"):
+        for name in list(dirs):
+            path = os.path.join(top, name)
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IXOTH:
+                    found.append((path, True))
+                    dirs.remove(name)
+        for name in files:
+            path = os.path.join(top, name)
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IROTH:
+                    found.append((path, False))
+    return tuple(found)
+
+
+def _masks(staging: str) -> list[jail.Mount]:
+    """Mounts hiding root-only host files when the worker runs as root.
+
+    The engine's jail runs the function as nobody inside a user namespace, which the kernel
+    maps to the caller's uid: run by root, the function would own every root-owned file it
+    sees (``/etc/shadow`` among them). Each such path is covered by an empty, mode 000 file or
+    directory, so the function is denied them as an unprivileged user would be.
+    """
+    if os.geteuid() != 0:
+        return []
+    empty_dir = os.path.join(staging, "masked-dir")
+    empty_file = os.path.join(staging, "masked-file")
+    os.mkdir(empty_dir, 0o000)
+    with open(empty_file, "wb"):
+        pass
+    os.chmod(empty_file, 0o000)
+    return [jail.Mount(empty_dir if d else empty_file, path) for path, d in _root_only()]
 
 
 def _run_jailed(
-    program: list[str],
+    argv: list[str],
     stdin: bytes,
     *,
     limits: SandboxLimits,
-    binds: list[tuple[str, str]],
+    mounts: list[jail.Mount],
     env: dict[str, str],
+    rootfs: str | None = None,
+    cwd: str = "/tmp",
+    user: tuple[int, int] = jail.NOBODY,
 ) -> tuple[str, int | None, bytes, bytes, bool, float]:
-    """(status, exit code, stdout, stderr, stderr truncated, seconds) of one jailed process."""
-    prefix = _bwrap_prefix(scratch_bytes=limits.scratch_bytes, binds=binds)
-    # --clearenv and --setenv go before the "--" that ends bwrap's options.
-    cut = prefix.index("--")
-    bwrap = prefix[:cut] + _env_args(env) + prefix[cut:]
-    argv = [
-        "prlimit",
-        f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",  # SIGXCPU, then SIGKILL
-        f"--as={limits.memory_bytes}",
-        f"--nproc={limits.max_processes}",
-        f"--fsize={limits.scratch_bytes}",
-        "--core=0",
-        "--",
-        *bwrap,
-        *program,
-    ]
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-    )
-    out = bytearray()
-    err = bytearray()
-    state = {"output_limit": False, "stderr_truncated": False}
+    """(status, exit code, stdout, stderr, stderr truncated, seconds) of one jailed process.
 
-    def kill() -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
-    def read_stdout() -> None:
-        assert isinstance(proc.stdout, io.BufferedReader)  # stdout=PIPE, buffered
-        while chunk := proc.stdout.read1(65536):
-            if len(out) + len(chunk) > limits.max_output:
-                state["output_limit"] = True
-                kill()
-                break
-            out.extend(chunk)
-
-    def read_stderr() -> None:
-        assert isinstance(proc.stderr, io.BufferedReader)  # stderr=PIPE, buffered
-        while chunk := proc.stderr.read1(65536):
-            room = limits.max_stderr - len(err)
-            if room > 0:
-                err.extend(chunk[:room])
-            if len(chunk) > room:
-                state["stderr_truncated"] = True  # keep draining so the function cannot block
-
-    def write_stdin() -> None:
-        assert proc.stdin is not None
+    The host's root (``rootfs=None``) gets an empty read-only ``$HOME`` at ``/home/fn`` and,
+    when the worker runs as root, the masks of :func:`_masks`; an image's root is used as is.
+    """
+    with tempfile.TemporaryDirectory(prefix="krm-trial-jail-") as staging:
+        os.chmod(staging, 0o755)
+        extra: list[jail.Mount] = []
+        if rootfs is None:
+            home = os.path.join(staging, "home")
+            os.mkdir(home, 0o555)
+            extra = [jail.Mount(home, "/home/fn"), *_masks(staging)]
         try:
-            proc.stdin.write(stdin)
-        except (BrokenPipeError, OSError):
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-
-    threads = [threading.Thread(target=t, daemon=True) for t in (read_stdout, read_stderr)]
-    threads.append(threading.Thread(target=write_stdin, daemon=True))
-    for t in threads:
-        t.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=limits.wall_seconds)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill()
-        proc.wait()
-    for t in threads:
-        t.join(timeout=5)
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
-    seconds = time.monotonic() - start
-    code = proc.returncode
-    if state["output_limit"]:
+            result = jail.jail_run(
+                argv,
+                stdin,
+                rootfs=rootfs,
+                env=env,
+                cwd=cwd,
+                user=user,
+                network=False,
+                mounts=[*mounts, *extra],
+                limits=_jail_limits(limits),
+            )
+        except jail.JailUnavailable as exc:
+            raise SandboxUnavailable(f"no sandbox on this machine: {exc.message}") from None
+        except FunctionError as exc:
+            raise SandboxUnavailable(exc.message) from None
+    code = result.exit_code
+    if result.output_limited:
         status = "output_limit"
-    elif timed_out or code == -signal.SIGXCPU or code == 128 + signal.SIGXCPU:
+    elif result.timed_out or code == -signal.SIGXCPU or code == 128 + signal.SIGXCPU:
         status = "timeout"
     elif code != 0:
         status = "failed"
     else:
         status = "ok"
-    return status, code, bytes(out), bytes(err), state["stderr_truncated"], seconds
+    return status, code, result.stdout, result.stderr, result.stderr_truncated, result.seconds
 
 
 def _resource_id(obj: dict[str, Any]) -> str:
@@ -321,6 +259,23 @@ def _finish(
     return outcome
 
 
+def _decoded(
+    outcome: TrialOutcome, status: str, out: bytes, limits: SandboxLimits
+) -> dict[str, Any] | None:
+    """The ResourceList a run wrote, or None (with the outcome saying why)."""
+    if status == "ok":
+        try:
+            return rl.decode(out, function="trial")
+        except FunctionError as exc:
+            outcome.status = "invalid_output"
+            outcome.detail = exc.message
+    elif status == "output_limit":
+        outcome.detail = f"stopped after {limits.max_output} bytes of output"
+    elif status == "timeout":
+        outcome.detail = "CPU or wall-clock limit reached"
+    return None
+
+
 def run_exec(
     program: str,
     items: list[dict[str, Any]],
@@ -330,9 +285,8 @@ def run_exec(
 ) -> TrialOutcome:
     """Run a local exec-runtime program on a ResourceList inside the jail."""
     limits = limits or SandboxLimits()
-    jail = jail_available()
-    if jail is None:
-        raise SandboxUnavailable("no sandbox on this machine: bwrap, prlimit or setpriv fails")
+    if jail_available() is None:
+        raise _unavailable()
     program = os.path.realpath(program)
     if not os.path.isfile(program):
         raise SandboxUnavailable(f"exec program not found: {program}")
@@ -346,7 +300,7 @@ def run_exec(
             ["/fn/function"],
             rl.encode(items, function_config),
             limits=limits,
-            binds=[(staging, "/fn")],
+            mounts=[jail.Mount(staging, "/fn")],
             env={"PATH": "/usr/bin:/bin", "HOME": "/home/fn", "TMPDIR": "/tmp", "LANG": "C.UTF-8"},
         )
     outcome = TrialOutcome(
@@ -355,20 +309,9 @@ def run_exec(
         stderr=err.decode("utf-8", errors="replace"),
         stderr_truncated=truncated,
         duration=seconds,
-        jail=jail,
+        jail=JAIL,
     )
-    decoded = None
-    if status == "ok":
-        try:
-            decoded = rl.decode(out, function="trial")
-        except FunctionError as exc:
-            outcome.status = "invalid_output"
-            outcome.detail = exc.message
-    elif status == "output_limit":
-        outcome.detail = f"stopped after {limits.max_output} bytes of output"
-    elif status == "timeout":
-        outcome.detail = "CPU or wall-clock limit reached"
-    return _finish(outcome, items, decoded)
+    return _finish(outcome, items, _decoded(outcome, status, out, limits))
 
 
 def run_starlark(
@@ -380,17 +323,19 @@ def run_starlark(
 ) -> TrialOutcome:
     """Run a starlark script in a Python subprocess inside the jail (never in this process)."""
     limits = limits or SandboxLimits()
-    jail = jail_available()
-    if jail is None:
-        raise SandboxUnavailable("no sandbox on this machine: bwrap, prlimit or setpriv fails")
+    if jail_available() is None:
+        raise _unavailable()
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
     venv = os.path.realpath(sys.prefix)
     base = os.path.realpath(sys.base_prefix)
-    binds = [(venv, venv), (os.path.join(root, "orchestrator"), "/krm/orchestrator")]
-    binds.append((os.path.join(here, "sandbox_starlark.py"), "/krm/runner.py"))
+    mounts = [
+        jail.Mount(venv, venv),
+        jail.Mount(os.path.join(root, "orchestrator"), "/krm/orchestrator"),
+        jail.Mount(os.path.join(here, "sandbox_starlark.py"), "/krm/runner.py"),
+    ]
     if base != venv and not base.startswith("/usr"):
-        binds.insert(0, (base, base))
+        mounts.insert(0, jail.Mount(base, base))
     python = os.path.join(venv, "bin", "python")
     doc = {
         "script": script,
@@ -406,7 +351,7 @@ def run_starlark(
         [python, "-s", "/krm/runner.py"],
         json.dumps(doc).encode("utf-8"),
         limits=limits,
-        binds=binds,
+        mounts=mounts,
         env={"PATH": "/usr/bin:/bin", "HOME": "/home/fn", "PYTHONPATH": "/krm", "LANG": "C.UTF-8"},
     )
     outcome = TrialOutcome(
@@ -415,7 +360,7 @@ def run_starlark(
         stderr=err.decode("utf-8", errors="replace"),
         stderr_truncated=truncated,
         duration=seconds,
-        jail=jail + "; starlark in a subprocess",
+        jail=JAIL + "; starlark in a subprocess",
     )
     decoded = None
     if status == "ok":
@@ -434,13 +379,52 @@ def run_starlark(
         except (ValueError, KeyError, AttributeError):
             outcome.status = "invalid_output"
             outcome.detail = "the starlark runner wrote no valid reply"
-    elif status == "output_limit":
-        outcome.detail = f"stopped after {limits.max_output} bytes of output"
-    elif status == "timeout":
-        outcome.detail = "CPU or wall-clock limit reached"
+    else:
+        _decoded(outcome, status, out, limits)
     return _finish(outcome, items, decoded)
 
 
-def run_container(image: str) -> TrialOutcome:
-    """Container runtimes are not run by the trial sandbox; the outcome says so."""
-    return TrialOutcome(status="not_run", detail=f"{image}: {NOT_RUN_CONTAINER}")
+def run_container(
+    image: str,
+    sha256: str | None,
+    items: list[dict[str, Any]],
+    *,
+    options: FnOptions,
+    function_config: dict[str, Any] | None = None,
+    limits: SandboxLimits | None = None,
+) -> TrialOutcome:
+    """Pull, verify and unpack a pinned image with the engine, then run it in the same jail.
+
+    An image the engine will not run (a tag without digest, a digest that does not match, a
+    hostile layer, no variant for this machine) is an outcome ``not_run`` saying why; nothing
+    of it runs.
+    """
+    limits = limits or SandboxLimits()
+    if jail_available() is None:
+        raise _unavailable()
+    try:
+        img = image_prepare(image, sha256, options=options)
+    except KrmError as exc:
+        return TrialOutcome(status="not_run", detail=f"{image}: {exc.message}; nothing was run")
+    env = dict(img.env)
+    env.setdefault("PATH", DEFAULT_PATH)
+    env.setdefault("HOME", "/")
+    status, code, out, err, truncated, seconds = _run_jailed(
+        img.argv,
+        rl.encode(items, function_config),
+        limits=limits,
+        mounts=[],
+        env=env,
+        rootfs=img.rootfs,
+        cwd=img.workdir,
+        user=img.user,
+    )
+    outcome = TrialOutcome(
+        status=status,
+        exit_code=code,
+        stderr=err.decode("utf-8", errors="replace"),
+        stderr_truncated=truncated,
+        duration=seconds,
+        jail=f"{JAIL}; image {img.ref} as uid {img.user[0]}",
+    )
+    return _finish(outcome, items, _decoded(outcome, status, out, limits))

@@ -12,6 +12,7 @@ read by the worker: a runtime of that kind is recorded as not run.
 
 from __future__ import annotations
 
+import contextlib
 import platform as _platform
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +27,11 @@ from catalogs.review import sandbox, services
 from catalogs.review.models import Contribution, TrialRun, TrialRunStatus
 from catalogs.review.services import contribution_definition_parse
 from orchestrator import yamlio
+from orchestrator.catalog import FunctionVersion as ParsedVersion
 from orchestrator.errors import KrmError
 from orchestrator.functions import fetch
+from orchestrator.functions.fetch import is_loopback
+from orchestrator.functions.oci import parse_image
 from orchestrator.functions.options import FnOptions
 
 BUILTIN_EXAMPLE = "built-in: a ConfigMap, a Deployment and a Service"
@@ -123,8 +127,13 @@ def _run_runtime(
         except KrmError as exc:
             return "exec", sandbox.TrialOutcome(status="not_run", detail=str(exc))
         return "exec", sandbox.run_exec(program, items, function_config=config)
-    image = (runtime.get("container") or {}).get("image", "")
-    return "container", sandbox.run_container(image)
+    container = runtime.get("container") or {}
+    image = str(container.get("image") or "")
+    if not image:
+        return "container", sandbox.TrialOutcome(status="not_run", detail="no runtime to run")
+    return "container", sandbox.run_container(
+        image, container.get("sha256"), items, options=_options(), function_config=config
+    )
 
 
 @dataclass
@@ -210,28 +219,49 @@ def _upstream_urls(runtime: dict[str, Any], examples: list[str]) -> list[str]:
             if p.get("os") == "linux" and p.get("arch") == _arch():
                 urls.append(str(p.get("uri") or ""))
                 break
+    elif runtime.get("container") is not None:
+        image = str(runtime["container"].get("image") or "")
+        with contextlib.suppress(ValueError, KrmError):
+            ref = parse_image(image)
+            scheme = "http" if is_loopback(ref.registry.rsplit(":", 1)[0]) else "https"
+            urls.append(f"{scheme}://{ref.registry}/v2/")
     urls += [e for e in examples[:MAX_EXAMPLES] if urlsplit(e).path.endswith((".yaml", ".yml"))]
     return [u for u in urls if _downloadable(u)]
+
+
+def trial_versions(*, contribution: Contribution) -> list[ParsedVersion]:
+    """The versions of the contribution a trial runs: every version that is new, or differs
+    from the same-named version of the function in the catalog's latest published version.
+    Unchanged versions were run (or published) before; their order in the document is irrelevant.
+    """
+    definition = contribution_definition_parse(content=contribution.content)
+    fn = definition.function
+    try:
+        current = services.catalog_parsed_latest(catalog=contribution.catalog)
+    except (RegistryError, KrmError):
+        current = None
+    published: dict[str, dict[str, Any]] = {}
+    for existing in current.functions if current else []:
+        if (existing.group, existing.kind) == (fn.group, fn.kind):
+            published = {v.name: v.to_dict() for v in existing.versions}
+    return [v for v in fn.versions if published.get(v.name) != v.to_dict()]
 
 
 def contribution_trials_admit(*, contribution: Contribution) -> Deferral | None:
     """Take a rate-limit slot on each upstream host the trial reads, or say how long to wait."""
     try:
-        definition = contribution_definition_parse(content=contribution.content)
+        versions = trial_versions(contribution=contribution)
     except RegistryError:
         return None  # the run itself meets the same error and reports it
-    version = definition.function.versions[-1]
-    return upstream_hosts_admit(urls=_upstream_urls(version.runtime, version.examples))
+    urls: list[str] = []
+    for version in versions:
+        urls += [u for u in _upstream_urls(version.runtime, version.examples) if u not in urls]
+    return upstream_hosts_admit(urls=urls)
 
 
-@transaction.atomic
-def contribution_trials_run(*, contribution: Contribution, deferrals: int = 0) -> list[TrialRun]:
-    """Run the contribution's function (its last version) on each example; record each run.
-
-    ``deferrals``: how often an upstream host's rate limit held the trial back (recorded).
-    """
-    definition = contribution_definition_parse(content=contribution.content)
-    version = definition.function.versions[-1]
+def _run_version(
+    contribution: Contribution, version: ParsedVersion, deferrals: int
+) -> list[TrialRun]:
     runs = []
     for example in _examples(version.examples):
         error = example.error
@@ -253,6 +283,7 @@ def contribution_trials_run(*, contribution: Contribution, deferrals: int = 0) -
             TrialRun.objects.create(
                 contribution=contribution,
                 revision=contribution.revision,
+                version=version.name[:100],
                 example=example.name[:200],
                 runtime=runtime,
                 status=outcome.status,
@@ -265,11 +296,24 @@ def contribution_trials_run(*, contribution: Contribution, deferrals: int = 0) -
                 diff=outcome.diff,
                 tried_network=outcome.tried_network,
                 tried_write_outside=outcome.tried_write_outside,
-                detail=outcome.detail,
-                jail=outcome.jail,
+                detail=outcome.detail[:4096],
+                jail=outcome.jail[:200],
                 deferrals=deferrals,
             )
         )
+    return runs
+
+
+@transaction.atomic
+def contribution_trials_run(*, contribution: Contribution, deferrals: int = 0) -> list[TrialRun]:
+    """Run each new or changed version of the contribution's function (``trial_versions``) on
+    each of that version's examples; record each run, labelled with its version.
+
+    ``deferrals``: how often an upstream host's rate limit held the trial back (recorded).
+    """
+    runs = []
+    for version in trial_versions(contribution=contribution):
+        runs += _run_version(contribution, version, deferrals)
     return runs
 
 

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
 from catalogs.discovery import function_pages
+from catalogs.discovery.revoked import catalog_revocations, revoked_versions
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
@@ -102,13 +103,26 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
         else []
     )
     mirror_url = contributions.catalog_mirror_url(catalog=cat)
+    revocations = catalog_revocations(catalog_ids=[cat.pk])
+    function_rows: list[dict[str, Any]] = [
+        {
+            "fn": fn,
+            "revoked": list(
+                revoked_versions(
+                    versions=fn.versions.all(), catalog_id=cat.pk, revocations=revocations
+                ).values()
+            ),
+        }
+        for fn in functions
+    ]
     context = {
         "catalog": cat,
         "versions": selectors.catalog_version_list(catalog=cat),
         "latest_url": latest_url,
         "build_line": f"krm build . --trusted-catalog={latest_url}",
         "trust": _trust_view(parsed, latest_url),
-        "functions": functions,
+        "functions": function_rows,
+        "revoked": [(row["fn"], r) for row in function_rows for r in row["revoked"]],
         "mirror_url": mirror_url,
         # A mirror's catalog takes versions only from its sync runs.
         "can_publish": mirror_url is None

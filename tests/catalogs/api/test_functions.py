@@ -43,7 +43,7 @@ def test_everything_current_is_listed_and_old_versions_are_not(api_client, publi
 
 
 def test_q_matches_every_word_in_any_case(api_client, published):
-    assert _kinds(api_client.get(FUNCTIONS, {"q": "LOGGING sidecar"})) == [("SetLogger", "v1")]
+    assert _kinds(api_client.get(FUNCTIONS, {"q": "LOG collector"})) == [("SetLogger", "v1")]
     assert _kinds(api_client.get(FUNCTIONS, {"q": "namespace"})) == [("SetNamespace", "v1")]
     assert _kinds(api_client.get(FUNCTIONS, {"q": "no-such-word"})) == []
 
@@ -83,9 +83,9 @@ def test_publisher_and_catalog(api_client, published):
 
 def test_results_carry_flags_and_where_to_get_them(api_client, published):
     (java,) = api_client.get(FUNCTIONS, {"kind": "JavaApplication"}).json()["results"]
-    assert java["requires_network"] is True
-    assert java["requires_storage_mount"] is True
-    assert java["runtime_kinds"] == ["container"]
+    assert java["requires_network"] is False
+    assert java["requires_storage_mount"] is False
+    assert java["runtime_kinds"] == ["starlark"]
     assert java["catalog"] == "example-co/functions"
     assert java["catalog_version"] == 1
     assert java["catalog_url"] == "http://testserver/c/example-co/functions/catalog.yaml"

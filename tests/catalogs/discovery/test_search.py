@@ -107,7 +107,12 @@ def test_facets_count_functions_not_versions_under_the_current_query(registry):
     narrowed = {f.label: f.values for f in _search("q=set&runtime=exec").facets}
     assert [(v.value, v.count) for v in narrowed["Runtime"]] == [("exec", 1)]
     assert [(v.value, v.count) for v in narrowed["Publisher"]] == [("zeta", 1)]
-    assert [(v.value, v.count) for v in narrowed["Trust"]] == [("on", 0), ("on", 1), ("on", 0)]
+    assert [(v.param, v.count) for v in narrowed["Trust"]] == [
+        ("verified", 0),
+        ("signed", 1),
+        ("mirrored", 0),
+        ("revoked", 0),
+    ]
 
 
 @pytest.mark.parametrize(

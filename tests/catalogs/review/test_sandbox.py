@@ -1,5 +1,8 @@
 """The trial sandbox against hostile functions: real jailed processes on this machine, no mocks."""
 
+# The shared fixtures are imported by name (tests/catalogs has no conftest of its own): F811.
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import os
@@ -12,9 +15,14 @@ import pytest
 
 from catalogs.review import sandbox
 from catalogs.review.sandbox import SandboxLimits
+from orchestrator.functions.options import FnOptions
+from tests.catalogs.review.container_fixtures import (  # noqa: F401 (fixtures)
+    needs_image_tools,
+    pushed_images,
+)
 
 pytestmark = pytest.mark.skipif(
-    sandbox.jail_available() is None, reason="bwrap/prlimit/setpriv cannot build a jail here"
+    sandbox.jail_available() is None, reason="the engine's jail cannot be built here"
 )
 
 ITEMS = [
@@ -31,31 +39,35 @@ def _program(tmp_path: Path, body: str) -> str:
     return str(path)
 
 
-def _sandbox_processes() -> list[int]:
-    """Pids of live processes owned by the sandbox uid (read from /proc)."""
-    pids = []
+def _descendants() -> set[int]:
+    """Pids of live processes descending from this one (read from /proc): a jailed run and
+    everything it forked must be gone when the run returns."""
+    parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            status = Path("/proc", entry, "status").read_text()
+            stat = Path("/proc", entry, "stat").read_text()
         except OSError:
             continue
-        for line in status.splitlines():
-            if line.startswith("Uid:") and int(line.split()[1]) == sandbox.SANDBOX_UID:
-                pids.append(int(entry))
-    return pids
+        parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    frontier = {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
+        found |= frontier
+    return found
 
 
 @pytest.fixture
 def unharmed():
     """After the test: this process still answers and the jail left no process behind."""
-    before = set(_sandbox_processes())
+    before = _descendants()
     yield
     deadline = time.monotonic() + 5
-    while set(_sandbox_processes()) - before and time.monotonic() < deadline:
+    while _descendants() - before and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert set(_sandbox_processes()) - before == set()
+    assert _descendants() - before == set()
     assert sum(range(1000)) == 499500  # still computing
 
 
@@ -172,10 +184,57 @@ def test_a_starlark_error_is_a_failed_run(unharmed):
     assert "no" in outcome.detail
 
 
-def test_container_runtimes_are_recorded_as_not_run():
-    outcome = sandbox.run_container("ghcr.io/example/fn:v1")
+@needs_image_tools
+def test_a_container_function_runs_in_the_same_jail(pushed_images, tmp_path, unharmed):
+    image = pushed_images.pushed["two"]
+    options = FnOptions(cache_dir=str(tmp_path / "cache"))
+    outcome = sandbox.run_container(image.ref, image.digest, ITEMS, options=options, limits=FAST)
+    assert outcome.status == "ok", outcome
+    assert outcome.diff == {"added": ["ConfigMap/probe"], "removed": [], "changed": []}
+    [probe] = [i for i in outcome.items if i["metadata"]["name"] == "probe"]
+    assert probe["data"]["uid"] == "65534"
+    assert probe["data"]["rootfs"] == "read-only"
+    assert probe["data"]["tmp"] == "writable"
+    assert probe["data"]["removed"] == "absent"  # the second layer's whiteout is honoured
+    assert probe["data"]["hostname"] == "krm-function"
+    assert int(probe["data"]["pid"]) < 10  # its own PID namespace
+    assert "image " + image.ref.split(":v1")[0] in outcome.jail
+    # pulled into the trial cache, verified by digest: a second run needs no registry
+    again = sandbox.run_container(image.ref, image.digest, ITEMS, options=options, limits=FAST)
+    assert again.items == outcome.items
+
+
+@needs_image_tools
+def test_a_container_reaching_for_loopback_is_refused_and_recorded(
+    pushed_images, tmp_path, unharmed
+):
+    image = pushed_images.pushed["netprobe"]
+    options = FnOptions(cache_dir=str(tmp_path / "cache"))
+    outcome = sandbox.run_container(image.ref, image.digest, ITEMS, options=options, limits=FAST)
+    assert outcome.status == "failed"
+    assert outcome.tried_network, outcome.stderr
+    assert pushed_images.listener.reached == []
+
+
+@needs_image_tools
+@pytest.mark.parametrize(
+    ("sha", "message"),
+    [
+        (None, "has a tag but no digest"),
+        ("sha256:" + "0" * 64, "nothing was run"),
+    ],
+    ids=["tag-only", "wrong-digest"],
+)
+def test_an_unpinned_or_mismatched_image_is_not_run(pushed_images, tmp_path, sha, message):
+    image = pushed_images.pushed["one"]
+    options = FnOptions(cache_dir=str(tmp_path / "cache"))
+    outcome = sandbox.run_container(image.ref, sha, ITEMS, options=options, limits=FAST)
     assert outcome.status == "not_run"
-    assert "not run here" in outcome.detail
+    assert message in outcome.detail
+    assert outcome.detail.startswith(image.ref + ": ")
+    assert not (tmp_path / "cache" / "images" / "rootfs").exists() or not any(
+        (tmp_path / "cache" / "images" / "rootfs").iterdir()
+    )
 
 
 def test_memory_beyond_the_limit_is_refused(tmp_path, unharmed):

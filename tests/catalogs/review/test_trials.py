@@ -15,6 +15,7 @@ import pytest
 from catalogs.review import sandbox, trials
 from catalogs.review.models import TrialRun, TrialRunStatus
 from catalogs.review.services import contribution_reject, contribution_resubmit, contribution_submit
+from tests.catalogs.review.container_fixtures import needs_image_tools, pushed_images  # noqa: F401
 from tests.catalogs.review.contribution_fixtures import (  # noqa: F401 (fixtures)
     DEFINITION,
     as_user,
@@ -232,14 +233,115 @@ def test_a_local_path_runtime_is_never_read_by_the_worker(
     assert "not an https" in run.detail
 
 
-def test_a_container_runtime_is_recorded_as_not_run_here(
+def test_a_container_image_without_digest_is_recorded_as_not_run(
     served, published, contributor, django_capture_on_commit_callbacks
 ):
     c = _submit(published, contributor, DEFINITION, django_capture_on_commit_callbacks)
     [run] = trials.trial_run_list(contribution=c)
     assert run.runtime == "container"
+    assert run.version == "v1"
     assert run.status == TrialRunStatus.NOT_RUN
-    assert "not run here" in run.detail
+    assert run.detail == (
+        "registry.example.org/set-owner:v1: image registry.example.org/set-owner:v1 has a tag "
+        "but no digest: the builtin runtime runs only pinned images (image@sha256:<digest>, or "
+        "the catalog's sha256); nothing was run"
+    )
+
+
+@needs_image_tools
+def test_a_container_function_is_pulled_and_run_in_the_jail(
+    served, pushed_images, published, contributor, django_capture_on_commit_callbacks
+):
+    good, probe = pushed_images.pushed["two"], pushed_images.pushed["netprobe"]
+    content = _versions(
+        ("v2", f"      container:\n        image: {probe.ref}\n        sha256: {probe.hex}\n"),
+        ("v1", f"      container:\n        image: {good.ref}\n        sha256: {good.hex}\n"),
+    )
+    c = _submit(published, contributor, content, django_capture_on_commit_callbacks)
+    runs = {r.version: r for r in trials.trial_run_list(contribution=c)}
+    assert set(runs) == {"v1", "v2"}
+    assert runs["v1"].runtime == "container"
+    assert runs["v1"].status == TrialRunStatus.OK, runs["v1"].detail
+    assert runs["v1"].diff["added"] == ["ConfigMap/probe"]
+    assert "bwrap" in runs["v1"].jail
+    assert runs["v2"].status == TrialRunStatus.FAILED
+    assert "tried to use the network" in runs["v2"].flags
+    assert pushed_images.listener.reached == []
+
+
+def _versions(*versions: tuple[str, str]) -> str:
+    """DEFINITION with the given (name, runtime YAML) versions, in that order."""
+    head = DEFINITION.partition("  versions:\n")[0] + "  versions:\n"
+    for name, runtime in versions:
+        head += f"  - name: {name}\n    runtime:\n{runtime}"
+    return head
+
+
+def _probe_exec(served) -> str:
+    program = "#!/bin/bash\nexec 3<>/dev/tcp/127.0.0.1/9 || true\ncat\n"
+    url, sha = served("probe", program)
+    return (
+        "      exec:\n        platforms:\n"
+        f"        - {{bin: probe, os: linux, arch: {trials._arch()},\n"
+        f"           uri: '{url}', sha256: {sha}}}\n"
+    )
+
+
+def test_every_version_of_a_new_function_runs_labelled_with_its_version(
+    served, published, contributor, reviewer, as_user, django_capture_on_commit_callbacks
+):
+    """A v2 that opens the network, listed before v1: both run, and v2 is flagged."""
+    url, sha = served("annotate.star", ANNOTATE)
+    v1 = f"      starlark:\n        uri: {url}\n        sha256: {sha}\n"
+    content = _versions(("v2", _probe_exec(served)), ("v1", v1))
+    c = _submit(published, contributor, content, django_capture_on_commit_callbacks)
+    runs = {r.version: r for r in trials.trial_run_list(contribution=c)}
+    assert set(runs) == {"v1", "v2"}
+    assert (runs["v1"].runtime, runs["v1"].status, runs["v1"].flags) == ("starlark", "ok", [])
+    assert runs["v2"].runtime == "exec"
+    assert runs["v2"].flags == ["tried to use the network"]
+    body = as_user(reviewer).get(f"/review/{c.pk}/").content.decode()
+    assert "<th>Version</th>" in body
+    assert "<td>v2</td>" in body and "<td>v1</td>" in body
+
+
+def test_only_new_or_changed_versions_run(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    """The catalog already has SetOwner v1 and v2: a contribution adding v3 and changing v2 runs
+    those two, not the unchanged v1 (wherever it is listed)."""
+    import yaml
+
+    from catalogs.publishing import services as publishing
+
+    url, sha = served("annotate.star", ANNOTATE)
+    star = f"      starlark:\n        uri: {url}\n        sha256: {sha}\n"
+    other, other_sha = served("annotate-v2.star", ANNOTATE + "# v2\n")
+    changed = f"      starlark:\n        uri: {other}\n        sha256: {other_sha}\n"
+    spec = yaml.safe_load(_versions(("v1", star), ("v2", star)))["spec"]
+    catalog = {
+        "apiVersion": "config.kubernetes.io/v1alpha1",
+        "kind": "Catalog",
+        "metadata": {"name": "test-catalog"},
+        "spec": {"krmFunctions": [spec]},
+    }
+    publishing.catalog_version_publish(
+        catalog=published, content=yaml.safe_dump(catalog), actor=None
+    )
+    published.refresh_from_db()
+    content = _versions(("v3", star), ("v1", star), ("v2", changed))
+    c = _submit(published, contributor, content, django_capture_on_commit_callbacks)
+    runs = trials.trial_run_list(contribution=c)
+    assert sorted(r.version for r in runs) == ["v2", "v3"]
+    assert all(r.status == TrialRunStatus.OK for r in runs), [r.detail for r in runs]
+    # nothing new or changed: nothing to run
+    unchanged = _submit(
+        published,
+        contributor,
+        _versions(("v1", star), ("v2", star)),
+        django_capture_on_commit_callbacks,
+    )
+    assert trials.trial_run_list(contribution=unchanged) == []
 
 
 def test_a_resubmission_is_trial_run_again(
@@ -322,3 +424,15 @@ def test_a_trial_over_the_upstream_rate_limit_waits_and_records_it(
     [run] = trials.trial_run_list(contribution=c)
     assert run.status == TrialRunStatus.OK, run.detail
     assert run.deferrals >= 1
+
+
+@pytest.mark.parametrize(
+    ("image", "url"),
+    [
+        ("127.0.0.1:5000/fn/one@sha256:" + "a" * 64, "http://127.0.0.1:5000/v2/"),
+        ("ghcr.io/example/fn:v1", "https://ghcr.io/v2/"),
+        ("busybox:1.36", "https://docker.io/v2/"),
+    ],
+)
+def test_a_container_trial_takes_a_rate_limit_slot_at_the_image_registry(image, url):
+    assert trials._upstream_urls({"container": {"image": image}}, []) == [url]

@@ -48,9 +48,18 @@ def test_functions_and_derived_flags_are_recorded(catalog, owner, demo_catalog_b
     assert by_kind["SetNamespace"].schema["openAPIV3Schema"]["type"] == "object"
     assert by_kind["SetLogger"].runtime_kinds == ["exec"]
     assert len(by_kind["SetLogger"].runtime["exec"]["platforms"]) == 2
-    assert by_kind["JavaApplication"].requires_network is True
-    assert by_kind["JavaApplication"].requires_storage_mount is True
+    assert by_kind["JavaApplication"].runtime_kinds == ["starlark"]
     assert by_kind["JavaApplication"].usage.endswith("/java-application/README.md")
+
+
+def test_network_and_storage_needs_are_recorded(catalog, owner):
+    needs = "          requireNetwork: true\n          requireStorageMount: true\n"
+    document = catalog_yaml(("example.co", "Fetch", "v1")).replace(
+        "      usage:", needs + "      usage:"
+    )
+    version, _ = catalog_version_publish(catalog=catalog, content=document, actor=owner)
+    [fv] = version.function_versions.all()
+    assert (fv.requires_network, fv.requires_storage_mount) == (True, True)
 
 
 def test_same_content_again_returns_the_existing_version(catalog, owner):

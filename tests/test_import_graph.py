@@ -16,7 +16,7 @@ MAX_APP_LINES = 6000
 
 
 def _cycles() -> list[set[str]]:
-    graph = grimp.build_graph(*PACKAGES, include_external_packages=False)
+    graph = grimp.build_graph(*PACKAGES, include_external_packages=False, cache_dir=None)
     modules = {m for m in graph.modules if ".migrations" not in m}
     edges = {m: graph.find_modules_directly_imported_by(m) & modules for m in modules}
     index: dict[str, int] = {}

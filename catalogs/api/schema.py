@@ -106,3 +106,20 @@ def add_problem_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, An
                     {"description": description, "content": {"application/json": {"schema": ref}}},
                 )
     return result
+
+
+def empty_query_choices_mean_any(result: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """A choice query parameter sent empty (``?runtime=``, as an HTML form sends "any") counts as
+    not given: the schema says so by listing the empty value in its enum."""
+    for path in result.get("paths", {}).values():
+        for operation in path.values():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if parameter.get("in") == "query" and "enum" in schema and "" not in schema["enum"]:
+                    schema["enum"] = [*schema["enum"], ""]
+                    note = "Sent empty, it counts as not given."
+                    text = parameter.get("description", "")
+                    parameter["description"] = f"{text}\n\n{note}" if text else note
+    return result

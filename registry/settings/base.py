@@ -234,6 +234,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "catalogs.api.schema.add_problem_responses",
         "catalogs.api.schema.forbid_nul_in_inputs",
+        "catalogs.api.schema.empty_query_choices_mean_any",
     ],
     "ENUM_NAME_OVERRIDES": {
         "StatusEnum": "catalogs.mirroring.models.SyncRun.Status",

@@ -1,0 +1,130 @@
+"""The argparse subcommands of ``krm edit`` and ``krm create`` (no other imports: start-up)."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+# (verb, kind) -> (help, extra flags). Each flag: (names, keyword for the command, help).
+_FLAG = tuple[tuple[str, ...], str, str]
+EDIT_COMMANDS: dict[tuple[str, str], tuple[str, tuple[_FLAG, ...]]] = {
+    ("set", "image"): (
+        "Sets images and their new names, new tags or digests in the kustomization file",
+        (),
+    ),
+    ("set", "namespace"): ("Sets the value of the namespace field in the kustomization file", ()),
+    ("set", "nameprefix"): (
+        "Sets the value of the namePrefix field in the kustomization file",
+        (),
+    ),
+    ("set", "namesuffix"): (
+        "Sets the value of the nameSuffix field in the kustomization file",
+        (),
+    ),
+    ("set", "replicas"): ("Sets replicas count for resources in the kustomization file", ()),
+    ("set", "label"): ("Sets one or more commonLabels in kustomization.yaml", ()),
+    ("set", "annotation"): ("Sets one or more commonAnnotations in kustomization.yaml", ()),
+    ("set", "buildmetadata"): (
+        "Sets one or more buildMetadata options to the kustomization.yaml in the current directory",
+        (),
+    ),
+    ("add", "resource"): (
+        "Add the name of a file containing a resource to the kustomization file",
+        ((("--no-verify",), "no_verify", "skip validation for resources"),),
+    ),
+    ("add", "component"): (
+        "Add the name of a file containing a component to the kustomization file",
+        (),
+    ),
+    ("add", "base"): ("Adds one or more bases to the kustomization.yaml in current directory", ()),
+    ("add", "generator"): (
+        "Add the name of a file containing a generator configuration to the kustomization file",
+        (),
+    ),
+    ("add", "transformer"): (
+        "Add the name of a file containing a transformer configuration to the kustomization file",
+        (),
+    ),
+    ("add", "buildmetadata"): (
+        "Adds one or more buildMetadata options to the kustomization.yaml in the current directory",
+        (),
+    ),
+    ("add", "label"): (
+        "Adds one or more commonLabels to kustomization.yaml",
+        (
+            (("-f", "--force"), "force", "overwrite commonLabel if it already exists"),
+            (
+                ("--without-selector",),
+                "without_selector",
+                "using add labels without selector option",
+            ),
+            (
+                ("--include-templates",),
+                "include_templates",
+                "include labels in templates (requires --without-selector)",
+            ),
+        ),
+    ),
+    ("add", "annotation"): (
+        "Adds one or more commonAnnotations to kustomization.yaml",
+        ((("-f", "--force"), "force", "overwrite commonAnnotation if it already exists"),),
+    ),
+    ("remove", "resource"): ("Removes one or more resource file paths from kustomization.yaml", ()),
+    ("remove", "component"): (
+        "Removes one or more component file paths from kustomization.yaml",
+        (),
+    ),
+    ("remove", "transformer"): (
+        "Removes one or more transformers from kustomization.yaml",
+        (),
+    ),
+    ("remove", "buildmetadata"): (
+        "Removes one or more buildMetadata options to the kustomization.yaml in the current "
+        "directory",
+        (),
+    ),
+    ("remove", "label"): (
+        "Removes one or more commonLabels from kustomization.yaml",
+        (
+            (
+                ("-i", "--ignore-non-existence"),
+                "ignore",
+                "ignore error if the given label doesn't exist",
+            ),
+        ),
+    ),
+    ("remove", "annotation"): (
+        "Removes one or more commonAnnotations from kustomization.yaml",
+        (
+            (
+                ("-i", "--ignore-non-existence"),
+                "ignore",
+                "ignore error if the given label doesn't exist",
+            ),
+        ),
+    ),
+}
+
+
+def add_edit_command(sub: Any) -> None:
+    """``krm edit {set,add,remove} KIND ARGS...`` (kustomize's ``edit``, in the cwd)."""
+    edit: argparse.ArgumentParser = sub.add_parser(
+        "edit", help="edit the kustomization file of the current directory (like kustomize edit)"
+    )
+    verbs = edit.add_subparsers(dest="edit_verb", metavar="VERB")
+    helps = {
+        "add": "Adds an item to the kustomization file.",
+        "set": "Sets the value of different fields in kustomization file.",
+        "remove": "Removes items from the kustomization file.",
+    }
+    parsers = {verb: verbs.add_parser(verb, help=text) for verb, text in helps.items()}
+    kinds = {
+        verb: p.add_subparsers(dest="edit_kind", metavar="KIND") for verb, p in parsers.items()
+    }
+    for (verb, kind), (text, flags) in EDIT_COMMANDS.items():
+        k = kinds[verb].add_parser(kind, help=text, description=text)
+        for names, dest, flag_help in flags:
+            k.add_argument(*names, dest=dest, action="store_true", help=flag_help)
+        k.add_argument("edit_args", nargs="*", metavar="ARG", help="the command's arguments")

@@ -113,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     from orchestrator.edit import parser as edit_parser
 
     edit_parser.add_edit_command(sub)
+    edit_parser.add_create_command(sub)
     c = sub.add_parser(
         "consolidate", help="print a Composition's consolidated transformer list (no run)"
     )
@@ -294,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         command = _completion
     elif args.command == "edit" and getattr(args, "edit_kind", None):
         command = _edit
+    elif args.command in ("create", "init"):
+        command = _create
     elif args.command == "trust" and getattr(args, "trust_what", None):
         command = _trust
     else:
@@ -433,11 +436,18 @@ def _version(args: Args, debug: bool) -> int:
 def _edit(args: Args, debug: bool) -> int:
     """``krm edit {set,add,remove} KIND ARGS...`` on the current directory's kustomization."""
     from orchestrator.edit import commands
-    from orchestrator.edit.parser import EDIT_COMMANDS
+    from orchestrator.edit.parser import command_options
 
-    _, flags = EDIT_COMMANDS[(args.edit_verb, args.edit_kind)]
-    options = {dest: getattr(args, dest) for _, dest, _ in flags}
-    commands.run(args.edit_verb, args.edit_kind, args.edit_args, options)
+    commands.run(args.edit_verb, args.edit_kind, args.edit_args, command_options(args))
+    return 0
+
+
+def _create(args: Args, debug: bool) -> int:
+    """``krm create [--resources ...] [--autodetect [--recursive]] ...``."""
+    from orchestrator.edit.create import create
+    from orchestrator.edit.parser import create_options
+
+    create(**create_options(args))
     return 0
 
 

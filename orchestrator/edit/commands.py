@@ -50,11 +50,12 @@ def _log(message: str) -> None:
     sys.stderr.write(time.strftime("%Y/%m/%d %H:%M:%S ") + message + "\n")
 
 
-def _edit(change: Callable[[dict[str, Any]], None]) -> None:
+def _edit(change: Callable[[dict[str, Any]], bool | None]) -> None:
+    """Read the file, apply ``change``, write it back unless ``change`` returned False."""
     kf = KustomizationFile()
     data = kf.read()
-    change(data)
-    kf.write(data)
+    if change(data) is not False:
+        kf.write(data)
 
 
 # ----------------------------------------------------------------------------- set
@@ -506,11 +507,13 @@ def _go_match_re(pattern: str) -> re.Pattern[str]:
 
 
 def _remove_matching(key: str, patterns: list[str]) -> None:
-    def change(data: dict[str, Any]) -> None:
+    def change(data: dict[str, Any]) -> bool:
         current = list(data.get(key) or [])
         gone = _match(patterns, current)
-        if gone:
-            data[key] = [item for item in current if item not in gone]
+        if not gone:
+            return False  # kustomize leaves the file untouched when nothing matched
+        data[key] = [item for item in current if item not in gone]
+        return True
 
     _edit(change)
 
@@ -580,6 +583,165 @@ def remove_annotation(args: list[str], *, ignore: bool = False) -> None:
     _remove_keys(args, "commonAnnotations", "annotation", ignore)
 
 
+# ----------------------------------------------------------------------------- patches
+
+_SELECTOR_FLAGS = (
+    ("group", "group"),
+    ("version", "version"),
+    ("kind", "kind"),
+    ("name", "name"),
+    ("namespace", "namespace"),
+    ("annotation_selector", "annotationSelector"),
+    ("label_selector", "labelSelector"),
+)
+
+
+def _patch_from_flags(flags: dict[str, Any]) -> dict[str, Any]:
+    patch: dict[str, Any] = {}
+    if flags.get("patch_text"):
+        patch["patch"] = flags["patch_text"]
+    if flags.get("path"):
+        patch["path"] = flags["path"]
+    target = {key: flags[dest] for dest, key in _SELECTOR_FLAGS if flags.get(dest)}
+    if target:
+        patch["target"] = target
+    return patch
+
+
+def _same_patch(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """kustomize's ``Patch.Equals``: path, patch text, target and options all equal."""
+
+    def norm(p: dict[str, Any]) -> tuple[Any, ...]:
+        target = p.get("target") or None
+        if isinstance(target, dict):
+            target = {k: v for k, v in target.items() if v not in ("", None)} or {}
+        return (p.get("path") or "", p.get("patch") or "", target, p.get("options") or {})
+
+    return norm(a) == norm(b)
+
+
+def add_patch(args: list[str], **flags: Any) -> None:
+    """``edit add patch --path FILE | --patch TEXT [target flags]``."""
+    if flags.get("patch_text") and flags.get("path"):
+        raise EditError("patch and path can't be set at the same time")
+    if not flags.get("patch_text") and not flags.get("path"):
+        raise EditError("must provide either patch or path")
+    new = _patch_from_flags(flags)
+
+    def change(data: dict[str, Any]) -> bool:
+        patches = list(data.get("patches") or [])
+        for p in patches:
+            if isinstance(p, dict) and _same_patch(p, new):
+                _log(f"patch {_go_patch_repr(p)} already in kustomization file")
+                return False
+        data["patches"] = [*patches, new]
+        return True
+
+    _edit(change)
+
+
+def _go_patch_repr(p: dict[str, Any]) -> str:
+    """An approximation of Go's ``%#v`` of a patch (the target's address cannot be matched)."""
+    target = "(*types.Selector)(nil)" if not p.get("target") else "(*types.Selector)(...)"
+    options = "map[string]bool(nil)" if not p.get("options") else "map[string]bool{...}"
+    return (
+        f'types.Patch{{Path:"{p.get("path", "")}", Patch:"{p.get("patch", "")}", '
+        f"Target:{target}, Options:{options}}}"
+    )
+
+
+def remove_patch(args: list[str], **flags: Any) -> None:
+    """``edit remove patch``: drop the patches equal to the one the flags describe."""
+    if flags.get("patch_text") and flags.get("path"):
+        raise EditError("patch and path can't be set at the same time")
+    gone = _patch_from_flags(flags)
+
+    def change(data: dict[str, Any]) -> bool:
+        patches = list(data.get("patches") or [])
+        kept = [p for p in patches if not (isinstance(p, dict) and _same_patch(p, gone))]
+        if len(kept) == len(patches):
+            _log(f"patch {flags.get('patch_text') or ''} doesn't exist in kustomization file")
+            return False
+        data["patches"] = kept
+        return True
+
+    _edit(change)
+
+
+# ----------------------------------------------------------------------------- fix
+
+# kustomize's text, trailing spaces included.
+FIX_MESSAGE = (
+    "\nFixed fields:\n"
+    "  patchesJson6902 -> patches\n"
+    "  patchesStrategicMerge -> patches\n"
+    "  commonLabels -> labels\n"
+    "To convert vars -> replacements, run the command `kustomize edit fix --vars`\n"
+    "WARNING: Converting vars to replacements will potentially overwrite many resource files \n"
+    "and the resulting files may not produce the same output when `kustomize build` is run. \n"
+    "We recommend doing this in a clean git repository where the change is easy to undo.\n"
+)
+
+
+def fix_premarshalling(data: dict[str, Any]) -> None:
+    """kustomize's ``FixKustomizationPreMarshalling``: legacy patch and label fields moved."""
+    patches = list(data.get("patches") or [])
+    patches.extend(data.pop("patchesJson6902", None) or [])
+    smp = data.pop("patchesStrategicMerge", None)
+    for entry in smp or []:
+        # A patch that names a readable file becomes a path; anything else inline text.
+        if os.path.isfile(entry):
+            patches.append({"path": entry})
+        else:
+            patches.append({"patch": entry})
+    if patches:
+        data["patches"] = patches
+    common = data.pop("commonLabels", None)
+    if common:
+        labels = list(data.get("labels") or [])
+        for label in labels:
+            for key in (label.get("pairs") or {}) if isinstance(label, dict) else {}:
+                if key in common:
+                    raise EditError(f"label name '{key}' exists in both commonLabels and labels")
+        labels.append({"includeSelectors": True, "pairs": common})
+        data["labels"] = labels
+
+
+def _build_text() -> tuple[str, str | None]:
+    """``kustomize build .``: its output, or the error it stopped with."""
+    from orchestrator import yamlio
+    from orchestrator.build import build
+    from orchestrator.errors import KrmError
+
+    try:
+        return yamlio.dump_all(build(".").resources), None
+    except (KrmError, OSError, RecursionError) as exc:
+        return "", str(exc)
+
+
+def fix(args: list[str], *, vars: bool = False) -> None:
+    """``edit fix``: move deprecated fields to their replacements, warn if the build changes."""
+    if vars:
+        raise EditError("krm edit fix --vars (vars -> replacements) is not supported yet")
+    before, _ = _build_text()
+    kf = KustomizationFile()
+    data = kf.read()
+    fix_premarshalling(data)
+    sys.stdout.write(FIX_MESSAGE)
+    kf.write(data)
+    after, error = _build_text()
+    if error is not None:
+        sys.stdout.write(
+            "Warning: 'Fixed' kustomization now produces the error when running "
+            f"`kustomize build`: {error}\n"
+        )
+    elif after != before:
+        sys.stdout.write(
+            "Warning: 'Fixed' kustomization now produces different output when running "
+            f"`kustomize build`:\n...{after}...\n"
+        )
+
+
 COMMANDS: dict[tuple[str, str], Callable[..., None]] = {
     ("set", "image"): set_image,
     ("set", "namespace"): set_namespace,
@@ -603,9 +765,12 @@ COMMANDS: dict[tuple[str, str], Callable[..., None]] = {
     ("remove", "buildmetadata"): remove_build_metadata,
     ("remove", "label"): remove_label,
     ("remove", "annotation"): remove_annotation,
+    ("add", "patch"): add_patch,
+    ("remove", "patch"): remove_patch,
+    ("fix", "fix"): fix,
 }
 
 
-def run(verb: str, kind: str, args: list[str], flags: dict[str, bool]) -> None:
+def run(verb: str, kind: str, args: list[str], flags: dict[str, Any]) -> None:
     """Run ``edit VERB KIND ARGS`` in the current directory with the command's flags."""
     COMMANDS[(verb, kind)](args, **flags)

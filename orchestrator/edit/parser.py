@@ -108,6 +108,43 @@ EDIT_COMMANDS: dict[tuple[str, str], tuple[str, tuple[_FLAG, ...]]] = {
 }
 
 
+_PATCH_FLAGS = (
+    ("--path", "path", "Path to the patch file. Cannot be used with --patch at the same time."),
+    (
+        "--patch",
+        "patch_text",
+        "Literal string of patch content. Cannot be used with --path at the same time.",
+    ),
+    ("--group", "group", "API group in patch target"),
+    ("--version", "version", "API version in patch target"),
+    ("--kind", "kind", "Resource kind in patch target"),
+    ("--name", "name", "Resource name in patch target"),
+    ("--namespace", "namespace", "Resource namespace in patch target"),
+    ("--annotation-selector", "annotation_selector", "annotationSelector in patch target"),
+    ("--label-selector", "label_selector", "labelSelector in patch target"),
+)
+# Commands whose flags take values: (verb, kind) -> (help, ((flag, dest, help), ...)).
+VALUE_COMMANDS: dict[tuple[str, str], tuple[str, tuple[tuple[str, str, str], ...]]] = {
+    ("add", "patch"): ("Add an item to patches field", _PATCH_FLAGS),
+    ("remove", "patch"): ("Removes a patch from kustomization.yaml", _PATCH_FLAGS),
+}
+FIX_HELP = "Fix the missing fields in kustomization file"
+VARS_HELP = (
+    "If specified, kustomize will attempt to convert vars to replacements. "
+    "(not supported by krm yet)"
+)
+
+
+def command_options(args: Any) -> dict[str, Any]:
+    """The keyword options of the ``edit`` command ``args`` names, read from ``args``."""
+    key = (args.edit_verb, args.edit_kind)
+    if key in EDIT_COMMANDS:
+        return {dest: getattr(args, dest) for _, dest, _ in EDIT_COMMANDS[key][1]}
+    if key in VALUE_COMMANDS:
+        return {dest: getattr(args, dest) for _, dest, _ in VALUE_COMMANDS[key][1]}
+    return {"vars": args.vars}
+
+
 def add_edit_command(sub: Any) -> None:
     """``krm edit {set,add,remove} KIND ARGS...`` (kustomize's ``edit``, in the cwd)."""
     edit: argparse.ArgumentParser = sub.add_parser(
@@ -128,3 +165,49 @@ def add_edit_command(sub: Any) -> None:
         for names, dest, flag_help in flags:
             k.add_argument(*names, dest=dest, action="store_true", help=flag_help)
         k.add_argument("edit_args", nargs="*", metavar="ARG", help="the command's arguments")
+    for (verb, kind), (text, value_flags) in VALUE_COMMANDS.items():
+        k = kinds[verb].add_parser(kind, help=text, description=text)
+        for flag, dest, flag_help in value_flags:
+            k.add_argument(flag, dest=dest, default="", help=flag_help)
+        k.set_defaults(edit_args=[])
+    f = verbs.add_parser("fix", help=FIX_HELP, description=FIX_HELP)
+    f.add_argument("--vars", action="store_true", help=VARS_HELP)
+    f.set_defaults(edit_kind="fix", edit_args=[])
+
+
+CREATE_FLAGS = (
+    ("--resources", "Name of a file containing a file to add to the kustomization file."),
+    ("--namespace", "Set the value of the namespace field in the kustomization file."),
+    ("--annotations", "Add one or more common annotations."),
+    ("--labels", "Add one or more common labels."),
+    ("--nameprefix", "Sets the value of the namePrefix field in the kustomization file."),
+    ("--namesuffix", "Sets the value of the nameSuffix field in the kustomization file."),
+)
+CREATE_SWITCHES = (
+    (
+        "--autodetect",
+        "Search for kubernetes resources in the current directory to be added to the "
+        "kustomization file.",
+    ),
+    ("--recursive", "Enable recursive directory searching for resource auto-detection."),
+)
+
+
+def add_create_command(sub: Any) -> None:
+    """``krm create`` (alias ``init``): a new kustomization file in the current directory."""
+    text = "Create a new kustomization in the current directory"
+    c: argparse.ArgumentParser = sub.add_parser(
+        "create", aliases=["init"], help=text, description=text
+    )
+    for flag, flag_help in CREATE_FLAGS:
+        c.add_argument(
+            flag, dest="create_" + flag[2:], default="", metavar="STRING", help=flag_help
+        )
+    for flag, flag_help in CREATE_SWITCHES:
+        c.add_argument(flag, dest="create_" + flag[2:], action="store_true", help=flag_help)
+
+
+def create_options(args: Any) -> dict[str, Any]:
+    """The keyword arguments of ``orchestrator.edit.create.create`` from parsed ``args``."""
+    names = [flag[2:] for flag, _ in CREATE_FLAGS + CREATE_SWITCHES]
+    return {name: getattr(args, "create_" + name) for name in names}

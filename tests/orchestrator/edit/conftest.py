@@ -64,6 +64,7 @@ class Edit:
     def __init__(self, path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         self.path = path
         self._capsys = capsys
+        self.out = ""  # what the last command wrote to stdout
 
     def write(self, text: str = KUSTOMIZATION, name: str = "kustomization.yaml") -> None:
         (self.path / name).write_text(text, encoding="utf-8")
@@ -75,7 +76,9 @@ class Edit:
         """Run ``krm ARGV``; the exit status and what it wrote to stderr."""
         self._capsys.readouterr()
         code = cli.main(list(argv))
-        return code, self._capsys.readouterr().err
+        captured = self._capsys.readouterr()
+        self.out = captured.out
+        return code, captured.err
 
     def ok(self, *argv: str) -> str:
         """Run ``krm ARGV`` expecting success; the kustomization file afterwards."""

@@ -525,13 +525,6 @@ def remove_resource(args: list[str]) -> None:
     _remove_matching("resources", args)
 
 
-def remove_component(args: list[str]) -> None:
-    """``edit remove component PATTERN...``."""
-    if not args:
-        raise EditError("must specify a component file")
-    _remove_matching("components", args)
-
-
 def remove_transformer(args: list[str]) -> None:
     """``edit remove transformer PATTERN...``."""
     if not args:
@@ -760,7 +753,6 @@ COMMANDS: dict[tuple[str, str], Callable[..., None]] = {
     ("add", "label"): add_label,
     ("add", "annotation"): add_annotation,
     ("remove", "resource"): remove_resource,
-    ("remove", "component"): remove_component,
     ("remove", "transformer"): remove_transformer,
     ("remove", "buildmetadata"): remove_build_metadata,
     ("remove", "label"): remove_label,

@@ -72,10 +72,6 @@ EDIT_COMMANDS: dict[tuple[str, str], tuple[str, tuple[_FLAG, ...]]] = {
         ((("-f", "--force"), "force", "overwrite commonAnnotation if it already exists"),),
     ),
     ("remove", "resource"): ("Removes one or more resource file paths from kustomization.yaml", ()),
-    ("remove", "component"): (
-        "Removes one or more component file paths from kustomization.yaml",
-        (),
-    ),
     ("remove", "transformer"): (
         "Removes one or more transformers from kustomization.yaml",
         (),

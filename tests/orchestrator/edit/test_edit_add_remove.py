@@ -214,7 +214,7 @@ REMOVALS = [
 ]
 
 
-@pytest.mark.parametrize("field", ["resources", "components", "transformers"])
+@pytest.mark.parametrize("field", ["resources", "transformers"])
 @pytest.mark.parametrize(("items", "args", "left"), REMOVALS)
 def test_remove_by_pattern(edit, field, items, args, left):
     edit.write(f"{field}:\n  - " + "\n  - ".join(items))
@@ -222,12 +222,19 @@ def test_remove_by_pattern(edit, field, items, args, left):
     assert text == f"{field}:\n" + "".join(f"- {i}\n" for i in left) + TAIL
 
 
-@pytest.mark.parametrize("field", ["resources", "components", "transformers"])
+@pytest.mark.parametrize("field", ["resources", "transformers"])
 def test_remove_nothing_found_leaves_the_file_as_written(edit, field):
     original = f"{field}:\n  - resource1.yaml\n  - resource2.yaml"
     edit.write(original)
     assert edit.ok("edit", "remove", field[:-1], "foo") == original
     assert edit.fails("edit", "remove", field[:-1]) == f"must specify a {field[:-1]} file\n"
+
+
+def test_remove_component_is_not_a_command(edit):
+    edit.write("components:\n- c\n")
+    with pytest.raises(SystemExit):
+        edit("edit", "remove", "component", "c")
+    assert edit.read() == "components:\n- c\n"
 
 
 def test_remove_buildmetadata(edit):

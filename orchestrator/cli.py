@@ -435,10 +435,17 @@ def _version(args: Args, debug: bool) -> int:
 
 def _edit(args: Args, debug: bool) -> int:
     """``krm edit {set,add,remove} KIND ARGS...`` on the current directory's kustomization."""
-    from orchestrator.edit import commands
     from orchestrator.edit.parser import command_options
 
-    commands.run(args.edit_verb, args.edit_kind, args.edit_args, command_options(args))
+    options = command_options(args)
+    if args.edit_kind in ("configmap", "secret"):
+        from orchestrator.edit import generators
+
+        generators.run(args.edit_verb, args.edit_kind, args.edit_args, options)
+    else:
+        from orchestrator.edit import commands
+
+        commands.run(args.edit_verb, args.edit_kind, args.edit_args, options)
     return 0
 
 

@@ -124,6 +124,15 @@ VALUE_COMMANDS: dict[tuple[str, str], tuple[str, tuple[tuple[str, str, str], ...
     ("add", "patch"): ("Add an item to patches field", _PATCH_FLAGS),
     ("remove", "patch"): ("Removes a patch from kustomization.yaml", _PATCH_FLAGS),
 }
+GENERATOR_HELP = {
+    ("add", "configmap"): "Adds a configmap to the kustomization file",
+    ("add", "secret"): "Adds a secret to the kustomization file.",
+    ("set", "configmap"): "Edits the value for an existing key for a ConfigMap in the "
+    "kustomization file",
+    ("set", "secret"): "Edits the value for an existing key for a Secret in the kustomization file",
+    ("remove", "configmap"): "Removes the specified configmap(s) from kustomization.yaml",
+    ("remove", "secret"): "Removes the specified secret(s) from kustomization.yaml",
+}
 FIX_HELP = "Fix the missing fields in kustomization file"
 VARS_HELP = (
     "If specified, kustomize will attempt to convert vars to replacements. "
@@ -138,6 +147,8 @@ def command_options(args: Any) -> dict[str, Any]:
         return {dest: getattr(args, dest) for _, dest, _ in EDIT_COMMANDS[key][1]}
     if key in VALUE_COMMANDS:
         return {dest: getattr(args, dest) for _, dest, _ in VALUE_COMMANDS[key][1]}
+    if key in GENERATOR_HELP:
+        return {dest: getattr(args, "gen_" + dest) for dest in args.generator_dests}
     return {"vars": args.vars}
 
 
@@ -166,9 +177,100 @@ def add_edit_command(sub: Any) -> None:
         for flag, dest, flag_help in value_flags:
             k.add_argument(flag, dest=dest, default="", help=flag_help)
         k.set_defaults(edit_args=[])
+    for (verb, kind), text in GENERATOR_HELP.items():
+        k = kinds[verb].add_parser(kind, help=text, description=text)
+        _generator_flags(k, verb, kind)
+        k.add_argument("edit_args", nargs="*", metavar="NAME", help="the generator's name")
     f = verbs.add_parser("fix", help=FIX_HELP, description=FIX_HELP)
     f.add_argument("--vars", action="store_true", help=VARS_HELP)
     f.set_defaults(edit_kind="fix", edit_args=[])
+
+
+class _Options:
+    """Collects a generator command's flags into ``args.generator_options`` (a dict)."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.parser = parser
+        self.defaults: dict[str, Any] = {}
+
+    def add(self, flag: str, dest: str, default: Any, **kwargs: Any) -> None:
+        self.defaults[dest] = default
+        self.parser.add_argument(flag, dest="gen_" + dest, default=default, **kwargs)
+
+
+def _split_commas(text: str) -> list[str]:
+    return [part for part in text.split(",")] if text else []
+
+
+def _generator_flags(p: argparse.ArgumentParser, verb: str, kind: str) -> None:
+    import argparse
+
+    class _Extend(argparse.Action):
+        """pflag's StringSlice: repeatable, each value split at commas."""
+
+        def __call__(self, parser: Any, ns: Any, values: Any, option: Any = None) -> None:
+            setattr(ns, self.dest, [*getattr(ns, self.dest), *_split_commas(str(values))])
+
+    opts = _Options(p)
+    if verb == "add":
+        opts.add(
+            "--from-file",
+            "from_file",
+            [],
+            action=_Extend,
+            metavar="[KEY=]SOURCE",
+            help="Key file can be specified using its file path, in which case file basename "
+            "will be used as the key, or optionally with a key and file path",
+        )
+    if verb in ("add", "set"):
+        opts.add(
+            "--from-literal",
+            "from_literal",
+            [],
+            action="append",
+            metavar="KEY=VALUE",
+            help="Specify a key and literal value (i.e. mykey=somevalue)",
+        )
+    if verb == "add":
+        opts.add(
+            "--from-env-file",
+            "from_env_file",
+            "",
+            metavar="PATH",
+            help="Specify the path to a file to read lines of key=val pairs",
+        )
+        opts.add(
+            "--disableNameSuffixHash",
+            "disable_name_suffix_hash",
+            False,
+            action="store_true",
+            help="Disable the name suffix",
+        )
+        opts.add(
+            "--behavior",
+            "behavior",
+            "",
+            metavar="create|merge|replace",
+            help="Specify the behavior for generation (create, the default; merge; replace)",
+        )
+    opts.add("--namespace", "namespace", "", metavar="NAMESPACE", help="Specify the namespace")
+    if verb == "set":
+        opts.add(
+            "--new-namespace",
+            "new_namespace",
+            "",
+            metavar="NAMESPACE",
+            help="New namespace value for the target",
+        )
+    if verb == "add" and kind == "secret":
+        opts.add(
+            "--type",
+            "secret_type",
+            "Opaque",
+            metavar="TYPE",
+            help="Specify the secret type this can be 'Opaque' (default), or 'kubernetes.io/tls'",
+        )
+    p.set_defaults(generator_dests=tuple(opts.defaults))
 
 
 CREATE_FLAGS = (

@@ -32,12 +32,6 @@ IMAGE_INVALID = """invalid format of image, use one of the following options:
 - <image>:<newtag>@<digest>
 - <image>@<digest>"""
 REPLICAS_INVALID = "invalid format of replica, use the following format: <name>=<count>"
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS1123_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
 _PRESERVE = "*"
 
 
@@ -133,17 +127,14 @@ def set_image(args: list[str]) -> None:
 
 
 def set_namespace(args: list[str]) -> None:
-    """``edit set namespace NS``."""
+    """``edit set namespace NS``.
+
+    The kustomize binary checks the name with its field validator, which accepts every value
+    (api/internal/validate), so krm does not check it either.
+    """
     if len(args) != 1:
         raise EditError("must specify exactly one namespace value")
     ns = args[0]
-    errs = []
-    if len(ns) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL.match(ns):
-        errs.append(_DNS1123_MSG)
-    if errs:
-        raise EditError(f'"{ns}" is not a valid namespace name: {";".join(errs)}')
     _edit(lambda data: data.__setitem__("namespace", ns))
 
 
@@ -229,18 +220,14 @@ def set_label(args: list[str]) -> None:
     _edit(lambda data: _string_map(data, "commonLabels").update(pairs))
 
 
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z"
+# kustomize's ``set annotation`` key check (its own pattern, not Kubernetes' validation).
+_ANNOTATION_KEY = re.compile(
+    r"([a-zA-Z](([-a-zA-Z0-9.]{0,251})[a-zA-Z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?\Z"
 )
 
 
 def _valid_annotation_key(key: str) -> bool:
-    """kustomize's ``set annotation`` key check: ``[prefix/]name`` as Kubernetes defines it."""
-    prefix, sep, name = key.rpartition("/")
-    if sep and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and _QUALIFIED_NAME.match(name) is not None
+    return _ANNOTATION_KEY.match(key) is not None
 
 
 def set_annotation(args: list[str]) -> None:

@@ -176,6 +176,9 @@ def test_set_label_and_annotation_overwrite(edit):
     assert "commonAnnotations:\n  example.com/a: b\n  note: changed\n" in text
     assert edit.fails("edit", "set", "label") == "must specify label\n"
     assert edit.fails("edit", "set", "annotation") == "must specify annotation\n"
+    assert "  A.b/x_y: v\n" in edit.ok("edit", "set", "annotation", "A.b/x_y:v")
+    for bad in ("bad key!:v", "-a:v", "a/:v", "/a:v", "a" * 64 + ":v"):
+        assert edit.fails("edit", "set", "annotation", "--", bad).startswith("invalid annotation")
     assert edit.fails("edit", "set", "annotation", "bad key!:v") == (
         "invalid annotation key: see the syntax and character set rules at "
         "https://kubernetes.io/docs/concepts/overview/working-with-objects/annotations/\n"

@@ -15,6 +15,7 @@ import sys
 import time
 
 from orchestrator.edit.kustfile import KustFileError, KustomizationFile
+from orchestrator.errors import KrmError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -298,8 +299,18 @@ def _glob_with_loader(patterns: list[str], skip: bool) -> list[str]:
         if files:
             result.extend(files)
             continue
-        if remote.parse_repo_spec(pattern) is not None:
-            result.append(pattern)  # kustomize clones it to check; krm takes the URL as given
+        spec = remote.parse_repo_spec(pattern)
+        if spec is not None:
+            # Like kustomize, the repository is fetched (into krm's cache) to check the URL.
+            try:
+                tree = remote.GitCache().checkout(spec)
+            except KrmError as exc:
+                raise EditError(f"{pattern} has no match: {exc}") from None
+            if not os.path.isdir(os.path.join(tree, spec.kust_root)):
+                raise EditError(
+                    f"{pattern} has no match: '{spec.kust_root}' is not a directory in {spec.raw}"
+                )
+            result.append(pattern)
             continue
         if os.path.isabs(pattern):
             raise EditError(f"{pattern} has no match: new root '{pattern}' cannot be absolute")

@@ -326,3 +326,34 @@ def test_add_and_remove_patch(edit):
     assert edit.fails("edit", "remove", "patch", "--path", "a", "--patch", "b") == (
         "patch and path can't be set at the same time\n"
     )
+
+
+def _git_repo(root):
+    import subprocess
+
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "s.yaml").write_text(RESOURCE.replace("name: s", "name: remote"))
+    (root / "app" / "kustomization.yaml").write_text("resources:\n- s.yaml\n")
+    env = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), *env, "commit", "-qm", "x"], check=True)
+
+
+def test_add_resource_fetches_a_remote_to_check_it(edit, tmp_path_factory, monkeypatch, oracle):
+    repo = tmp_path_factory.mktemp("repo")
+    _git_repo(repo)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    edit.write("resources: []\n")
+    url = f"file://{repo}//app?ref=main"
+    assert edit.ok("edit", "add", "resource", url) == f"resources:\n- {url}\n" + TAIL
+    built = oracle(edit.path)
+    assert built.returncode == 0 and b"name: remote" in built.stdout
+    bad_dir = f"file://{repo}//nope?ref=main"
+    assert edit.fails("edit", "add", "resource", bad_dir) == (
+        f"{bad_dir} has no match: 'nope' is not a directory in {bad_dir}\n"
+    )
+    missing = f"file://{repo}-missing//app?ref=main"
+    assert edit.fails("edit", "add", "resource", missing).startswith(
+        f"{missing} has no match: remote '{missing}': "
+    )

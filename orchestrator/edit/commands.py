@@ -733,6 +733,34 @@ def fix(args: list[str], *, vars: bool = False) -> None:
         )
 
 
+# kustomize's builtin generators, then its builtin transformers.
+BUILTIN_PLUGINS = (
+    "ConfigMapGenerator",
+    "IAMPolicyGenerator",
+    "SecretGenerator",
+    "HelmChartInflationGenerator",
+    "AnnotationsTransformer",
+    "HashTransformer",
+    "ImageTagTransformer",
+    "LabelTransformer",
+    "NamespaceTransformer",
+    "PatchJson6902Transformer",
+    "PatchStrategicMergeTransformer",
+    "PatchTransformer",
+    "PrefixSuffixTransformer",
+    "PrefixTransformer",
+    "SuffixTransformer",
+    "ReplacementTransformer",
+    "ReplicaCountTransformer",
+    "ValueAddTransformer",
+)
+
+
+def list_builtin(args: list[str]) -> None:
+    """``edit alpha-list-builtin-plugin`` (kustomize prints them in Go's random map order)."""
+    sys.stdout.write("Builtin plugins:\n\n" + "".join(f" * {p}\n" for p in BUILTIN_PLUGINS))
+
+
 COMMANDS: dict[tuple[str, str], Callable[..., None]] = {
     ("set", "image"): set_image,
     ("set", "namespace"): set_namespace,
@@ -758,6 +786,7 @@ COMMANDS: dict[tuple[str, str], Callable[..., None]] = {
     ("add", "patch"): add_patch,
     ("remove", "patch"): remove_patch,
     ("fix", "fix"): fix,
+    ("alpha-list-builtin-plugin", "alpha-list-builtin-plugin"): list_builtin,
 }
 
 

@@ -149,7 +149,9 @@ def command_options(args: Any) -> dict[str, Any]:
         return {dest: getattr(args, dest) for _, dest, _ in VALUE_COMMANDS[key][1]}
     if key in GENERATOR_HELP:
         return {dest: getattr(args, "gen_" + dest) for dest in args.generator_dests}
-    return {"vars": args.vars}
+    if args.edit_verb == "fix":
+        return {"vars": args.vars}
+    return {}
 
 
 def add_edit_command(sub: Any) -> None:
@@ -184,6 +186,9 @@ def add_edit_command(sub: Any) -> None:
     f = verbs.add_parser("fix", help=FIX_HELP, description=FIX_HELP)
     f.add_argument("--vars", action="store_true", help=VARS_HELP)
     f.set_defaults(edit_kind="fix", edit_args=[])
+    name = "alpha-list-builtin-plugin"
+    text = "[Alpha] List the builtin plugins"
+    verbs.add_parser(name, help=text, description=text).set_defaults(edit_kind=name, edit_args=[])
 
 
 class _Options:

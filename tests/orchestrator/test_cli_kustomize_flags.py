@@ -129,7 +129,7 @@ CASES = [
     ),
     (["krm", "bu"], ["build"]),
     (["krm", "build", "--reo"], ["--reorder"]),
-    (["krm", "edit", ""], ["add", "fix", "remove", "set"]),
+    (["krm", "edit", ""], ["add", "alpha-list-builtin-plugin", "fix", "remove", "set"]),
     (["krm", "edit", "set", "im"], ["image"]),
     (["krm", "build", "--reorder", ""], ["legacy", "none"]),
     (["krm", "build", "-o", "out", "--container-runtime", ""], ["builtin", "docker", "podman"]),

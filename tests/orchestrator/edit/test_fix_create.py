@@ -223,3 +223,11 @@ def test_edit_keeps_the_files_name(edit, name):
     assert code == 0, err
     assert edit.read(name) == TAIL + "namespace: a\n"
     assert not (edit.path / "kustomization.yaml").exists()
+
+
+def test_list_builtin_plugins(edit):
+    code, err = edit("edit", "alpha-list-builtin-plugin")
+    assert code == 0 and err == ""
+    lines = edit.out.splitlines()
+    assert lines[:2] == ["Builtin plugins:", ""]
+    assert len(lines) == 2 + 18 and " * ReplacementTransformer" in lines

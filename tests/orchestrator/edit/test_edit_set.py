@@ -242,3 +242,29 @@ def test_set_replicas(edit):
 def test_set_replicas_refusals(edit, args, message):
     edit.write()
     assert edit.fails("edit", "set", "replicas", *args) == message + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("\nfoo:\n  bar\n", 'invalid Kustomization: json: unknown field "foo"'),
+        (
+            "namespace: [a]\n",
+            "invalid Kustomization: json: cannot unmarshal array into Go struct "
+            "field Kustomization.namespace of type string",
+        ),
+        (
+            "resources: a.yaml\n",
+            "invalid Kustomization: json: cannot unmarshal string into Go "
+            "struct field Kustomization.resources of type []string",
+        ),
+        (
+            "- a\n",
+            "invalid Kustomization: json: cannot unmarshal array into Go value of type "
+            "types.Kustomization",
+        ),
+    ],
+)
+def test_an_invalid_kustomization_is_left_as_it_is(edit, text, message):
+    edit.write(text)
+    assert edit.fails("edit", "set", "image", "a:1") == message + "\n"

@@ -110,6 +110,10 @@ def _parser() -> argparse.ArgumentParser:
     fcli.add_view_command(sub)
     fcli.add_fn_command(sub)
     fcli.add_trust_command(sub)
+    from orchestrator.edit import parser as edit_parser
+
+    edit_parser.add_edit_command(sub)
+    edit_parser.add_create_command(sub)
     c = sub.add_parser(
         "consolidate", help="print a Composition's consolidated transformer list (no run)"
     )
@@ -289,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         command = _version
     elif args.command == "completion":
         command = _completion
+    elif args.command == "edit" and getattr(args, "edit_kind", None):
+        command = _edit
+    elif args.command in ("create", "init"):
+        command = _create
     elif args.command == "trust" and getattr(args, "trust_what", None):
         command = _trust
     else:
@@ -422,6 +430,31 @@ def _version(args: Args, debug: bool) -> int:
     from orchestrator import version
 
     sys.stdout.write(version.text(args.output))
+    return 0
+
+
+def _edit(args: Args, debug: bool) -> int:
+    """``krm edit {set,add,remove} KIND ARGS...`` on the current directory's kustomization."""
+    from orchestrator.edit.parser import command_options
+
+    options = command_options(args)
+    if args.edit_kind in ("configmap", "secret"):
+        from orchestrator.edit import generators
+
+        generators.run(args.edit_verb, args.edit_kind, args.edit_args, options)
+    else:
+        from orchestrator.edit import commands
+
+        commands.run(args.edit_verb, args.edit_kind, args.edit_args, options)
+    return 0
+
+
+def _create(args: Args, debug: bool) -> int:
+    """``krm create [--resources ...] [--autodetect [--recursive]] ...``."""
+    from orchestrator.edit.create import create
+    from orchestrator.edit.parser import create_options
+
+    create(**create_options(args))
     return 0
 
 

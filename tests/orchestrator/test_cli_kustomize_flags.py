@@ -112,9 +112,25 @@ def test_completion_refuses_an_unknown_shell(tmp_path):
 
 # (words typed, the word being completed) -> the completions every shell must offer.
 CASES = [
-    (["krm", ""], ["build", "completion", "consolidate", "fn", "trust", "version", "view"]),
+    (
+        ["krm", ""],
+        [
+            "build",
+            "completion",
+            "consolidate",
+            "create",
+            "edit",
+            "fn",
+            "init",
+            "trust",
+            "version",
+            "view",
+        ],
+    ),
     (["krm", "bu"], ["build"]),
     (["krm", "build", "--reo"], ["--reorder"]),
+    (["krm", "edit", ""], ["add", "alpha-list-builtin-plugin", "fix", "remove", "set"]),
+    (["krm", "edit", "set", "im"], ["image"]),
     (["krm", "build", "--reorder", ""], ["legacy", "none"]),
     (["krm", "build", "-o", "out", "--container-runtime", ""], ["builtin", "docker", "podman"]),
     (["krm", "completion", ""], ["bash", "fish", "zsh"]),
@@ -188,4 +204,4 @@ def test_completion_covers_every_command_and_flag():
     text = completion.bash(cli._parser())
     for flag in ("--enable-managedby-label", "--network-name", "--as-current-user", "--offline"):
         assert flag in text
-    assert "'build view fn trust consolidate version completion'" in text
+    assert "'build view fn trust edit create init consolidate version completion'" in text

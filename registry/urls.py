@@ -1,4 +1,5 @@
-"""Root URLs: serving under /c/, TUF metadata under /tuf/, OCI under /v2/, the API under /api/v1/, schema, docs, admin."""
+"""Root URLs: serving under /c/, TUF metadata under /tuf/, OCI under /v2/, the API under
+/api/v1/, schema, docs, admin."""
 
 from django.contrib import admin
 from django.urls import include, path, re_path

@@ -11,9 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalogs.exceptions import NotFoundError
-
 from catalogs.api.cache import cached_list
+from catalogs.exceptions import NotFoundError
 from catalogs.publishing import selectors
 from catalogs.publishing.api.serializers import SigningKeySerializer
 from catalogs.trust import revocations, services, signing, tuf

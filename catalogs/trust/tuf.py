@@ -184,7 +184,9 @@ def _sign(md: Metadata[Any], signers: Iterable[Signer]) -> Metadata[Any]:
 
 def _lock() -> TufMetadata | None:
     """Serialise writers of the repository on its newest root row (None: no repository yet)."""
-    return TufMetadata.objects.select_for_update().filter(role=Root.type).order_by("-version").first()
+    return (
+        TufMetadata.objects.select_for_update().filter(role=Root.type).order_by("-version").first()
+    )
 
 
 # --- Root. ---
@@ -395,8 +397,13 @@ def _delegations(online: Signer) -> Delegations:
 # --- Writing the repository. ---
 
 
-def _publish(*, publishers: Iterable[str], force_targets: bool = False,
-             uploaded: dict[str, int] | None = None, force_roles: bool = False) -> None:  # fmt: skip
+def _publish(
+    *,
+    publishers: Iterable[str],
+    force_targets: bool = False,
+    uploaded: dict[str, int] | None = None,
+    force_roles: bool = False,
+) -> None:
     """Sign what changed: the publishers' roles (those the registry signs), the top-level
     targets when its delegations changed, then snapshot and timestamp. Under the lock."""
     online = online_signer()
@@ -445,8 +452,11 @@ def _publish(*, publishers: Iterable[str], force_targets: bool = False,
 def _snapshot_timestamp(online: Signer, changed: dict[str, int], top_version: int | None) -> None:
     snap_row = current(Snapshot.type)
     ts_row = current(Timestamp.type)
-    if snap_row is not None and not changed and top_version is None and not _due(
-        snap_row, Snapshot.type
+    if (
+        snap_row is not None
+        and not changed
+        and top_version is None
+        and not _due(snap_row, Snapshot.type)
     ):
         if _due(ts_row, Timestamp.type):
             _timestamp(online, snap_row)

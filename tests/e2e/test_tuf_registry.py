@@ -244,3 +244,64 @@ def test_a_publisher_key_makes_the_registry_key_alone_insufficient(world):
     proc = _build(world, via)
     assert proc.returncode == 0, proc.stderr
     assert (world["app"] / "ran-exec-function").exists()
+
+
+def test_catalog_key_anchors_the_root(world, tmp_path):
+    """``--catalog-key`` given the registry's /signing-key.pub pins the root it signed."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    live, url = world["live"], world["url"]
+    key = tmp_path / "registry.pub"
+    pub = httpx.get(f"{live}/signing-key.pub")
+    key.write_bytes(pub.content)
+    other = tmp_path / "other.pub"
+    other.write_bytes(
+        ec.generate_private_key(ec.SECP256R1())
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    from orchestrator.functions.signatures import load_key
+
+    other_key = load_key(str(other))
+    app, ca = world["app"], world["ca"]
+    proc = _krm(app, f"--trusted-catalog={url}", f"--catalog-key={other}", ca_file=ca,
+                home=world["home"])  # fmt: skip
+    _refused(
+        world,
+        proc,
+        f"catalog {url}: the TUF root {live}/tuf/root.json is not signed by {other_key}; no "
+        "function from this catalog runs",
+    )
+    proc = _krm(app, f"--trusted-catalog={url}", f"--catalog-key={key}", ca_file=ca,
+                home=world["home"])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # pinned by the key: no first-use warning
+    assert (app / "ran-exec-function").exists()
+
+
+def test_an_older_version_at_latest_or_a_missing_list_is_refused(world):
+    url, live, proxy = world["url"], world["live"], world["proxy"]
+    via = url.replace(live, proxy.base)
+    first = httpx.get(f"{live}/c/example-co/functions/versions/1/catalog.yaml").content
+    _bump(world, 2)
+    # The proxy serves version 1 (signed by the registry, once the latest) as the latest.
+    proxy.rewrite["/c/example-co/functions/catalog.yaml"] = first
+    _refused(
+        world,
+        _build(world, via),
+        f"catalog {via}: the catalog served at {via} is not the one registry {proxy.base} "
+        "signed for example-co/functions/catalog.yaml (another catalog's, an older version, or "
+        "altered on the way); no function from this catalog runs",
+    )
+    # A proxy that answers 404 for the revocation list: an error, never "no revocations".
+    proxy.rewrite = {"/c/example-co/functions/revocations.yaml": None}
+    _refused(
+        world,
+        _build(world, via),
+        f"catalog {via}: the signed revocation list example-co/functions/revocations.yaml cannot "
+        f"be fetched from {proxy.base}/c/example-co/functions/revocations.yaml (HTTP 404); a "
+        "missing revocation list is an error, not an empty one",
+    )
+    proxy.rewrite = {}
+    assert _build(world, via).returncode == 0

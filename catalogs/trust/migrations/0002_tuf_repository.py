@@ -6,84 +6,116 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0001_initial'),
-        ('trust', '0001_initial'),
+        ("publishing", "0001_initial"),
+        ("trust", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PublisherKey',
+            name="PublisherKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('keyid', models.CharField(max_length=64)),
-                ('key', models.JSONField()),
-                ('public_key_pem', models.TextField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("keyid", models.CharField(max_length=64)),
+                ("key", models.JSONField()),
+                ("public_key_pem", models.TextField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['publisher', 'created_at', 'pk'],
+                "ordering": ["publisher", "created_at", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='TufMetadata',
+            name="TufMetadata",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(max_length=100)),
-                ('version', models.PositiveIntegerField()),
-                ('data', models.TextField()),
-                ('expires', models.DateTimeField()),
-                ('uploaded', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("role", models.CharField(max_length=100)),
+                ("version", models.PositiveIntegerField()),
+                ("data", models.TextField()),
+                ("expires", models.DateTimeField()),
+                ("uploaded", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['role', '-version'],
+                "ordering": ["role", "-version"],
             },
         ),
         migrations.CreateModel(
-            name='TufTarget',
+            name="TufTarget",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('path', models.CharField(max_length=400, unique=True)),
-                ('length', models.PositiveBigIntegerField()),
-                ('sha256', models.CharField(max_length=64)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("path", models.CharField(max_length=400, unique=True)),
+                ("length", models.PositiveBigIntegerField()),
+                ("sha256", models.CharField(max_length=64)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['path'],
+                "ordering": ["path"],
             },
         ),
         migrations.RemoveConstraint(
-            model_name='revocation',
-            name='revocation_sequence',
+            model_name="revocation",
+            name="revocation_sequence",
         ),
         migrations.AddIndex(
-            model_name='revocation',
-            index=models.Index(fields=['catalog', 'sequence'], name='revocation_sequence_idx'),
+            model_name="revocation",
+            index=models.Index(fields=["catalog", "sequence"], name="revocation_sequence_idx"),
         ),
         migrations.AddField(
-            model_name='publisherkey',
-            name='created_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="publisherkey",
+            name="created_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='publisherkey',
-            name='publisher',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tuf_keys', to='publishing.publisher'),
+            model_name="publisherkey",
+            name="publisher",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="tuf_keys",
+                to="publishing.publisher",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='tufmetadata',
-            constraint=models.UniqueConstraint(fields=('role', 'version'), name='tuf_metadata_role_version'),
+            model_name="tufmetadata",
+            constraint=models.UniqueConstraint(
+                fields=("role", "version"), name="tuf_metadata_role_version"
+            ),
         ),
         migrations.AddField(
-            model_name='tuftarget',
-            name='publisher',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tuf_targets', to='publishing.publisher'),
+            model_name="tuftarget",
+            name="publisher",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="tuf_targets",
+                to="publishing.publisher",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='publisherkey',
-            constraint=models.UniqueConstraint(fields=('publisher', 'keyid'), name='publisher_key_unique'),
+            model_name="publisherkey",
+            constraint=models.UniqueConstraint(
+                fields=("publisher", "keyid"), name="publisher_key_unique"
+            ),
         ),
     ]

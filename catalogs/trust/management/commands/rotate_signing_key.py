@@ -31,13 +31,13 @@ class Command(BaseCommand):
                 # Refused before the key changes when the old root's threshold is out of reach.
                 tuf.root_rotation_check(signers=[old_signer, *tuf.configured_root_signers()])
             key = signing.signing_key_rotate()
+            before = f" (was {old.key_id})" if old is not None else ""
+            self.stdout.write(f"Current signing key: {key.key_id}{before}")
             if old_signer is not None:
                 version = tuf.root_rotate(old_signers=[old_signer])
-                self.stdout.write(f"TUF root version {version}: signed by the old and new key.")
+                self.stdout.write(f"TUF root version {version}: signed by the old and the new key.")
         except (signing.SigningKeyError, InvalidInputError) as exc:
             raise CommandError(str(exc))
-        before = f" (was {old.key_id})" if old is not None else ""
-        self.stdout.write(f"Current signing key: {key.key_id}{before}")
         if options["resign"]:
             count = services.catalog_versions_sign(resign=True)
             self.stdout.write(f"Re-signed {count} catalog version(s) with {key.key_id}.")

@@ -74,6 +74,9 @@ FINISHED = (SyncRun.Status.SUCCEEDED, SyncRun.Status.UNCHANGED, SyncRun.Status.F
 TRANSITIONS: dict[str, set[str]] = {
     SyncRun.Status.QUEUED: {SyncRun.Status.RUNNING, SyncRun.Status.FAILED},
     SyncRun.Status.RUNNING: set(SyncRun.Status),
+    # The catalog was committed, then carrying the upstream's revocation list failed.
+    SyncRun.Status.SUCCEEDED: {SyncRun.Status.FAILED},
+    SyncRun.Status.UNCHANGED: {SyncRun.Status.FAILED},
 }
 
 
@@ -442,7 +445,11 @@ def sync_run_execute(
 
 
 def _revocations_carry(*, source: MirrorSource, run: SyncRun) -> SyncRun:
-    """After a good sync, carry the upstream's revocation list (see revocation_list_mirror)."""
+    """After a good sync, carry the upstream's revocation list (see revocation_list_mirror).
+
+    A carry that fails or is refused fails the run: the mirror's list may lack an upstream
+    revocation, and a run that says "succeeded" would hide it.
+    """
 
     try:
         outcome = revocation_list_mirror(source=MirrorSource.objects.get(pk=source.pk))
@@ -451,6 +458,14 @@ def _revocations_carry(*, source: MirrorSource, run: SyncRun) -> SyncRun:
         outcome = {"status": f"failed: {type(exc).__name__}: {exc}"}
     run.provenance = {**(run.provenance or {}), "revocations": outcome}
     run.save(update_fields=["provenance"])
+    status = str(outcome.get("status", ""))
+    if status.startswith(("failed", "refused")):
+        return _sync_fail(
+            run_pk=run.pk,
+            reason=f"The catalog was mirrored, but the upstream revocation list "
+            f"{outcome.get('url', '?')} was not carried ({status}): the mirror's list may lack "
+            "an upstream revocation.",
+        )
     return run
 
 

@@ -43,6 +43,7 @@ from catalogs.exceptions import (
 from catalogs.jobs import job_enqueue_on_commit
 from catalogs.mirroring.fetchers import FetchOptions, Limits, fetch, fetcher_for
 from catalogs.mirroring.fetchers.base import (
+    COSIGN_BLOB_SIGNATURE_SUFFIX,
     SIGSTORE_BUNDLE_SUFFIX,
     scheme_of,
     url_has_credentials,
@@ -54,7 +55,12 @@ from catalogs.mirroring.fetchers.oci import OciClient, parse_oci_ref
 from catalogs.mirroring.limits import mirror_limits
 from catalogs.mirroring.models import DriftEvent, MirrorSource, RuntimeArtifact, SyncRun
 from catalogs.mirroring.revocations import revocation_list_mirror
-from catalogs.mirroring.signatures import cosign_public_key_load, cosign_verify, sigstore_verify
+from catalogs.mirroring.signatures import (
+    cosign_blob_verify,
+    cosign_public_key_load,
+    cosign_verify,
+    sigstore_verify,
+)
 from catalogs.publishing import blobstore, services
 from catalogs.publishing.content import catalog_version_bytes
 from catalogs.publishing.events import CatalogWriteRequested
@@ -196,11 +202,8 @@ def _source_checked(
             "Choose one signature policy: a cosign public key or a sigstore identity."
         )
     if cosign_public_key:
-        if kind != "oci":
-            raise InvalidInputError(
-                "A cosign public key verifies OCI sources (signatures at sha256-<digest>.sig); "
-                "use a sigstore identity for https and git sources."
-            )
+        # OCI: cosign's signature artifact (sha256-<digest>.sig); https and git: the
+        # `cosign sign-blob` signature beside the file (<file>.sig).
         cosign_public_key_load(cosign_public_key)
     if bool(sigstore_identity) != bool(sigstore_issuer):
         raise InvalidInputError(
@@ -528,11 +531,24 @@ def _sync_fetch_and_verify(
         )
     if has_version and fetched.digest == source.last_digest:
         return _unchanged(base, source=source, limits=limits)
-    if source.cosign_public_key:
+    if source.cosign_public_key and source.url.startswith("oci://"):
         verification = cosign_verify(
             public_key_pem=source.cosign_public_key,
             signatures=fetched.cosign_signatures,
             manifest_digest=fetched.digest,
+        )
+    elif source.cosign_public_key:
+        where = (
+            source.url + COSIGN_BLOB_SIGNATURE_SUFFIX
+            if source.url.startswith("https://")
+            else f"{parse_git_ref(source.url).path}{COSIGN_BLOB_SIGNATURE_SUFFIX} at commit "
+            f"{fetched.digest}"
+        )
+        verification = cosign_blob_verify(
+            public_key_pem=source.cosign_public_key,
+            content=fetched.content,
+            signature=fetched.blob_signature,
+            where=where,
         )
     elif source.sigstore_identity:
         where = (

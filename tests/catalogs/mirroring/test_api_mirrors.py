@@ -144,9 +144,9 @@ BAD_INPUT = [
         "cosign_public_key is not a PEM public key.",
     ),
     (
+        # https sources take a cosign key too (the .sig beside the file): it must be one.
         {"cosign_public_key": "KEY"},
-        "A cosign public key verifies OCI sources (signatures at sha256-<digest>.sig); use a "
-        "sigstore identity for https and git sources.",
+        "cosign_public_key is not a PEM public key.",
     ),
     (
         {"sigstore_identity": "me@example.co"},

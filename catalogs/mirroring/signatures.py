@@ -85,7 +85,7 @@ def cosign_blob_verify(
     *, public_key_pem: str, content: bytes, signature: bytes | None, where: str
 ) -> dict[str, Any]:
     """Require the ``cosign sign-blob`` signature at ``where`` (base64 DER ECDSA-SHA256) over
-    ``content``, made with the source's key (https and git sources: the ``.sig`` beside the file)."""
+    ``content``, made with the source's key (https and git: the ``.sig`` beside the file)."""
     key = cosign_public_key_load(public_key_pem)
     if signature is None:
         raise SignatureError(f"No cosign signature found at {where}.")

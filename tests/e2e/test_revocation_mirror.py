@@ -126,7 +126,8 @@ def test_mirror_carries_three_new_entries_at_once(tmp_path, settings, live_serve
         settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
         settings.MIRROR_OCI_PLAIN_HTTP_HOSTS = [f"127.0.0.1:{port}"]
         a_pub = httpx.get(f"{base}/signing-key.pub").text
-        source, run = _sync("upstream-tools", f"oci://127.0.0.1:{port}/upstream/tools:latest", a_pub)
+        oci = f"oci://127.0.0.1:{port}/upstream/tools:latest"
+        source, run = _sync("upstream-tools", oci, a_pub)
     assert run.status == SyncRun.Status.SUCCEEDED, run.reason
     assert run.provenance["revocations"] == {
         "url": f"{base}/c/upstream/tools/revocations.yaml",
@@ -165,7 +166,8 @@ def test_a_run_whose_carry_fails_is_a_failed_run(tmp_path, settings, live_server
         settings.MIRROR_OCI_PLAIN_HTTP_HOSTS = [f"127.0.0.1:{port}"]
         a_pub = httpx.get(f"{base}/signing-key.pub").text
         answer = httpx.get(f"{base}/c/upstream/tools/revocations.yaml")
-        source, run = _sync("upstream-tools", f"oci://127.0.0.1:{port}/upstream/tools:latest", a_pub)
+        oci = f"oci://127.0.0.1:{port}/upstream/tools:latest"
+        source, run = _sync("upstream-tools", oci, a_pub)
     url = f"{base}/c/upstream/tools/revocations.yaml"
     assert run.status == SyncRun.Status.FAILED
     status = run.provenance["revocations"]["status"]

@@ -235,3 +235,46 @@ def test_a_root_rotation_out_of_the_old_roots_reach_is_refused(catalog, settings
     )
     assert tuf.current("root").version == 2
     assert tuf.root_rotate(signers=offline[:1], threshold=2) == 3
+
+
+def test_tuf_root_command_rotates_with_the_configured_offline_keys(catalog, settings, tmp_path):
+    from io import StringIO
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from django.core.management.base import CommandError
+
+    publish(catalog, ("fn.example.com", "A", "v1"))
+    files = []
+    for name in ("a.pem", "b.pem"):
+        key = ec.generate_private_key(ec.SECP256R1())
+        (tmp_path / name).write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        files.append(str(tmp_path / name))
+    settings.TRUST_ROOT_KEY_FILES = files
+    settings.TRUST_ROOT_THRESHOLD = 2
+    out = StringIO()
+    call_command("tuf_root", "--rotate", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Signed TUF root version 2."
+    assert lines[1].startswith("TUF root version 2, expires ") and lines[1].endswith(
+        ", 2 of 3 key(s):"
+    )
+    assert sum(line.endswith("(online signing key)") for line in lines) == 1
+    # The offline keys unmounted: the online key alone cannot sign root 3.
+    settings.TRUST_ROOT_KEY_FILES = []
+    with pytest.raises(CommandError) as info:
+        call_command("tuf_root", "--rotate", "--threshold", "1", stdout=StringIO())
+    assert str(info.value) == (
+        "The new root is not signed by a threshold of the keys of root version 2 (2 of 3); "
+        "give its keys (TRUST_ROOT_KEY_FILES); nothing was changed."
+    )
+    # A client that pinned root 1 follows the rotation.
+    up = updater(tmp_path, root=Client().get("/tuf/1.root.json").content)
+    up.refresh()
+    assert fetched(up, "example-co/functions/catalog.yaml") == catalog.latest_version.content

@@ -4,6 +4,7 @@ publisher's own TUF keys and the role metadata it signs with them."""
 from __future__ import annotations
 
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.permissions import AllowAny
@@ -177,6 +178,13 @@ class PublisherKeyViewSet(viewsets.GenericViewSet):
         return Response(self.get_serializer(row).data, status=status.HTTP_201_CREATED)
 
 
+class RoleUploadedSerializer(serializers.Serializer):
+    """The role accepted and the version now served."""
+
+    role = serializers.CharField()
+    version = serializers.IntegerField()
+
+
 class PublisherRoleView(APIView):
     """``/api/v1/publishers/<publisher>/tuf/<publisher>.json``: GET the role as the registry
     would sign it now (unsigned: the next version, every target it serves for the publisher);
@@ -190,13 +198,15 @@ class PublisherRoleView(APIView):
             raise NotFoundError(f"Publisher '{publisher}' signs only its own role '{publisher}'.")
         return found
 
-    @extend_schema(responses={200: serializers.DictField()})
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, publisher: str, role: str) -> Response:
         found = self._publisher(publisher, role)
         services.tuf_repository_ensure()
         return Response(tuf.publisher_role_template(publisher=found).to_dict())
 
-    @extend_schema(request=None, responses={200: serializers.DictField()})
+    @extend_schema(
+        request={"application/json": OpenApiTypes.OBJECT}, responses={200: RoleUploadedSerializer}
+    )
     def put(self, request: Request, publisher: str, role: str) -> Response:
         from catalogs.publishing.services import publisher_check_can_write
 

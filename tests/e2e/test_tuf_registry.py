@@ -13,6 +13,7 @@ import json
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives import serialization
 from rest_framework.authtoken.models import Token
 from securesystemslib.signer import CryptoSigner
 from tuf.api.metadata import Metadata
@@ -26,6 +27,7 @@ from tests.e2e.test_trusted_catalog import (
     _app,
     _catalog,
     _krm,
+    _krm_cmd,
     _publish,
     _tgz,
     files_server,  # noqa: F401 - a fixture, used by name
@@ -175,8 +177,6 @@ def test_a_revocation_through_the_api_stops_the_next_build(world):
 
 
 def _register_key(world, signer: CryptoSigner) -> None:
-    from cryptography.hazmat.primitives import serialization
-
     pem = signer._private_key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
@@ -238,9 +238,44 @@ def test_a_publisher_key_makes_the_registry_key_alone_insufficient(world):
     resp = _sign_role(world, tuf.online_signer())
     assert resp.status_code == 400
     assert "is not signed by a key publisher 'example-co' registered" in resp.text
-    # Signed by the publisher: accepted, and krm builds.
-    resp = _sign_role(world, publisher_key)
-    assert resp.status_code == 200, resp.text
+    # Signed by the publisher with `krm catalog sign` (from CI, with its local key): accepted.
+    key_file = world["app"].parent / "acme-key.pem"
+    key_file.write_bytes(
+        publisher_key._private_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    sign = ["catalog", "sign", live, "--publisher", "example-co", "--key", str(key_file)]
+    proc = _krm_cmd(*sign, ca_file=world["ca"], home=world["home"])
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        "Error: no API token: set KRM_REGISTRY_TOKEN (a token of an owner of the publisher)\n",
+    )
+    proc = _krm_cmd(*sign, ca_file=world["ca"], home=world["home"], token=world["token"])
+    assert proc.returncode == 0, proc.stderr
+    version = tuf.current("example-co").version
+    assert proc.stdout == (
+        f"Signed role example-co version {version} (3 targets) and uploaded it to {live}\n"
+    )
+    # Another key than the registered one: refused by the registry, with its reason.
+    other = world["app"].parent / "other-key.pem"
+    other.write_bytes(
+        CryptoSigner.generate_ecdsa()._private_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    proc = _krm_cmd(*sign[:-1], str(other), ca_file=world["ca"], home=world["home"],
+                    token=world["token"])  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"Error: registry {live} refused the role signed with key ")
+    assert proc.stderr.endswith(
+        "(HTTP 400): The role is not signed by a key publisher 'example-co' registered "
+        "(example-co was signed by 0/1 keys).\n"
+    )
     proc = _build(world, via)
     assert proc.returncode == 0, proc.stderr
     assert (world["app"] / "ran-exec-function").exists()

@@ -379,7 +379,9 @@ def _delegations(online: Signer) -> Delegations:
     ids = with_targets | set(own)
     for publisher in Publisher.objects.filter(pk__in=ids).order_by("slug").only("pk", "slug"):
         if publisher.slug in TOP_LEVEL_ROLE_NAMES:
-            logger.warning("publisher %r is named after a TUF top-level role: not delegated")
+            logger.warning(
+                "publisher %r is named after a TUF top-level role: not delegated", publisher.slug
+            )
             continue
         held = own.get(publisher.pk) or []
         for row in held:

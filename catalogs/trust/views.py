@@ -3,7 +3,10 @@ the registry's public key and its TUF metadata (``/tuf/``)."""
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
+from django.db import IntegrityError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.views.decorators.http import require_safe
 
@@ -12,6 +15,8 @@ from catalogs.publishing import selectors
 from catalogs.publishing.views import IMMUTABLE_CACHE_CONTROL, _etag_matches
 from catalogs.trust import revocations, services, signing, tuf
 from catalogs.trust.models import RevocationList, TufMetadata
+
+logger = logging.getLogger(__name__)
 
 
 def _list(publisher: str, catalog: str, sequence: int | None) -> RevocationList:
@@ -113,5 +118,9 @@ def tuf_timestamp(request: HttpRequest) -> HttpResponse:
     lifetime has passed and TRUST_TIMESTAMP_ON_DEMAND is on (the embedded default)."""
     services.tuf_repository_ensure()
     if settings.TRUST_TIMESTAMP_ON_DEMAND:
-        tuf.timestamp_refresh_if_due()
+        try:
+            tuf.timestamp_refresh_if_due()
+        except (IntegrityError, OperationalError):
+            # Another request signed it first (or holds SQLite's write lock): serve the newest.
+            logger.info("the TUF timestamp was being re-signed by another request")
     return _tuf_response(_tuf_row("timestamp", None), immutable=False)

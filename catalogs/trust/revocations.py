@@ -206,7 +206,9 @@ def revocation_list_publish(
         signature=signature.signature_b64,
         signing_key=signature.key,
     )
-    _oci_referrer_store(listed=listed)
+    if sequence > 0:
+        # The empty list every catalog starts with is a TUF target, not an OCI artifact too.
+        _oci_referrer_store(listed=listed)
     tuf.target_set(
         publisher=catalog.publisher, path=tuf.revocations_target_path(catalog), content=content
     )

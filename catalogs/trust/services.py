@@ -1,5 +1,6 @@
 """Writes of trust: signing catalog versions with the registry's key (the ``cosign sign-blob``
-signature served beside catalog.yaml, and cosign's signature artifact in the OCI repository).
+signature served beside catalog.yaml, and cosign's signature artifact in the OCI repository),
+and keeping the registry's TUF repository (``catalogs.trust.tuf``) in step with what it serves.
 
 Publishing tells trust about each new version through ``catalogs.events`` (handlers at the end);
 trust never asks publishing to call it.

@@ -114,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
 
     edit_parser.add_edit_command(sub)
     edit_parser.add_create_command(sub)
+    fcli.add_catalog_command(sub)
     c = sub.add_parser(
         "consolidate", help="print a Composition's consolidated transformer list (no run)"
     )
@@ -299,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         command = _create
     elif args.command == "trust" and getattr(args, "trust_what", None):
         command = _trust
+    elif args.command == "catalog" and getattr(args, "catalog_what", None) == "sign":
+        command = _catalog_sign
     else:
         _parser().print_help(sys.stderr)
         return USAGE_ERROR
@@ -479,6 +482,12 @@ def _view(args: Args, debug: bool) -> int:
 def _trust(args: Args, debug: bool) -> int:
     """``krm trust add|list|remove``."""
     sys.stdout.write(_functions_cli().run_trust(args))
+    return 0
+
+
+def _catalog_sign(args: Args, debug: bool) -> int:
+    """``krm catalog sign REGISTRY --publisher P --key FILE``."""
+    sys.stdout.write(_functions_cli().run_catalog_sign(args))
     return 0
 
 

@@ -21,6 +21,12 @@ app.conf.beat_schedule = {
     # The one storage GC: stale OCI upload sessions and uploaded blobs no manifest references
     # (OCI_UPLOAD_GC_MINUTES), and stored objects no row names (BLOB_GC_GRACE_MINUTES), on
     # local files and S3 alike.
+    # The TUF timestamp expires after TRUST_TIMESTAMP_TTL (a day by default): re-signed once
+    # half of that has passed (and snapshot, targets and the registry's roles likewise).
+    "tuf-metadata-refresh": {
+        "task": "catalogs.tasks.tuf_refresh_task",
+        "schedule": 600.0,
+    },
     "blobs-garbage-collect": {
         "task": "catalogs.tasks.blobs_garbage_collect_task",
         "schedule": 900.0,

@@ -1,4 +1,5 @@
-"""Root URLs: serving under /c/, OCI under /v2/, the API under /api/v1/, schema, docs, admin."""
+"""Root URLs: serving under /c/, TUF metadata under /tuf/, OCI under /v2/, the API under
+/api/v1/, schema, docs, admin."""
 
 from django.contrib import admin
 from django.urls import include, path, re_path
@@ -10,6 +11,7 @@ from registry.views import admin_moved_model
 urlpatterns = [
     path("c/", include("catalogs.urls")),
     path("signing-key.pub", trust_views.signing_key_public, name="signing-key-pub"),
+    path("tuf/", include("catalogs.trust.urls", namespace="tuf")),
     path("v2/", include("catalogs.distribution.urls", namespace="oci")),
     path("api/v1/", include("catalogs.api.urls", namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

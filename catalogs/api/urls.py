@@ -1,6 +1,6 @@
 """API URLs under /api/v1/ (namespace ``api``)."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from catalogs.discovery import api as search
 from catalogs.mirroring import api as mirrors
@@ -23,6 +23,16 @@ urlpatterns = [
         "publishers/<slug:slug>/",
         views.PublisherViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
         name="publisher-detail",
+    ),
+    path(
+        "publishers/<slug:publisher>/keys/",
+        revocations.PublisherKeyViewSet.as_view({"get": "list", "post": "create"}),
+        name="publisher-key-list",
+    ),
+    re_path(
+        r"^publishers/(?P<publisher>[-\w]+)/tuf/(?P<role>[-\w]+)\.json$",
+        revocations.PublisherRoleView.as_view(),
+        name="publisher-tuf-role",
     ),
     path(
         "catalogs/",

@@ -43,6 +43,7 @@ from catalogs.exceptions import (
 from catalogs.jobs import job_enqueue_on_commit
 from catalogs.mirroring.fetchers import FetchOptions, Limits, fetch, fetcher_for
 from catalogs.mirroring.fetchers.base import (
+    COSIGN_BLOB_SIGNATURE_SUFFIX,
     SIGSTORE_BUNDLE_SUFFIX,
     scheme_of,
     url_has_credentials,
@@ -54,7 +55,12 @@ from catalogs.mirroring.fetchers.oci import OciClient, parse_oci_ref
 from catalogs.mirroring.limits import mirror_limits
 from catalogs.mirroring.models import DriftEvent, MirrorSource, RuntimeArtifact, SyncRun
 from catalogs.mirroring.revocations import revocation_list_mirror
-from catalogs.mirroring.signatures import cosign_public_key_load, cosign_verify, sigstore_verify
+from catalogs.mirroring.signatures import (
+    cosign_blob_verify,
+    cosign_public_key_load,
+    cosign_verify,
+    sigstore_verify,
+)
 from catalogs.publishing import blobstore, services
 from catalogs.publishing.content import catalog_version_bytes
 from catalogs.publishing.events import CatalogWriteRequested
@@ -74,6 +80,9 @@ FINISHED = (SyncRun.Status.SUCCEEDED, SyncRun.Status.UNCHANGED, SyncRun.Status.F
 TRANSITIONS: dict[str, set[str]] = {
     SyncRun.Status.QUEUED: {SyncRun.Status.RUNNING, SyncRun.Status.FAILED},
     SyncRun.Status.RUNNING: set(SyncRun.Status),
+    # The catalog was committed, then carrying the upstream's revocation list failed.
+    SyncRun.Status.SUCCEEDED: {SyncRun.Status.FAILED},
+    SyncRun.Status.UNCHANGED: {SyncRun.Status.FAILED},
 }
 
 
@@ -193,11 +202,8 @@ def _source_checked(
             "Choose one signature policy: a cosign public key or a sigstore identity."
         )
     if cosign_public_key:
-        if kind != "oci":
-            raise InvalidInputError(
-                "A cosign public key verifies OCI sources (signatures at sha256-<digest>.sig); "
-                "use a sigstore identity for https and git sources."
-            )
+        # OCI: cosign's signature artifact (sha256-<digest>.sig); https and git: the
+        # `cosign sign-blob` signature beside the file (<file>.sig).
         cosign_public_key_load(cosign_public_key)
     if bool(sigstore_identity) != bool(sigstore_issuer):
         raise InvalidInputError(
@@ -442,7 +448,11 @@ def sync_run_execute(
 
 
 def _revocations_carry(*, source: MirrorSource, run: SyncRun) -> SyncRun:
-    """After a good sync, carry the upstream's revocation list (see revocation_list_mirror)."""
+    """After a good sync, carry the upstream's revocation list (see revocation_list_mirror).
+
+    A carry that fails or is refused fails the run: the mirror's list may lack an upstream
+    revocation, and a run that says "succeeded" would hide it.
+    """
 
     try:
         outcome = revocation_list_mirror(source=MirrorSource.objects.get(pk=source.pk))
@@ -451,6 +461,14 @@ def _revocations_carry(*, source: MirrorSource, run: SyncRun) -> SyncRun:
         outcome = {"status": f"failed: {type(exc).__name__}: {exc}"}
     run.provenance = {**(run.provenance or {}), "revocations": outcome}
     run.save(update_fields=["provenance"])
+    status = str(outcome.get("status", ""))
+    if status.startswith(("failed", "refused")):
+        return _sync_fail(
+            run_pk=run.pk,
+            reason=f"The catalog was mirrored, but the upstream revocation list "
+            f"{outcome.get('url', '?')} was not carried ({status}): the mirror's list may lack "
+            "an upstream revocation.",
+        )
     return run
 
 
@@ -513,11 +531,24 @@ def _sync_fetch_and_verify(
         )
     if has_version and fetched.digest == source.last_digest:
         return _unchanged(base, source=source, limits=limits)
-    if source.cosign_public_key:
+    if source.cosign_public_key and source.url.startswith("oci://"):
         verification = cosign_verify(
             public_key_pem=source.cosign_public_key,
             signatures=fetched.cosign_signatures,
             manifest_digest=fetched.digest,
+        )
+    elif source.cosign_public_key:
+        where = (
+            source.url + COSIGN_BLOB_SIGNATURE_SUFFIX
+            if source.url.startswith("https://")
+            else f"{parse_git_ref(source.url).path}{COSIGN_BLOB_SIGNATURE_SUFFIX} at commit "
+            f"{fetched.digest}"
+        )
+        verification = cosign_blob_verify(
+            public_key_pem=source.cosign_public_key,
+            content=fetched.content,
+            signature=fetched.blob_signature,
+            where=where,
         )
     elif source.sigstore_identity:
         where = (

@@ -81,6 +81,24 @@ def cosign_verify(
     )
 
 
+def cosign_blob_verify(
+    *, public_key_pem: str, content: bytes, signature: bytes | None, where: str
+) -> dict[str, Any]:
+    """Require the ``cosign sign-blob`` signature at ``where`` (base64 DER ECDSA-SHA256) over
+    ``content``, made with the source's key (https and git: the ``.sig`` beside the file)."""
+    key = cosign_public_key_load(public_key_pem)
+    if signature is None:
+        raise SignatureError(f"No cosign signature found at {where}.")
+    try:
+        raw = base64.b64decode(signature.strip(), validate=True)
+        key.verify(raw, content, ec.ECDSA(hashes.SHA256()))
+    except (InvalidSignature, binascii.Error, ValueError):
+        raise SignatureError(
+            f"The cosign signature at {where} does not verify with the source's public key."
+        ) from None
+    return {"type": "cosign-blob", "key": key_fingerprint(key), "signature": where}
+
+
 def _sigstore_verifier():
     from sigstore.models import TrustedRoot
     from sigstore.verify import Verifier

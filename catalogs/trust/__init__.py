@@ -1,1 +1,2 @@
-"""The registry's trust app: signing keys in use, signatures, revocations, collisions."""
+"""The registry's trust app: signing keys in use, signatures, revocations, collisions, and the
+registry's TUF repository (``/tuf/``)."""

@@ -1,19 +1,23 @@
-"""API: a catalog's revocations. Anyone reads; owners of its publisher and staff revoke."""
+"""API: a catalog's revocations (anyone reads; owners of its publisher and staff revoke), and a
+publisher's own TUF keys and the role metadata it signs with them."""
 
 from __future__ import annotations
 
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from catalogs.api.cache import cached_list
+from catalogs.exceptions import NotFoundError
 from catalogs.publishing import selectors
 from catalogs.publishing.api.serializers import SigningKeySerializer
-from catalogs.trust import revocations, signing
-from catalogs.trust.models import Revocation, RevocationReason
+from catalogs.trust import revocations, services, signing, tuf
+from catalogs.trust.models import PublisherKey, Revocation, RevocationReason
 
 
 class RevocationSerializer(serializers.ModelSerializer):
@@ -122,3 +126,92 @@ class SigningKeyViewSet(viewsets.GenericViewSet):
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class PublisherKeySerializer(serializers.ModelSerializer):
+    """A public key a publisher holds (its TUF key id and the PEM registered)."""
+
+    class Meta:
+        model = PublisherKey
+        fields = ["keyid", "key", "public_key_pem", "created_at"]
+        read_only_fields = fields
+
+
+class PublisherKeyCreateSerializer(serializers.Serializer):
+    """An ECDSA P-256 or ed25519 public key, PEM."""
+
+    public_key = serializers.CharField(max_length=4000)
+
+
+class PublisherKeyViewSet(viewsets.GenericViewSet):
+    """``/api/v1/publishers/<publisher>/keys/``: anyone lists; owners and staff register one.
+
+    Once a publisher holds a key, its TUF role is signed by its keys only: the registry serves
+    the role the publisher uploads (``PUT …/tuf/<publisher>.json``) and never signs it.
+    """
+
+    serializer_class = PublisherKeySerializer
+    pagination_class = None
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return PublisherKey.objects.none()
+        publisher = selectors.publisher_get(slug=self.kwargs["publisher"])
+        return PublisherKey.objects.filter(publisher=publisher)
+
+    def list(self, request: Request, publisher: str) -> Response:
+        return Response(self.get_serializer(self.get_queryset(), many=True).data)
+
+    @extend_schema(request=PublisherKeyCreateSerializer, responses={201: PublisherKeySerializer})
+    def create(self, request: Request, publisher: str) -> Response:
+        from catalogs.publishing.services import publisher_check_can_write
+
+        found = selectors.publisher_get(slug=publisher)
+        publisher_check_can_write(publisher=found, actor=request.user)
+        serializer = PublisherKeyCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        row = tuf.publisher_key_add(
+            publisher=found,
+            public_key_pem=serializer.validated_data["public_key"],
+            actor=request.user,
+        )
+        return Response(self.get_serializer(row).data, status=status.HTTP_201_CREATED)
+
+
+class RoleUploadedSerializer(serializers.Serializer):
+    """The role accepted and the version now served."""
+
+    role = serializers.CharField()
+    version = serializers.IntegerField()
+
+
+class PublisherRoleView(APIView):
+    """``/api/v1/publishers/<publisher>/tuf/<publisher>.json``: GET the role as the registry
+    would sign it now (unsigned: the next version, every target it serves for the publisher);
+    PUT the same signed by the publisher's own key (owners and staff)."""
+
+    parser_classes: list = []  # the body is read as bytes, exactly as signed
+
+    def _publisher(self, publisher: str, role: str):
+        found = selectors.publisher_get(slug=publisher)
+        if role != found.slug:
+            raise NotFoundError(f"Publisher '{publisher}' signs only its own role '{publisher}'.")
+        return found
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, publisher: str, role: str) -> Response:
+        found = self._publisher(publisher, role)
+        services.tuf_repository_ensure()
+        return Response(tuf.publisher_role_template(publisher=found).to_dict())
+
+    @extend_schema(
+        request={"application/json": OpenApiTypes.OBJECT}, responses={200: RoleUploadedSerializer}
+    )
+    def put(self, request: Request, publisher: str, role: str) -> Response:
+        from catalogs.publishing.services import publisher_check_can_write
+
+        found = self._publisher(publisher, role)
+        publisher_check_can_write(publisher=found, actor=request.user)
+        services.tuf_repository_ensure()
+        uploaded = tuf.tuf_role_upload(publisher=found, data=request.body)
+        return Response({"role": uploaded.role, "version": uploaded.version})

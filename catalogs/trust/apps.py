@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 class TrustConfig(AppConfig):
-    """Signing keys in use, signatures, revocations, collisions."""
+    """Signing keys in use, signatures, revocations, collisions, the TUF repository."""
 
     name = "catalogs.trust"
     label = "trust"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from catalogs.publishing.models import Catalog, SigningKey
+from catalogs.publishing.models import Catalog, Publisher, SigningKey
 
 
 class RevocationReason(models.TextChoices):
@@ -76,13 +76,82 @@ class Revocation(models.Model):
     class Meta:
         db_table = "catalogs_revocation"
         ordering = ["catalog", "sequence"]
-        constraints = [
-            models.UniqueConstraint(fields=["catalog", "sequence"], name="revocation_sequence"),
-        ]
+        # Not unique: one list sequence may carry several entries (a mirror carrying an
+        # upstream's new entries at once); the lists' own sequences are unique.
+        indexes = [models.Index(fields=["catalog", "sequence"], name="revocation_sequence_idx")]
 
     def __str__(self) -> str:
         what = self.runtime_digest or f"{self.group}/{self.version} {self.kind}"
         return f"{self.catalog}: {what} ({self.reason})"
+
+
+class TufMetadata(models.Model):
+    """One version of one role of the registry's TUF repository: the exact JSON served.
+
+    Roles: ``root``, ``targets``, ``snapshot``, ``timestamp`` and one delegated role per publisher
+    (named after its slug). Every root version is kept (clients walk the rotations); other roles
+    keep their last versions (``catalogs.trust.tuf``), served at ``/tuf/<V>.<role>.json``.
+    """
+
+    role = models.CharField(max_length=100)
+    version = models.PositiveIntegerField()
+    data = models.TextField()
+    expires = models.DateTimeField()
+    # Signed by the publisher's own key (uploaded), not by the registry's.
+    uploaded = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["role", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["role", "version"], name="tuf_metadata_role_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version}.{self.role}.json"
+
+
+class TufTarget(models.Model):
+    """One TUF target the registry serves below ``/c/``: its path, length and sha256."""
+
+    path = models.CharField(max_length=400, unique=True)
+    publisher = models.ForeignKey(Publisher, on_delete=models.CASCADE, related_name="tuf_targets")
+    length = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["path"]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class PublisherKey(models.Model):
+    """A public key a publisher holds: its delegated TUF role is then signed by its keys only."""
+
+    publisher = models.ForeignKey(Publisher, on_delete=models.CASCADE, related_name="tuf_keys")
+    keyid = models.CharField(max_length=64)
+    # The TUF key (keytype, scheme, keyval) as it appears in the targets metadata.
+    key = models.JSONField()
+    public_key_pem = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["publisher", "created_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["publisher", "keyid"], name="publisher_key_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.publisher}: {self.keyid[:16]}"
 
 
 from catalogs.distribution.models import OciBlob, OciManifest, OciTag, OciUpload  # noqa: E402, F401

@@ -29,7 +29,7 @@ from catalogs.publishing.content import stored_content
 from catalogs.publishing.models import Catalog, FunctionVersion
 from catalogs.publishing.selectors import signed_in
 from catalogs.publishing.services import Actor, publisher_check_can_write
-from catalogs.trust import signing
+from catalogs.trust import signing, tuf
 from catalogs.trust.models import Revocation, RevocationList, RevocationReason
 
 API_VERSION = "config.kubernetes.io/v1alpha1"
@@ -189,8 +189,12 @@ def revocation_list_content(*, listed: RevocationList) -> bytes:
     return stored_content(digest=listed.digest)
 
 
-def revocation_list_publish(*, catalog: Catalog, sequence: int) -> RevocationList:
-    """Write, sign and store list ``sequence`` (and, with OCI on, its referrer artifact)."""
+def revocation_list_publish(
+    *, catalog: Catalog, sequence: int, tuf_sign: bool = True
+) -> RevocationList:
+    """Write, sign and store list ``sequence`` (and, with OCI on, its referrer artifact); the
+    list becomes the catalog's TUF target (signed now unless ``tuf_sign`` is False: the caller
+    signs once for everything it changed)."""
     content = revocation_list_document(catalog=catalog, sequence=sequence)
     signature = signing.sign_bytes(content)
     # In the object store before the row that names it (StorageError: nothing recorded).
@@ -202,7 +206,14 @@ def revocation_list_publish(*, catalog: Catalog, sequence: int) -> RevocationLis
         signature=signature.signature_b64,
         signing_key=signature.key,
     )
-    _oci_referrer_store(listed=listed)
+    if sequence > 0:
+        # The empty list every catalog starts with is a TUF target, not an OCI artifact too.
+        _oci_referrer_store(listed=listed)
+    tuf.target_set(
+        publisher=catalog.publisher, path=tuf.revocations_target_path(catalog), content=content
+    )
+    if tuf_sign:
+        tuf.tuf_publish(publishers=[catalog.publisher.slug])
     return listed
 
 

@@ -1,5 +1,6 @@
 """Writes of trust: signing catalog versions with the registry's key (the ``cosign sign-blob``
-signature served beside catalog.yaml, and cosign's signature artifact in the OCI repository).
+signature served beside catalog.yaml, and cosign's signature artifact in the OCI repository),
+and keeping the registry's TUF repository (``catalogs.trust.tuf``) in step with what it serves.
 
 Publishing tells trust about each new version through ``catalogs.events`` (handlers at the end);
 trust never asks publishing to call it.
@@ -19,7 +20,8 @@ from catalogs.publishing import serving
 from catalogs.publishing.content import catalog_version_bytes
 from catalogs.publishing.events import CatalogVersionPublished, CatalogVersionSignatureRequested
 from catalogs.publishing.models import Catalog, CatalogVersion
-from catalogs.trust import signing
+from catalogs.trust import revocations, signing, tuf
+from catalogs.trust.models import RevocationList
 
 
 @transaction.atomic
@@ -101,9 +103,50 @@ def catalog_versions_sign(*, resign: bool = False) -> int:
     return count
 
 
+def catalog_tuf_targets_set(*, catalog: Catalog) -> None:
+    """Record ``catalog``'s TUF targets: every version, the latest pointer, the revocation list
+    (an empty one, sequence 0, is published for a catalog that has none)."""
+    if catalog.latest_version_id is None:
+        return
+    if not RevocationList.objects.filter(catalog=catalog).exists():
+        revocations.revocation_list_publish(catalog=catalog, sequence=0, tuf_sign=False)
+    for version in catalog.versions.order_by("number"):
+        version.catalog = catalog
+        tuf.catalog_version_targets_set(version=version)
+
+
+def tuf_repository_init() -> None:
+    """Make the registry a TUF repository (idempotent): targets for every published catalog,
+    then root, targets, the publishers' roles, snapshot and timestamp."""
+    with transaction.atomic():
+        catalogs = Catalog.objects.published().select_related("publisher").order_by("pk")
+        slugs = set()
+        for catalog in catalogs.iterator():
+            catalog_tuf_targets_set(catalog=catalog)
+            slugs.add(catalog.publisher.slug)
+        tuf.tuf_publish(publishers=sorted(slugs))
+
+
+def tuf_repository_ensure() -> None:
+    """Initialise the repository on first use (a registry upgraded with catalogs in it)."""
+    if tuf.current("root") is None or tuf.current("timestamp") is None:
+        tuf_repository_init()
+
+
 def on_catalog_version_published(event: CatalogVersionPublished) -> None:
-    """Sign a new version in its publishing transaction (after distribution stored its manifest)."""
-    catalog_version_sign(version=event.version, content=event.content)
+    """Sign a new version in its publishing transaction (after distribution stored its manifest),
+    give its catalog a revocation list if it has none, and sign them as TUF targets."""
+    version = event.version
+    catalog_version_sign(version=version, content=event.content)
+    catalog = Catalog.objects.select_related("publisher").get(pk=version.catalog_id)
+    if tuf.current("root") is None:
+        tuf_repository_init()  # every catalog, this one included
+        return
+    if not RevocationList.objects.filter(catalog=catalog).exists():
+        revocations.revocation_list_publish(catalog=catalog, sequence=0, tuf_sign=False)
+    version.catalog = catalog
+    tuf.catalog_version_targets_set(version=version)
+    tuf.tuf_publish(publishers=[catalog.publisher.slug])
 
 
 def on_catalog_version_signature_requested(event: CatalogVersionSignatureRequested) -> None:

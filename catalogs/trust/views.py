@@ -1,16 +1,22 @@
-"""Serving revocation lists: ``/c/<publisher>/<catalog>/revocations.yaml`` and its ``.sig``."""
+"""Serving revocation lists (``/c/<publisher>/<catalog>/revocations.yaml`` and its ``.sig``),
+the registry's public key and its TUF metadata (``/tuf/``)."""
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
+from django.db import IntegrityError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.views.decorators.http import require_safe
 
 from catalogs.exceptions import NotFoundError
 from catalogs.publishing import selectors
 from catalogs.publishing.views import IMMUTABLE_CACHE_CONTROL, _etag_matches
-from catalogs.trust import revocations, signing
-from catalogs.trust.models import RevocationList
+from catalogs.trust import revocations, services, signing, tuf
+from catalogs.trust.models import RevocationList, TufMetadata
+
+logger = logging.getLogger(__name__)
 
 
 def _list(publisher: str, catalog: str, sequence: int | None) -> RevocationList:
@@ -69,3 +75,52 @@ def signing_key_public(request: HttpRequest) -> HttpResponse:
     response["X-Signing-Key-Id"] = key.key_id
     response["Cache-Control"] = "public, max-age=300"
     return response
+
+
+# --- The TUF repository: /tuf/ (docs/trust.md). ---
+
+_METADATA_TYPE = "application/json"
+
+
+def _tuf_response(row: TufMetadata, *, immutable: bool) -> HttpResponse:
+    response = HttpResponse(row.data, content_type=_METADATA_TYPE)
+    response["Cache-Control"] = IMMUTABLE_CACHE_CONTROL if immutable else "no-cache"
+    response["X-Tuf-Version"] = str(row.version)
+    return response
+
+
+def _tuf_row(role: str, version: int | None) -> TufMetadata:
+    services.tuf_repository_ensure()
+    try:
+        return tuf.metadata_get(role, version)
+    except NotFoundError:
+        raise Http404(f"No TUF metadata {role}.json version {version}.") from None
+
+
+@require_safe
+def tuf_metadata(request: HttpRequest, version: int, role: str) -> HttpResponse:
+    """``/tuf/<V>.<role>.json``: one version of root, targets, snapshot or a publisher's role
+    (consistent snapshots; immutable)."""
+    if role == "timestamp":
+        raise Http404("The timestamp is served only as timestamp.json.")
+    return _tuf_response(_tuf_row(role, int(version)), immutable=True)
+
+
+@require_safe
+def tuf_root(request: HttpRequest) -> HttpResponse:
+    """``/tuf/root.json``: the current root."""
+    return _tuf_response(_tuf_row("root", None), immutable=False)
+
+
+@require_safe
+def tuf_timestamp(request: HttpRequest) -> HttpResponse:
+    """``/tuf/timestamp.json``: the current timestamp, re-signed first when half of its
+    lifetime has passed and TRUST_TIMESTAMP_ON_DEMAND is on (the embedded default)."""
+    services.tuf_repository_ensure()
+    if settings.TRUST_TIMESTAMP_ON_DEMAND:
+        try:
+            tuf.timestamp_refresh_if_due()
+        except (IntegrityError, OperationalError):
+            # Another request signed it first (or holds SQLite's write lock): serve the newest.
+            logger.info("the TUF timestamp was being re-signed by another request")
+    return _tuf_response(_tuf_row("timestamp", None), immutable=False)

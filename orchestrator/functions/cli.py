@@ -202,6 +202,36 @@ def add_trust_command(sub: Any) -> None:
     r.add_argument("registry", help="registry URL")
 
 
+def add_catalog_command(sub: Any) -> None:
+    """``krm catalog sign REGISTRY --publisher P --key FILE``."""
+    c = sub.add_parser("catalog", help="act on a registry's catalogs as their publisher")
+    csub = c.add_subparsers(dest="catalog_what", metavar="WHAT")
+    s = csub.add_parser("sign", help="sign the publisher's TUF role with its own key and upload it")
+    s.add_argument("registry", help="registry URL, e.g. https://registry.example.com")
+    s.add_argument("--publisher", required=True, help="the publisher whose role is signed")
+    s.add_argument("--key", required=True, metavar="FILE", help="the publisher's private key (PEM)")
+    s.add_argument(
+        "--token-env",
+        default="KRM_REGISTRY_TOKEN",
+        metavar="NAME",
+        help="environment variable holding an owner's API token (default KRM_REGISTRY_TOKEN)",
+    )
+
+
+def run_catalog_sign(args: argparse.Namespace) -> str:
+    """The text ``krm catalog sign`` prints."""
+    from orchestrator.functions import catalogsign
+    from orchestrator.functions.options import FnOptions
+
+    return catalogsign.main(
+        args.registry,
+        publisher=args.publisher,
+        key_file=args.key,
+        token_env=args.token_env,
+        options=FnOptions(),
+    )
+
+
 def run_trust(args: argparse.Namespace) -> str:
     """The text ``krm trust ...`` prints."""
     from orchestrator.functions import trustcmd

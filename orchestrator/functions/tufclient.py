@@ -226,10 +226,13 @@ class _Fetcher(FetcherInterface):
                 raise tuf_errors.DownloadError(f"downloading {url}: {exc}") from None
             if resp.status in (301, 302, 303, 307, 308):
                 location = resp.headers.get("location", "")
+                # Read the body off a kept-alive connection before it goes back to the pool.
+                resp.drain_conn()
                 resp.release_conn()
                 current = urljoin(current, location)
                 continue
             if resp.status != 200:
+                resp.drain_conn()
                 resp.release_conn()
                 raise tuf_errors.DownloadHTTPError(f"{url}: HTTP {resp.status}", resp.status)
             return resp

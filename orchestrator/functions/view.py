@@ -70,7 +70,10 @@ def summary(loaded: LoadedCatalog) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": cat.name,
         "publisher": publisher,
-        "digest": cat.digest,
+        # The sha256 of the bytes fetched: what a registry serves them under (its ETag and
+        # /sha256/<hex>/ URL, its TUF target), and what krm.lock pins; a catalog pushed over
+        # OCI keeps the pusher's bytes, which may not be the canonical form.
+        "digest": loaded.bytes_digest or cat.digest,
         "source": loaded.source,
     }
     if loaded.etag:

@@ -382,6 +382,11 @@ RESERVED_PUBLISHER_SLUGS = env.list(
     default=[
         "official",
         "admin",
+        # TUF's top-level roles: a publisher's delegated role is named after its slug.
+        "root",
+        "targets",
+        "snapshot",
+        "timestamp",
         "administrator",
         "api",
         "system",
@@ -446,3 +451,16 @@ SIGNING_KEY_CREATE = env.bool("SIGNING_KEY_CREATE", default=True)
 # Also store cosign's signature artifact (tag sha256-<hex>.sig, listed by the referrers API) of
 # each version's OCI manifest, for `cosign verify --key` and `krm` with oci:// refs.
 SIGNING_OCI_ARTIFACTS = env.bool("SIGNING_OCI_ARTIFACTS", default=True)
+
+# The registry is a TUF repository (catalogs.trust.tuf, docs/trust.md): lifetimes of its
+# metadata in seconds. The timestamp is re-signed by Celery beat (and, with
+# TRUST_TIMESTAMP_ON_DEMAND, when served) once half of its lifetime has passed.
+TRUST_TIMESTAMP_TTL = env.int("TRUST_TIMESTAMP_TTL", default=86400)
+TRUST_SNAPSHOT_TTL = env.int("TRUST_SNAPSHOT_TTL", default=7 * 86400)
+TRUST_TARGETS_TTL = env.int("TRUST_TARGETS_TTL", default=90 * 86400)
+TRUST_ROOT_TTL = env.int("TRUST_ROOT_TTL", default=365 * 86400)
+TRUST_TIMESTAMP_ON_DEMAND = env.bool("TRUST_TIMESTAMP_ON_DEMAND", default=True)
+# Root keys besides the online signing key (private PEM files, mounted only for a root
+# ceremony: 'manage.py tuf_root'), and how many root keys must sign a root.
+TRUST_ROOT_KEY_FILES = env.list("TRUST_ROOT_KEY_FILES", default=[])
+TRUST_ROOT_THRESHOLD = env.int("TRUST_ROOT_THRESHOLD", default=1)

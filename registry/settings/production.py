@@ -81,3 +81,6 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # TLS usually ends at the ingress or proxy in front of gunicorn; turn these on where it does not.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+
+# The TUF timestamp is re-signed by Celery beat; the web process does not sign on a GET.
+TRUST_TIMESTAMP_ON_DEMAND = env.bool("TRUST_TIMESTAMP_ON_DEMAND", default=False)

@@ -78,7 +78,7 @@ def test_registry_mirrors_another_over_oci_with_its_key(
     assert independently_verified(b_pub.content, sig, served)
     assert not independently_verified(a_pub.encode(), sig, served)
 
-    # krm checks B's copy with B's key, over oci:// too.
+    # krm checks B's copy over oci:// through B's TUF metadata, whose root B's key signed.
     b_key = tmp_path / "b.pub"
     b_key.write_bytes(b_pub.content)
     ref = f"oci://{live_server.url.removeprefix('http://')}/mirrors/upstream-tools:latest"
@@ -86,7 +86,11 @@ def test_registry_mirrors_another_over_oci_with_its_key(
         "view", "catalog", ref, f"--catalog-key={b_key}", ca_file="", home=tmp_path / "h"
     )
     assert view.returncode == 0, view.stderr
-    assert f"Signature: verified with key {b_pub.headers['X-Signing-Key-Id']}" in view.stdout
+    assert (
+        "Signature: verified through TUF target mirrors/upstream-tools/catalog.yaml of "
+        f"{live_server.url} (role mirrors, root pinned by --catalog-key "
+        f"{b_pub.headers['X-Signing-Key-Id']})"
+    ) in view.stdout
 
 
 def test_mirror_with_another_key_is_refused_and_publishes_nothing(

@@ -99,3 +99,80 @@ def test_list_that_does_not_verify_is_not_carried(upstream_revoked, settings, li
     outcome = revocation_list_mirror(source=source)
     assert outcome["status"] == "refused: bad signature"
     assert not Revocation.objects.exists()
+
+
+REVOKE_THREE = """
+from catalogs.publishing import selectors, services
+from catalogs.trust import revocations
+from tests.catalogs.factories import catalog_yaml
+cat = selectors.catalog_get(publisher_slug="upstream", name="tools")
+services.catalog_version_publish(catalog=cat, actor=None, content=catalog_yaml(
+    ("tools.example.co", "Lint", "v1"), ("tools.example.co", "Fmt", "v1"),
+    ("tools.example.co", "Vet", "v1")))
+for kind in ("Lint", "Fmt", "Vet"):
+    revocations.revocation_create(catalog=cat, actor=None, group="tools.example.co", kind=kind,
+        version="v1", reason="compromised")
+"""
+
+
+def test_mirror_carries_three_new_entries_at_once(tmp_path, settings, live_server):
+    """Three upstream entries new to the mirror share one list sequence of the mirror's (they
+    used to collide on a unique sequence: IntegrityError, no list, and a run that said
+    "succeeded")."""
+    from catalogs.mirroring.models import SyncRun
+    from catalogs.trust.models import Revocation, RevocationList
+
+    with registry_a(tmp_path / "registry-a", shell=REVOKE_THREE) as (base, port):
+        settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+        settings.MIRROR_OCI_PLAIN_HTTP_HOSTS = [f"127.0.0.1:{port}"]
+        a_pub = httpx.get(f"{base}/signing-key.pub").text
+        oci = f"oci://127.0.0.1:{port}/upstream/tools:latest"
+        source, run = _sync("upstream-tools", oci, a_pub)
+    assert run.status == SyncRun.Status.SUCCEEDED, run.reason
+    assert run.provenance["revocations"] == {
+        "url": f"{base}/c/upstream/tools/revocations.yaml",
+        "status": "carried",
+        "added": 3,
+        "upstream_sequence": 3,
+    }
+    rows = Revocation.objects.filter(catalog=source.catalog).order_by("kind")
+    assert [(r.kind, r.sequence) for r in rows] == [("Fmt", 1), ("Lint", 1), ("Vet", 1)]
+    assert list(
+        RevocationList.objects.filter(catalog=source.catalog).values_list("sequence", flat=True)
+    ) == [1, 0]
+    served = yaml.safe_load(
+        httpx.get(f"{live_server.url}/c/mirrors/upstream-tools/revocations.yaml").content
+    )
+    assert served["sequence"] == 1
+    assert sorted(e["kind"] for e in served["revocations"]) == ["Fmt", "Lint", "Vet"]
+
+
+def test_a_run_whose_carry_fails_is_a_failed_run(tmp_path, settings, live_server):
+    """Registry A's stored list is damaged (its object store lost the bytes): A answers an
+    error for the list, the carry fails, and so does the run, saying why."""
+    import sqlite3
+
+    from catalogs.mirroring.models import SyncRun
+    from catalogs.publishing.blobstore import blob_name
+
+    data = tmp_path / "registry-a"
+    with registry_a(data, shell=REVOKE) as (base, port):
+        with sqlite3.connect(data / "db.sqlite3") as conn:
+            [(digest,)] = conn.execute(
+                "SELECT digest FROM catalogs_revocationlist WHERE sequence = 1"
+            ).fetchall()
+        (data / "media" / blob_name(digest)).write_bytes(b"not the list")
+        settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+        settings.MIRROR_OCI_PLAIN_HTTP_HOSTS = [f"127.0.0.1:{port}"]
+        a_pub = httpx.get(f"{base}/signing-key.pub").text
+        answer = httpx.get(f"{base}/c/upstream/tools/revocations.yaml")
+        oci = f"oci://127.0.0.1:{port}/upstream/tools:latest"
+        source, run = _sync("upstream-tools", oci, a_pub)
+    url = f"{base}/c/upstream/tools/revocations.yaml"
+    assert run.status == SyncRun.Status.FAILED
+    status = run.provenance["revocations"]["status"]
+    assert status == f"failed: {url}: HTTP {answer.status_code}"
+    assert run.reason == (
+        f"The catalog was mirrored, but the upstream revocation list {url} was not carried "
+        f"({status}): the mirror's list may lack an upstream revocation."
+    )

@@ -29,6 +29,15 @@ from tests.e2e.test_trusted_catalog import (
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _registry_without_tuf(settings):
+    """These are the rules for a registry that serves no TUF metadata (an older one): krm then
+    checks the cosign signatures (tests/e2e/test_tuf_registry.py has the TUF registry)."""
+    settings.ROOT_URLCONF = "tests.e2e.urls_without_tuf"
+
+
 REFUSED = "a signing key applies to it, so it is not used and no function from it runs"
 
 

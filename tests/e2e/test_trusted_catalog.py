@@ -161,7 +161,9 @@ def _krm(app: Path, *args: str, ca_file: str, home: Path) -> subprocess.Complete
     return _krm_cmd("build", str(app), *args, ca_file=ca_file, home=home)
 
 
-def _krm_cmd(*args: str, ca_file: str, home: Path) -> subprocess.CompletedProcess[str]:
+def _krm_cmd(
+    *args: str, ca_file: str, home: Path, token: str = ""
+) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -169,6 +171,8 @@ def _krm_cmd(*args: str, ca_file: str, home: Path) -> subprocess.CompletedProces
         "XDG_CONFIG_HOME": str(home / "config"),
         "SSL_CERT_FILE": ca_file,
     }
+    if token:
+        env["KRM_REGISTRY_TOKEN"] = token
     if "PYTHONPATH" in os.environ:  # a checkout run without installing it
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run(

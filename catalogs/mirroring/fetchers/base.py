@@ -15,6 +15,8 @@ from catalogs.exceptions import DestinationRefusedError, FetchError
 # KEP-2906: the layer of an OCI artifact that holds the catalog document.
 # Beside an HTTPS or Git catalog, e.g. ``catalog.yaml.sigstore.json``.
 SIGSTORE_BUNDLE_SUFFIX = ".sigstore.json"
+# ``cosign sign-blob --key``'s signature (base64 DER ECDSA-SHA256) beside a catalog file.
+COSIGN_BLOB_SIGNATURE_SUFFIX = ".sig"
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,8 @@ class Fetched:
     not_modified: bool = False
     sigstore_bundle: bytes | None = None
     cosign_signatures: tuple[CosignSignature, ...] = ()
+    # https and git: the ``.sig`` beside the file (``cosign sign-blob``), when there is one.
+    blob_signature: bytes | None = None
 
 
 class Fetcher(Protocol):

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from catalogs.exceptions import DestinationRefusedError, FetchError
 from catalogs.mirroring.fetchers.base import (
+    COSIGN_BLOB_SIGNATURE_SUFFIX,
     SIGSTORE_BUNDLE_SUFFIX,
     Fetched,
     FetchOptions,
@@ -174,7 +175,7 @@ def fetch_git(ref: str, *, limits: Limits, options: FetchOptions | None = None) 
                 f"{limits.max_bytes} bytes"
             )
         content = run(["cat-file", "blob", blob])
-        bundle = None
+        bundle = blob_signature = None
         if options.signatures:
             try:
                 bundle = run(
@@ -182,6 +183,12 @@ def fetch_git(ref: str, *, limits: Limits, options: FetchOptions | None = None) 
                 )
             except _GitFailed:
                 bundle = None
+            try:
+                blob_signature = run(
+                    ["cat-file", "blob", f"{commit}:{parsed.path}{COSIGN_BLOB_SIGNATURE_SUFFIX}"]
+                )
+            except _GitFailed:
+                blob_signature = None
     provenance = {
         "repository": parsed.repo,
         "path": parsed.path,
@@ -190,4 +197,10 @@ def fetch_git(ref: str, *, limits: Limits, options: FetchOptions | None = None) 
         "blob": blob,
         "sha256": "sha256:" + hashlib.sha256(content).hexdigest(),
     }
-    return Fetched(content=content, digest=commit, provenance=provenance, sigstore_bundle=bundle)
+    return Fetched(
+        content=content,
+        digest=commit,
+        provenance=provenance,
+        sigstore_bundle=bundle,
+        blob_signature=blob_signature,
+    )

@@ -12,6 +12,7 @@ import httpx
 
 from catalogs.exceptions import DestinationRefusedError, FetchError
 from catalogs.mirroring.fetchers.base import (
+    COSIGN_BLOB_SIGNATURE_SUFFIX,
     SIGSTORE_BUNDLE_SUFFIX,
     Fetched,
     FetchOptions,
@@ -227,7 +228,7 @@ def fetch_https(ref: str, *, limits: Limits, options: FetchOptions | None = None
         }
         if status == 304:
             return Fetched(content=b"", digest="", provenance=provenance, not_modified=True)
-        bundle = None
+        bundle = blob_signature = None
         if options.signatures:
             found = bytearray()
             got = session.get(
@@ -237,7 +238,19 @@ def fetch_https(ref: str, *, limits: Limits, options: FetchOptions | None = None
                 missing_ok=True,
             )
             bundle = bytes(found) if got is not None else None
+            found = bytearray()
+            got = session.get(
+                ref + COSIGN_BLOB_SIGNATURE_SUFFIX,
+                sink=found.extend,
+                max_bytes=64 * 1024,
+                missing_ok=True,
+            )
+            blob_signature = bytes(found) if got is not None else None
     provenance["sha256"] = digest
     return Fetched(
-        content=bytes(body), digest=digest, provenance=provenance, sigstore_bundle=bundle
+        content=bytes(body),
+        digest=digest,
+        provenance=provenance,
+        sigstore_bundle=bundle,
+        blob_signature=blob_signature,
     )

@@ -144,9 +144,13 @@ BAD_INPUT = [
         "cosign_public_key is not a PEM public key.",
     ),
     (
-        {"cosign_public_key": "KEY"},
-        "A cosign public key verifies OCI sources (signatures at sha256-<digest>.sig); use a "
-        "sigstore identity for https and git sources.",
+        # https sources take a cosign key too (the .sig beside the file), but not with sigstore.
+        {
+            "cosign_public_key": "KEY",
+            "sigstore_identity": "me@example.co",
+            "sigstore_issuer": "https://issuer.example",
+        },
+        "Choose one signature policy: a cosign public key or a sigstore identity.",
     ),
     (
         {"sigstore_identity": "me@example.co"},
@@ -185,12 +189,24 @@ def test_bad_update_is_rejected_and_changes_nothing(mirror_settings, cosign_key)
     before = MirrorSource.objects.values().get(pk=source_id)
     for change, message in [
         ({"url": "ftp://h.example/c.yaml"}, BAD_INPUT[0][1].replace("host/catalog", "h.example/c")),
-        ({"cosign_public_key": public_pem(cosign_key)}, BAD_INPUT[6][1]),
+        (
+            {
+                "cosign_public_key": public_pem(cosign_key),
+                "sigstore_identity": "me@example.co",
+                "sigstore_issuer": "https://issuer.example",
+            },
+            BAD_INPUT[6][1],
+        ),
         ({"sigstore_issuer": "https://issuer.example"}, BAD_INPUT[7][1]),
     ]:
         response = staff.patch(f"/api/v1/sources/{source_id}/", change, format="json")
         assert (response.status_code, response.json()) == (400, {"detail": message})
     assert MirrorSource.objects.values().get(pk=source_id) == before
+    # A cosign key for an https source (the cosign sign-blob .sig beside the file) is accepted.
+    key = public_pem(cosign_key)
+    response = staff.patch(f"/api/v1/sources/{source_id}/", {"cosign_public_key": key})
+    assert response.status_code == 200, response.json()
+    assert MirrorSource.objects.get(pk=source_id).cosign_public_key == key.strip()
 
 
 @pytest.mark.django_db

@@ -212,3 +212,60 @@ def test_unreachable_upstream_fails_with_reason(mirror_settings, sync):
     run = sync(create("plain", "https://127.0.0.1:1/x.yaml"))
     assert run.status == "failed"
     assert run.reason.startswith("Cannot read https://127.0.0.1:1/x.yaml: ")
+
+
+def _blob_signature(key, data: bytes) -> bytes:
+    """What ``cosign sign-blob --key`` writes: base64 of the DER ECDSA-SHA256 signature."""
+    import base64
+
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return base64.b64encode(key.sign(data, ec.ECDSA(hashes.SHA256())))
+
+
+def test_https_cosign_blob_signature_verifies(
+    mirror_settings, https_upstream, sync, cosign_key, other_cosign_key
+):
+    doc = catalog_doc("blob-signed")
+    url = https_upstream.serve("/signed/catalog.yaml", doc)
+    https_upstream.serve("/signed/catalog.yaml.sig", _blob_signature(cosign_key, doc))
+    source = create("blob-signed", url, cosign_public_key=public_pem(cosign_key))
+
+    run = sync(source)
+
+    assert (run.status, run.reason) == ("succeeded", "")
+    assert run.verification["type"] == "cosign-blob"
+    assert run.verification["signature"] == url + ".sig"
+    # Signed by another key, or no signature at all: the run fails, nothing is published.
+    https_upstream.serve("/signed/catalog.yaml", catalog_doc("blob-signed", kinds=("A", "B")))
+    https_upstream.serve("/signed/catalog.yaml.sig", _blob_signature(other_cosign_key, doc))
+    run = sync(source)
+    assert (run.status, run.reason) == (
+        "failed",
+        f"The cosign signature at {url}.sig does not verify with the source's public key.",
+    )
+    https_upstream.serve("/signed/catalog.yaml.sig", b"", status=404)
+    run = sync(source)
+    assert (run.status, run.reason) == ("failed", f"No cosign signature found at {url}.sig.")
+    assert CatalogVersion.objects.filter(catalog=source.catalog).count() == 1
+
+
+def test_git_cosign_blob_signature_verifies(mirror_settings, git_upstream, sync, cosign_key):
+    doc = catalog_doc("git-signed")
+    commit = git_upstream.commit(
+        {"cat/catalog.yaml": doc, "cat/catalog.yaml.sig": _blob_signature(cosign_key, doc)}
+    )
+    url = f"{git_upstream.path}//cat/catalog.yaml?ref=main"
+    source = create("git-signed", url, cosign_public_key=public_pem(cosign_key))
+    run = sync(source)
+    assert (run.status, run.reason) == ("succeeded", "")
+    assert run.verification["signature"] == f"cat/catalog.yaml.sig at commit {commit}"
+    # The signature of the previous bytes does not cover the new ones.
+    changed = git_upstream.commit({"cat/catalog.yaml": catalog_doc("git-signed", kinds=("B",))})
+    run = sync(source)
+    assert (run.status, run.reason) == (
+        "failed",
+        f"The cosign signature at cat/catalog.yaml.sig at commit {changed} does not verify "
+        "with the source's public key.",
+    )

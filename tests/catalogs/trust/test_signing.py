@@ -157,7 +157,10 @@ def test_rotation_keeps_old_signatures_verifiable(client, catalog, own_key, caps
     new_pub = client.get("/signing-key.pub")
     new_id = new_pub["X-Signing-Key-Id"]
     assert new_id != old_id
-    assert out.strip() == f"Current signing key: {new_id} (was {old_id})"
+    assert out.splitlines() == [
+        f"Current signing key: {new_id} (was {old_id})",
+        "TUF root version 2: signed by the old and the new key.",
+    ]
     second = _publish(catalog, "First", "Second")
     assert second.signing_key.key_id == new_id
 

@@ -226,7 +226,7 @@ def test_an_operator_creates_a_source_in_the_web_ui(as_user, staff_user, db):
         (
             {"cosign_public_key": "-----BEGIN PUBLIC KEY-----"},
             None,
-            "A cosign public key verifies OCI sources",
+            "cosign_public_key is not a PEM public key.",
         ),
         ({"sigstore_identity": "me@example.org"}, None, "needs both sigstore_identity and"),
         ({"name": "not a slug"}, "name", "Enter a valid “slug”"),

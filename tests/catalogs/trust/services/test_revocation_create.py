@@ -116,9 +116,11 @@ def test_bad_input_changes_nothing(published, owner, kwargs, message):
 
 def test_not_allowed_and_duplicate_change_nothing(published, owner, other_user):
     args = {"group": "example.co", "kind": "SetTier", "version": "v1", "reason": "broken"}
+    empty = _state(published)
+    assert empty[0] == [] and [s for s, _ in empty[1]] == [0]  # the empty list, sequence 0
     with pytest.raises(NotAllowedError):
         revocations.revocation_create(catalog=published, actor=other_user, **args)
-    assert _state(published) == ([], [])
+    assert _state(published) == empty
     revocations.revocation_create(catalog=published, actor=owner, **args)
     before = _state(published)
     with pytest.raises(AlreadyExistsError):
@@ -146,7 +148,7 @@ def test_list_is_a_referrer_of_the_latest_catalog_manifest(published, owner, cli
     )
     assert tag.status_code == 200
     layer = json.loads(tag.content)["layers"][0]
-    assert layer["digest"] == RevocationList.objects.get().digest
+    assert layer["digest"] == RevocationList.objects.get(sequence=1).digest
 
 
 def test_served_list_signature_verifies_independently(published, owner, client):
@@ -168,3 +170,29 @@ def test_served_list_signature_verifies_independently(published, owner, client):
         == 304
     )
     assert client.get("/c/example-co/other/revocations.yaml").status_code == 404
+
+
+def test_import_of_several_new_entries_is_one_list_sequence(published, owner):
+    """A mirror's carry: every new upstream entry in one new list, known ones skipped."""
+    revocations.revocation_create(
+        catalog=published, actor=owner, group="example.co", kind="SetTier", version="v1",
+        reason="broken",
+    )  # fmt: skip
+    entries = [
+        {"group": "example.co", "kind": "SetTier", "version": "v1", "reason": "broken"},
+        {"group": "example.co", "kind": "SetTeam", "version": "v1", "reason": "compromised"},
+        {"group": "example.co", "kind": "SetTeam", "version": "v2", "reason": "withdrawn"},
+        {"runtimeDigest": DIGEST, "reason": "compromised"},
+    ]
+    assert revocations.revocation_list_import(catalog=published, entries=entries) == 3
+    assert [(r.sequence, r.kind or r.runtime_digest) for r in Revocation.objects.all()] == [
+        (1, "SetTier"),
+        (2, "SetTeam"),
+        (2, "SetTeam"),
+        (2, DIGEST),
+    ]
+    listed = yaml.safe_load(revocations.revocation_list_get(catalog=published).content)
+    assert listed["sequence"] == 2 and len(listed["revocations"]) == 4
+    # Again: nothing new, no new list.
+    assert revocations.revocation_list_import(catalog=published, entries=entries) == 0
+    assert RevocationList.objects.filter(catalog=published).count() == 3

@@ -17,6 +17,7 @@ from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
 
+from catalogs.api.parsers import json_depth
 from catalogs.distribution import manifests as m
 from catalogs.distribution.errors import (
     BlobTooLargeError,
@@ -31,7 +32,7 @@ from catalogs.distribution.errors import (
     TagInvalidError,
 )
 from catalogs.distribution.models import OciBlob, OciManifest, OciTag, OciUpload
-from catalogs.distribution.selectors import oci_repository_has_blob
+from catalogs.distribution.selectors import oci_repository_blobs_present
 from catalogs.exceptions import InvalidCatalogError, NotAllowedError
 from catalogs.publishing import blobstore
 from catalogs.publishing.events import CatalogVersionPublished
@@ -74,6 +75,48 @@ def _descriptor_checked(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+def _check_counts(data: dict[str, Any]) -> None:
+    """Refuse a manifest with more descriptors or annotations than the settings allow.
+
+    Checked before any descriptor is looked at, so the cost of a refusal does not grow with the
+    number of layers.
+    """
+    limit = settings.OCI_MANIFEST_MAX_DESCRIPTORS
+    count = 0
+    for key in ("layers", "manifests", "blobs"):
+        value = data.get(key)
+        count += len(value) if isinstance(value, list) else 0
+    count += sum(1 for key in ("config", "subject") if key in data)
+    if count > limit:
+        raise ManifestInvalidError(
+            f"manifest has {count} descriptors, over the limit of {limit} "
+            "(config, layers, manifests and subject together)",
+            detail={"descriptors": count, "limit": limit},
+        )
+    notes_limit = settings.OCI_MANIFEST_MAX_ANNOTATIONS
+    maps = [("annotations", data.get("annotations"))]
+    for key in ("config", "subject"):
+        if isinstance(data.get(key), dict):
+            maps.append((f"{key}.annotations", data[key].get("annotations")))
+    for key in ("layers", "manifests", "blobs"):
+        value = data.get(key)
+        for i, item in enumerate(value if isinstance(value, list) else []):
+            if isinstance(item, dict):
+                maps.append((f"{key}[{i}].annotations", item.get("annotations")))
+    total = 0
+    for where, notes in maps:
+        if notes is None:
+            continue
+        if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+            raise ManifestInvalidError(f"{where} must be an object of strings")
+        total += len(notes)
+    if total > notes_limit:
+        raise ManifestInvalidError(
+            f"manifest has {total} annotations, over the limit of {notes_limit}",
+            detail={"annotations": total, "limit": notes_limit},
+        )
+
+
 def oci_manifest_parse(*, manifest: bytes, media_type: str) -> dict[str, Any]:
     """Validate an OCI image manifest or index, or raise MANIFEST_INVALID saying why."""
     limit = settings.OCI_MANIFEST_MAX_BYTES
@@ -83,10 +126,18 @@ def oci_manifest_parse(*, manifest: bytes, media_type: str) -> dict[str, Any]:
         )
     try:
         data = json.loads(manifest)
+    except RecursionError:
+        data = None  # deeper than the interpreter's recursion limit: refused just below
     except (ValueError, UnicodeDecodeError) as exc:
         raise ManifestInvalidError(f"manifest is not valid JSON: {exc}")
+    if data is None or json_depth(data) > m.MANIFEST_MAX_DEPTH:
+        raise ManifestInvalidError(
+            f"manifest nests objects and arrays deeper than {m.MANIFEST_MAX_DEPTH} levels",
+            detail={"limit": m.MANIFEST_MAX_DEPTH},
+        )
     if not isinstance(data, dict):
         raise ManifestInvalidError("manifest is not a JSON object")
+    _check_counts(data)
     if data.get("schemaVersion") != 2:
         raise ManifestInvalidError(f"schemaVersion must be 2, got {data.get('schemaVersion')!r}")
     declared = data.get("mediaType")
@@ -190,13 +241,19 @@ def oci_artifact_store(
 
 
 def _check_references(*, catalog: Catalog, parsed: dict[str, Any]) -> None:
+    """Every descriptor names something in the repository: two queries, whatever their number."""
     children = {d.get("digest") for d in parsed.get("manifests") or [] if isinstance(d, dict)}
-    for digest in m.descriptor_digests(parsed):
-        if digest in children:
-            known = OciManifest.objects.filter(catalog=catalog, digest=digest).exists()
-        else:
-            known = oci_repository_has_blob(catalog=catalog, digest=digest)
-        if not known:
+    digests = m.descriptor_digests(parsed)
+    wanted_blobs = [d for d in digests if d not in children]
+    known = oci_repository_blobs_present(catalog=catalog, digests=wanted_blobs)
+    if children:
+        known |= set(
+            OciManifest.objects.filter(catalog=catalog, digest__in=children).values_list(
+                "digest", flat=True
+            )
+        )
+    for digest in digests:
+        if digest not in known:
             raise ManifestBlobUnknownError(
                 f"manifest references {digest}, unknown to repository {catalog}",
                 detail={"digest": digest},

@@ -429,6 +429,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # Largest manifest a push may send, and largest blob an upload session may hold.
 OCI_MANIFEST_MAX_BYTES = env_int("OCI_MANIFEST_MAX_BYTES", 4 * 1024 * 1024)
 OCI_UPLOAD_MAX_BYTES = env_int("OCI_UPLOAD_MAX_BYTES", CATALOG_MAX_BYTES)
+# Descriptors (config, layers, an index's manifests, subject) and annotations (all maps together)
+# one manifest may hold; a manifest over either is refused before its blobs are looked up.
+OCI_MANIFEST_MAX_DESCRIPTORS = env_int("OCI_MANIFEST_MAX_DESCRIPTORS", 256)
+OCI_MANIFEST_MAX_ANNOTATIONS = env_int("OCI_MANIFEST_MAX_ANNOTATIONS", 256)
 # Upload sessions and uploaded blobs no manifest references are removed after this many minutes
 # by `manage.py oci_gc_uploads` and by celery beat every 15 minutes.
 OCI_UPLOAD_GC_MINUTES = env_int("OCI_UPLOAD_GC_MINUTES", 60)

@@ -153,7 +153,10 @@ def _token(request: HttpRequest) -> HttpResponse:
         and "HTTP_AUTHORIZATION" in request.META
     ):
         raise UnauthorizedError("ask for a token with Basic credentials, or none")
-    return JsonResponse(oci_token_issue(user=identity.user, scopes=request.GET.getlist("scope")))
+    issued = oci_token_issue(
+        user=identity.user, scopes=request.GET.getlist("scope"), api_token=identity.api_token
+    )
+    return JsonResponse(issued)
 
 
 base = oci_view({"GET": _base})

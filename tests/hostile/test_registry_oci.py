@@ -153,3 +153,36 @@ def test_blobs_are_checked_in_one_query_whatever_their_number(client, auth, cata
     blob_queries = [q for q in queries if "catalogs_ociblob" in q["sql"]]
     assert len(blob_queries) == 1, [q["sql"][:200] for q in queries]
     assert _state() == before
+
+
+def _bearer(client, auth: str) -> str:
+    scope = "repository:example-co/functions:pull,push"
+    granted = client.get(f"/v2/token?scope={scope}", HTTP_AUTHORIZATION=auth)
+    assert granted.status_code == 200, granted.content
+    return "Bearer " + granted.json()["token"]
+
+
+REVOKED = (
+    401,
+    "UNAUTHORIZED",
+    "invalid bearer token: the API token it was issued for was deleted or replaced; sign in again",
+)
+
+
+@pytest.mark.parametrize("action", ["revoke", "regenerate"])
+def test_bearer_tokens_die_with_their_api_token(client, auth, owner, action):
+    bearer = _bearer(client, auth)
+    # A bearer token asking for another one carries the same API token along.
+    refreshed = _bearer(client, bearer)
+    assert client.post(f"{REPO}/blobs/uploads/", HTTP_AUTHORIZATION=bearer).status_code == 202
+    client.force_login(owner)
+    page = client.post("/accounts/tokens/", {"action": action, "confirm": "yes"})
+    assert page.status_code == 200
+    client.logout()
+    before = _state()
+    for token in (bearer, refreshed):
+        assert _error(client.post(f"{REPO}/blobs/uploads/", HTTP_AUTHORIZATION=token)) == REVOKED
+        assert _error(client.get(f"{REPO}/manifests/latest", HTTP_AUTHORIZATION=token)) == REVOKED
+        assert _error(client.get("/v2/token", HTTP_AUTHORIZATION=token)) == REVOKED
+    assert _state() == before
+    assert Token.objects.filter(user=owner).count() == (1 if action == "regenerate" else 0)

@@ -260,6 +260,7 @@ class PublisherEventAction(models.TextChoices):
     VERIFICATION_REQUESTED = "verification_requested", "Verification requested"
     VERIFICATION_GRANTED = "verification_granted", "Verification granted"
     VERIFICATION_REFUSED = "verification_refused", "Verification refused"
+    VERIFICATION_CLEARED = "verification_cleared", "Verification cleared"
 
 
 class PublisherEvent(models.Model):

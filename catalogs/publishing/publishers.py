@@ -26,7 +26,7 @@ from catalogs.publishing.models import (
     VerificationStatus,
 )
 from catalogs.publishing.selectors import signed_in, user_is_owner_or_staff
-from catalogs.publishing.services import Actor
+from catalogs.publishing.services import Actor, publisher_verified_clear
 
 _signed_in = signed_in
 
@@ -102,6 +102,7 @@ def publisher_owner_add(*, publisher: Publisher, username: str, actor: Actor) ->
         raise AlreadyExistsError(f"{username} already owns publisher '{publisher.slug}'.")
     publisher.owners.add(user)
     _log(publisher, actor, PublisherEventAction.OWNER_ADDED, username)
+    publisher_verified_clear(publisher=publisher, actor=actor, reason=f"owner {username} added")
     return publisher
 
 

@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from catalogs import events
 from catalogs.exceptions import (
@@ -38,6 +39,8 @@ from catalogs.publishing.models import (
     FunctionDefinition,
     FunctionVersion,
     Publisher,
+    PublisherEvent,
+    PublisherEventAction,
 )
 from catalogs.publishing.selectors import (
     publisher_slug_is_reserved,
@@ -156,6 +159,7 @@ def publisher_update(
 ) -> Publisher:
     """Change a publisher's display name and/or replace its owners (by user name)."""
     _check_can_write(publisher=publisher, actor=actor)
+    changes = []
     if owners is not None:
         if publisher_slug_is_reserved(publisher.slug):
             raise ReservedNameError(
@@ -164,11 +168,38 @@ def publisher_update(
             )
         if not owners:
             raise InvalidInputError("A publisher needs at least one owner.")
-        publisher.owners.set(_users_by_name(owners))
-    if display_name is not None:
+        users = _users_by_name(owners)
+        before = set(publisher.owners.values_list("username", flat=True))
+        if before != {u.username for u in users}:
+            publisher.owners.set(users)
+            changes.append(f"owners changed from {sorted(before)} to {sorted(owners)}")
+    if display_name is not None and display_name != publisher.display_name:
+        changes.append(f"renamed from {publisher.display_name!r} to {display_name!r}")
         publisher.display_name = display_name
         publisher.save(update_fields=["display_name", "updated_at"])
+    if changes:
+        publisher_verified_clear(publisher=publisher, actor=actor, reason="; ".join(changes))
     return publisher
+
+
+def publisher_verified_clear(*, publisher: Publisher, actor: Actor, reason: str) -> bool:
+    """Take the verified badge away after a change of name or owners, in the audit log.
+
+    The badge vouches for who a publisher is, as staff saw it: a new name or new owners need a
+    new request. Returns whether there was a badge to clear.
+    """
+    cleared = Publisher.objects.filter(pk=publisher.pk, verified=True).update(
+        verified=False, updated_at=timezone.now()
+    )
+    if cleared:
+        publisher.verified = False
+        PublisherEvent.objects.create(
+            publisher=publisher,
+            actor=actor if signed_in(actor) else None,
+            action=PublisherEventAction.VERIFICATION_CLEARED,
+            detail=reason,
+        )
+    return bool(cleared)
 
 
 @transaction.atomic

@@ -1,0 +1,73 @@
+"""Who a publisher is: the verified badge does not survive a new name or new owners.
+
+Staff vouch for a publisher as they saw it; an owner who renames it (or changes its owners) must
+ask again. Each clearing is in the publisher's audit log, with who did it and what changed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from catalogs.publishing import publishers
+from catalogs.publishing.models import Publisher, PublisherEvent
+
+pytestmark = pytest.mark.django_db
+
+DETAIL = "/api/v1/publishers/example-co/"
+
+
+@pytest.fixture
+def verified(publisher, owner, staff_user) -> Publisher:
+    request = publishers.publisher_verification_request(publisher=publisher, actor=owner)
+    publishers.publisher_verification_decide(request=request, actor=staff_user, grant=True)
+    publisher.refresh_from_db()
+    assert publisher.verified
+    return publisher
+
+
+def _client(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def _log(publisher: Publisher) -> list[tuple[str, str, str]]:
+    return [
+        (e.action, e.actor.username if e.actor else "", e.detail)
+        for e in PublisherEvent.objects.filter(publisher=publisher).select_related("actor")
+    ]
+
+
+def test_a_rename_clears_the_verified_badge_in_the_audit_log(verified, owner):
+    response = _client(owner).patch(
+        DETAIL, {"display_name": "Kubernetes SIG CLI (official)"}, format="json"
+    )
+    assert response.status_code == 200
+    assert (response.json()["display_name"], response.json()["verified"]) == (
+        "Kubernetes SIG CLI (official)",
+        False,
+    )
+    verified.refresh_from_db()
+    assert verified.verified is False
+    assert _log(verified)[-1] == (
+        "verification_cleared",
+        "owner",
+        "renamed from 'Example Co' to 'Kubernetes SIG CLI (official)'",
+    )
+
+
+def test_the_same_name_again_keeps_the_badge(verified, owner):
+    response = _client(owner).patch(DETAIL, {"display_name": "Example Co"}, format="json")
+    assert (response.status_code, response.json()["verified"]) == (200, True)
+    assert [e[0] for e in _log(verified)] == ["verification_requested", "verification_granted"]
+
+
+def test_new_owners_clear_the_verified_badge(verified, owner, other_user):
+    response = _client(owner).patch(DETAIL, {"owners": ["owner", "other"]}, format="json")
+    assert (response.status_code, response.json()["verified"]) == (200, False)
+    assert _log(verified)[-1] == (
+        "verification_cleared",
+        "owner",
+        "owners changed from ['owner'] to ['other', 'owner']",
+    )

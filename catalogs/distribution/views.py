@@ -98,6 +98,12 @@ def _with_repository(handler: Callable[..., HttpResponse]) -> Callable[..., Http
 
     @wraps(handler)
     def wrapper(request: HttpRequest, name: str, **kwargs: str) -> HttpResponse:
+        if name != name.lower():
+            # The spec's names are lower case: serving ``ACME/x`` too would serve a look-alike.
+            raise NameInvalidError(
+                f"invalid repository name {name!r}: repository names are lower case",
+                detail={"name": name},
+            )
         if not _ANY_NAME.match(name):
             if not NAME_RE.match(name):
                 raise NameInvalidError(f"invalid repository name {name!r}", detail={"name": name})

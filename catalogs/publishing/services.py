@@ -31,6 +31,7 @@ from catalogs.exceptions import (
 )
 from catalogs.oversized import OversizedDocument
 from catalogs.publishing import blobstore, serving
+from catalogs.publishing.confusables import slug_keys, slugs_confusable
 from catalogs.publishing.documents import problems_located
 from catalogs.publishing.events import CatalogVersionPublished, CatalogWriteRequested
 from catalogs.publishing.models import (
@@ -44,6 +45,7 @@ from catalogs.publishing.models import (
 )
 from catalogs.publishing.selectors import (
     publisher_slug_is_reserved,
+    reserved_publisher_slugs,
     signed_in,
     user_is_mirror_operator,
     user_is_owner_or_staff,
@@ -120,11 +122,47 @@ def _check_slug_not_reserved(slug: str, *, system: bool) -> None:
         )
 
 
-def publisher_slug_check(*, slug: str, system: bool = False) -> str:
-    """``slug`` if it may name a new publisher: a valid slug, not reserved (unless ``system``)."""
+def _check_slug_not_confusable(
+    slug: str, *, system: bool, publisher: Publisher | None = None
+) -> None:
+    """ReservedNameError or AlreadyExistsError if ``slug`` looks like a reserved or taken slug.
+
+    Look-alikes by Unicode TS #39's skeleton, case and separators (``catalogs.publishing
+    .confusables``): ``0fficial``, ``officiaI`` and ``mirrors-`` are the reserved names,
+    ``ACME`` and ``Acme`` are ``acme``.
+    """
+    reserved = [settings.MIRROR_PUBLISHER_SLUG] if system else sorted(reserved_publisher_slugs())
+    for name in reserved:
+        if slugs_confusable(slug, name):
+            raise ReservedNameError(
+                f"Publisher slug '{slug}' looks like '{name}', which is reserved for the registry "
+                "itself: choose another."
+            )
+    taken = Publisher.objects.all()
+    if publisher is not None:
+        taken = taken.exclude(pk=publisher.pk)
+    keys = slug_keys(slug)
+    for name in taken.values_list("slug", flat=True).iterator(chunk_size=2000):
+        if name == slug:
+            raise AlreadyExistsError(f"Publisher '{slug}' already exists.")
+        if not keys.isdisjoint(slug_keys(name)):
+            raise AlreadyExistsError(
+                f"Publisher slug '{slug}' looks like the existing publisher '{name}': choose "
+                "another."
+            )
+
+
+def publisher_slug_check(
+    *, slug: str, system: bool = False, publisher: Publisher | None = None
+) -> str:
+    """The lower-case form of ``slug`` if it may name a new publisher (or rename ``publisher``).
+
+    A valid slug, not reserved (unless ``system``), and like no reserved or existing slug.
+    """
     _slug_checked(slug, what="publisher slug")
     _check_slug_not_reserved(slug, system=system)
-    return slug
+    _check_slug_not_confusable(slug, system=system, publisher=publisher)
+    return slug.lower()
 
 
 @transaction.atomic
@@ -137,7 +175,7 @@ def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publ
     """
     if actor is not None and not signed_in(actor):
         raise NotAllowedError("Log in to create a publisher.")
-    publisher_slug_check(slug=slug, system=actor is None)
+    slug = publisher_slug_check(slug=slug, system=actor is None)
     try:
         # A savepoint: a concurrent create of the same slug loses cleanly, not with a 500.
         with transaction.atomic():
@@ -221,7 +259,8 @@ def catalog_create(
             f"Catalogs of publisher '{publisher.slug}' are created by adding a mirror source "
             "(POST /api/v1/sources/)."
         )
-    _slug_checked(name, what="catalog name")
+    # Lower case, as OCI repository names are (``<publisher>/<catalog>``).
+    name = _slug_checked(name, what="catalog name").lower()
     try:
         with transaction.atomic():
             return Catalog.objects.create(publisher=publisher, name=name, description=description)
@@ -488,12 +527,12 @@ def _catalog_import_write(
     description: str,
 ) -> tuple[CatalogVersion, bool]:
     """The write half of an import: one transaction, so a refused publish creates nothing."""
-    publisher = Publisher.objects.filter(slug=publisher_slug).first()
+    publisher = Publisher.objects.filter(slug=publisher_slug.lower()).first()
     if publisher is None:
         publisher = publisher_create(slug=publisher_slug, display_name=publisher_slug, actor=None)
     if owner is not None:
         publisher.owners.add(owner)
-    catalog = Catalog.objects.filter(publisher=publisher, name=catalog_name).first()
+    catalog = Catalog.objects.filter(publisher=publisher, name=catalog_name.lower()).first()
     if catalog is None:
         catalog = catalog_create(
             publisher=publisher, name=catalog_name, description=description, actor=None

@@ -71,3 +71,90 @@ def test_new_owners_clear_the_verified_badge(verified, owner, other_user):
         "owner",
         "owners changed from ['owner'] to ['other', 'owner']",
     )
+
+
+# ----------------------------------------------------------------------------- look-alike names
+
+
+def _publishers() -> list[tuple[str, str]]:
+    return list(Publisher.objects.order_by("slug").values_list("slug", "display_name"))
+
+
+@pytest.mark.parametrize(
+    ("slug", "message"),
+    [
+        ("ACME", "Publisher slug 'ACME' looks like the existing publisher 'acme': choose another."),
+        ("Acme", "Publisher slug 'Acme' looks like the existing publisher 'acme': choose another."),
+        (
+            "acme-",
+            "Publisher slug 'acme-' looks like the existing publisher 'acme': choose another.",
+        ),
+        (
+            "acrne",
+            "Publisher slug 'acrne' looks like the existing publisher 'acme': choose another.",
+        ),
+        (
+            "0fficial",
+            "Publisher slug '0fficial' looks like 'official', which is reserved for the registry "
+            "itself: choose another.",
+        ),
+        (
+            "officiaI",
+            "Publisher slug 'officiaI' looks like 'official', which is reserved for the registry "
+            "itself: choose another.",
+        ),
+        (
+            "mirrors-",
+            "Publisher slug 'mirrors-' looks like 'mirrors', which is reserved for the registry "
+            "itself: choose another.",
+        ),
+        (
+            "exarnple",
+            "Publisher slug 'exarnple' looks like the existing publisher 'example': "
+            "choose another.",
+        ),
+        (
+            "rnirrors",
+            "Publisher slug 'rnirrors' looks like 'mirrors', which is reserved for the registry "
+            "itself: choose another.",
+        ),
+        (
+            "0FFICIAL",
+            "Publisher slug '0FFICIAL' looks like 'official', which is reserved for the registry "
+            "itself: choose another.",
+        ),
+    ],
+)
+def test_look_alike_publisher_slugs_are_refused(other_user, slug, message):
+    client = _client(other_user)
+    for taken in ("acme", "example"):
+        created = client.post("/api/v1/publishers/", {"slug": taken}, format="json")
+        assert created.status_code == 201
+    before = _publishers()
+    response = client.post("/api/v1/publishers/", {"slug": slug}, format="json")
+    assert (response.status_code, response.json()) == (
+        409 if "existing" in message else 403,
+        {"detail": message},
+    )
+    assert _publishers() == before
+
+
+def test_slugs_and_catalog_names_are_stored_lower_case(other_user):
+    client = _client(other_user)
+    created = client.post("/api/v1/publishers/", {"slug": "Beta-Tools"}, format="json")
+    assert (created.status_code, created.json()["slug"]) == (201, "beta-tools")
+    catalog = client.post(
+        "/api/v1/catalogs/", {"publisher": "beta-tools", "name": "Fns"}, format="json"
+    )
+    assert (catalog.status_code, catalog.json()["name"]) == (201, "fns")
+
+
+def test_upper_case_oci_repository_names_are_name_invalid(client, catalog):
+    Publisher.objects.create(slug="ACME", display_name="legacy row")
+    response = client.get("/v2/ACME/functions/tags/list")
+    assert response.status_code == 400
+    assert response.json()["errors"][0] == {
+        "code": "NAME_INVALID",
+        "message": "invalid repository name 'ACME/functions': repository names are lower case",
+        "detail": {"name": "ACME/functions"},
+    }

@@ -2,11 +2,12 @@
 
 Environment variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL,
 CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL, KRM_ADDR,
-SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS, CACHE_URL,
-CATALOG_SERVING_CACHE_SECONDS, SERVE_X_ACCEL_REDIRECT.
+SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, KRM_DATA_DIR, SIGNING_OCI_ARTIFACTS,
+CACHE_URL, CATALOG_SERVING_CACHE_SECONDS, SERVE_X_ACCEL_REDIRECT.
 """
 
 import ipaddress
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -441,10 +442,18 @@ OCI_TOKEN_TTL_SECONDS = env_int("OCI_TOKEN_TTL_SECONDS", 300)
 
 # --- Signing: every catalog version the registry serves is signed (ECDSA P-256). ---
 # SIGNING_KEY_PEM (the private key itself, PKCS#8 or SEC1 PEM) wins over SIGNING_KEY_FILE (a path
-# to it). The embedded default creates the file on first use next to db.sqlite3; production
-# creates nothing and refuses to start without one of the two.
+# to it). The embedded default creates the file on first use in KRM_DATA_DIR, outside the source
+# tree (so that no `COPY . .` bakes it into an image); production creates nothing and refuses to
+# start without one of the two.
+KRM_DATA_DIR = env.path(
+    "KRM_DATA_DIR",
+    default=str(
+        Path(env.str("XDG_DATA_HOME", default="") or os.path.expanduser("~/.local/share"))
+        / "krm-registry"
+    ),
+)
 SIGNING_KEY_PEM = env.str("SIGNING_KEY_PEM", default="")
-SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default=str(BASE_DIR / "signing-key.pem"))
+SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default=str(Path(KRM_DATA_DIR) / "signing-key.pem"))
 SIGNING_KEY_CREATE = env.bool("SIGNING_KEY_CREATE", default=True)
 # Also store cosign's signature artifact (tag sha256-<hex>.sig, listed by the referrers API) of
 # each version's OCI manifest, for `cosign verify --key` and `krm` with oci:// refs.

@@ -35,6 +35,7 @@ from catalogs.publishing.documents import problems_located
 from catalogs.publishing.models import Catalog, CatalogVersion
 from catalogs.publishing.selectors import signed_in
 from catalogs.review.models import Contribution, ContributionStatus, ReviewEvent, ReviewEventAction
+from catalogs.review.trial_fetch import trial_urls_check
 from orchestrator.catalog import API_VERSION, CatalogError, parse_catalog
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import FunctionDefinition as ParsedFunction
@@ -426,6 +427,13 @@ def contribution_trials_enqueue(*, contribution: Contribution) -> None:
     job_enqueue_on_commit("catalogs.tasks.contribution_trials_run_task", contribution.pk)
 
 
+def _check_trial_urls(definition: ParsedDefinition) -> None:
+    """Refuse URLs its trial runs would fetch from refused addresses, before anything is stored."""
+    if settings.TRIAL_RUNS_ENABLED:
+        version = definition.function.versions[-1]
+        trial_urls_check(runtime=version.runtime, examples=version.examples)
+
+
 @transaction.atomic
 def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contribution:
     """Propose a function definition for ``catalog``; any signed-in user may."""
@@ -438,6 +446,7 @@ def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contr
             f"Catalog '{catalog}' is a mirror of {mirror}; contribute to its upstream instead."
         )
     definition = contribution_definition_parse(content=content)
+    _check_trial_urls(definition)
     contribution = Contribution.objects.create(
         catalog=catalog,
         author=actor,
@@ -460,6 +469,7 @@ def contribution_resubmit(*, contribution: Contribution, content: str, actor: Us
             f"Only a rejected contribution can be resubmitted; this one is {locked.status}."
         )
     definition = contribution_definition_parse(content=content)
+    _check_trial_urls(definition)
     locked.content = content
     locked.group = definition.function.group
     locked.kind = definition.function.kind

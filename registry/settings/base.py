@@ -126,6 +126,17 @@ MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(BASE_DIR / "media"))
 # (catalogs/review/trials.py).
 TRIAL_RUNS_ENABLED = env.bool("TRIAL_RUNS_ENABLED", default=True)
 TRIAL_CACHE_DIR = env.path("TRIAL_CACHE_DIR", default=str(Path(MEDIA_ROOT) / "trial-cache"))
+# Trial runs fetch runtimes and examples from public addresses only (any publisher owner starts
+# them): private, loopback and link-local ones only inside these networks (CIDRs). Independent
+# of MIRROR_ALLOWED_NETWORKS.
+TRIAL_ALLOWED_NETWORKS = env.list("TRIAL_ALLOWED_NETWORKS", default=[])
+for _network in TRIAL_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"TRIAL_ALLOWED_NETWORKS: {_network!r} is not an IP address or network."
+        ) from None
 STORAGES: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",
     "catalogs",
     "catalogs.publishing",
     "catalogs.distribution",
@@ -73,6 +74,14 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "catalogs.middleware.UnavailableMiddleware",
+    # Sign-in throttling (django-axes): last, as its documentation asks.
+    "axes.middleware.AxesMiddleware",
+]
+
+# Every password sign-in (the site's and the admin's) goes through django-axes first.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "registry.urls"
@@ -430,6 +439,19 @@ LOGIN_URL = "web:login"
 LOGIN_REDIRECT_URL = "web:search"
 LOGOUT_REDIRECT_URL = "web:search"
 SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
+# Sign-in throttling (django-axes): after LOGIN_FAILURE_LIMIT failed sign-ins of one user name from
+# one address, that pair is locked out (429) for LOGIN_LOCKOUT_MINUTES, counted again from each
+# further failure (a backoff a guesser cannot wait out by trying on).
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = env_int("LOGIN_LOCKOUT_MINUTES", 15) / 60  # hours, as django-axes counts
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "catalogs/registration/locked.html"
+# Where the client's address comes from: REMOTE_ADDR, unless a proxy that sets (and overwrites)
+# the header is in front, e.g. LOGIN_CLIENT_IP_HEADERS=HTTP_X_FORWARDED_FOR,REMOTE_ADDR with
+# LOGIN_PROXY_COUNT=1. Trusting a header no proxy overwrites lets a guesser pick its address.
+AXES_IPWARE_META_PRECEDENCE_ORDER = env.list("LOGIN_CLIENT_IP_HEADERS", default=["REMOTE_ADDR"])
+AXES_IPWARE_PROXY_COUNT = env_int("LOGIN_PROXY_COUNT", 0) or None
 
 # Redis broker: a job left unacknowledged by a worker that died (tasks acknowledge late) is
 # redelivered after this many seconds; keep it above the longest sync.

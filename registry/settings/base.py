@@ -452,6 +452,8 @@ AXES_LOCKOUT_TEMPLATE = "catalogs/registration/locked.html"
 # LOGIN_PROXY_COUNT=1. Trusting a header no proxy overwrites lets a guesser pick its address.
 AXES_IPWARE_META_PRECEDENCE_ORDER = env.list("LOGIN_CLIENT_IP_HEADERS", default=["REMOTE_ADDR"])
 AXES_IPWARE_PROXY_COUNT = env_int("LOGIN_PROXY_COUNT", 0) or None
+# The address the nearest proxy appended (nginx's $proxy_add_x_forwarded_for), not the client's.
+AXES_IPWARE_PROXY_ORDER = "right-most"
 
 # Redis broker: a job left unacknowledged by a worker that died (tasks acknowledge late) is
 # redelivered after this many seconds; keep it above the longest sync.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -57,18 +58,28 @@ def publisher_create(request: HttpRequest) -> HttpResponse:
     return page_render(request, "publisher_create.html", context, 400 if form.errors else 200)
 
 
+# Catalogs per page of a publisher's page, and the newest entries of its audit log shown there.
+PAGE_SIZE = 50
+
+
 def _publisher_page(request: HttpRequest, publisher, status: int = 200, **forms_) -> HttpResponse:
     can_manage = selectors.user_is_owner_or_staff(publisher=publisher, user=request.user)
+    # Bounded whatever the publisher holds: a page of catalogs, the newest entries of its log.
+    catalogs = Paginator(selectors.catalog_list(publisher_slug=publisher.slug), PAGE_SIZE)
+    page = catalogs.get_page(request.GET.get("page"))
     context = {
         "publisher": publisher,
-        "catalogs": selectors.catalog_list(publisher_slug=publisher.slug),
+        "catalogs": page.object_list,
+        "page": page,
+        "query": "",
         "owners": publisher.owners.order_by("username"),
         "can_manage": can_manage,
         "owner_form": forms_.get("owner_form") or forms.OwnerAddForm(),
         "verify_form": forms_.get("verify_form") or forms.VerificationRequestForm(),
     }
     if can_manage:
-        context["events"] = publishers.publisher_event_list(publisher=publisher)
+        events = publishers.publisher_event_list(publisher=publisher)
+        context["events"] = list(events.order_by("-created_at", "-pk")[:PAGE_SIZE])[::-1]
         context["pending_request"] = publisher.verification_requests.filter(
             status=VerificationStatus.PENDING
         ).first()

@@ -65,6 +65,8 @@ MIDDLEWARE = [
     # /healthz and /readyz, answered before host checks and redirects (probes use the pod IP).
     "registry.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every answer (django-csp; CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
     "catalogs.middleware.RequestBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -83,6 +85,24 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+
+# The pages load scripts, styles, images and fonts from this site only, run no inline script or
+# style and are framed by nobody; forms post only here. The API docs page adds the hash of
+# Swagger UI's one <style> (registry/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
 
 ROOT_URLCONF = "registry.urls"
 WSGI_APPLICATION = "registry.wsgi.application"
@@ -271,6 +291,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * CATALOG_MAX_BYTES
 # Seconds a client is told to wait (Retry-After) when the database is busy (SQLite write lock).
 DATABASE_BUSY_RETRY_AFTER = env_int("DATABASE_BUSY_RETRY_AFTER", 2)
 CATALOG_LATEST_MAX_AGE = env_int("CATALOG_LATEST_MAX_AGE", 60)
+# Functions per page of a catalog's web page (its trust view and function list).
+CATALOG_PAGE_FUNCTIONS = env_int("CATALOG_PAGE_FUNCTIONS", 100)
 # With nginx in front (deploy/nginx/) and local storage: the internal location prefix under which
 # nginx sends stored files itself (e.g. /_krm_media/, an alias of MEDIA_ROOT); the registry then
 # answers blob downloads with X-Accel-Redirect and no body. Empty: Django streams them.

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q, Sum
 from django.urls import reverse
 from django.utils import timezone
 
@@ -30,6 +30,7 @@ from catalogs.distribution.errors import (
     RangeInvalidError,
     SizeInvalidError,
     TagInvalidError,
+    TooManyRequestsError,
 )
 from catalogs.distribution.models import OciBlob, OciManifest, OciTag, OciUpload
 from catalogs.distribution.selectors import oci_repository_blobs_present
@@ -468,11 +469,37 @@ def _check_size(size: int) -> None:
         )
 
 
+def _check_upload_quota(*, user: Any, adding: int = 0, upload: OciUpload | None = None) -> None:
+    """TOOMANYREQUESTS when ``user``'s open upload sessions are at their count or byte quota."""
+    if user is None:
+        return
+    sessions = OciUpload.objects.filter(user=user)
+    if upload is None:
+        limit = settings.OCI_UPLOAD_SESSIONS_PER_USER
+        if sessions.count() >= limit:
+            raise TooManyRequestsError(
+                f"you have {limit} upload sessions open, the most allowed "
+                "(OCI_UPLOAD_SESSIONS_PER_USER): finish or cancel one, or wait for the "
+                f"garbage collection of idle ones ({settings.OCI_UPLOAD_GC_MINUTES} minutes)",
+                detail={"limit": limit},
+            )
+        return
+    limit = settings.OCI_UPLOAD_BYTES_PER_USER
+    held = sessions.aggregate(n=Sum("size"))["n"] or 0
+    if held + adding > limit:
+        raise TooManyRequestsError(
+            f"your open upload sessions would hold {held + adding} bytes, over the quota of "
+            f"{limit} bytes (OCI_UPLOAD_BYTES_PER_USER): finish or cancel a session first",
+            detail={"limit": limit},
+        )
+
+
 @transaction.atomic
 def oci_upload_start(*, catalog: Catalog, actor: Any) -> OciUpload:
     """Open an upload session in ``catalog``'s repository (POST .../blobs/uploads/)."""
     _check_push(catalog=catalog, actor=actor)
     user = actor if getattr(actor, "is_authenticated", False) else None
+    _check_upload_quota(user=user)
     return OciUpload.objects.create(catalog=catalog, user=user)
 
 
@@ -510,6 +537,7 @@ def oci_upload_append(*, upload: OciUpload, content: bytes, content_range: str =
             )
     _check_size(locked.size + len(content))
     if content:
+        _check_upload_quota(user=locked.user, adding=len(content), upload=locked)
         # The bytes so far, then the row's size: an update lost after the write is cut off.
         so_far = blobstore.upload_read(upload_id=str(locked.uuid), size=locked.size)
         blobstore.upload_write(upload_id=str(locked.uuid), content=so_far + content)
@@ -548,13 +576,19 @@ def oci_uploads_gc(*, older_than: timedelta | None = None) -> tuple[int, int]:
     """Delete upload sessions and uploaded blobs that no manifest references, once stale.
 
     Returns ``(sessions, blobs)`` deleted. Staleness (``OCI_UPLOAD_GC_MINUTES`` by default)
-    gives a client time to push the manifest after its blobs.
+    gives a client time to push the manifest after its blobs. A session is also deleted once
+    older than ``OCI_UPLOAD_MAX_MINUTES`` since it opened, however recently it was written to:
+    a client cannot keep one from the GC for ever.
     """
     if older_than is None:
         older_than = timedelta(minutes=settings.OCI_UPLOAD_GC_MINUTES)
-    cutoff = timezone.now() - older_than
+    now = timezone.now()
+    cutoff = now - older_than
+    opened_before = now - timedelta(minutes=settings.OCI_UPLOAD_MAX_MINUTES)
     # Their bytes (``uploads/<uuid>``) go with the storage GC's next pass over the store.
-    sessions, _ = OciUpload.objects.filter(updated_at__lt=cutoff).delete()
+    sessions, _ = OciUpload.objects.filter(
+        Q(updated_at__lt=cutoff) | Q(created_at__lt=opened_before)
+    ).delete()
     referenced: dict[int, set[str]] = {}
     for catalog_id, references in OciManifest.objects.values_list("catalog_id", "references"):
         referenced.setdefault(catalog_id, set()).update(references or [])

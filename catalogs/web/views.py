@@ -27,6 +27,7 @@ from catalogs.exceptions import (
     InvalidInputError,
     MirrorCatalogReadOnlyError,
     NotAllowedError,
+    QuotaExceededError,
     RegistryError,
 )
 from catalogs.mirroring import services as mirrors
@@ -265,6 +266,9 @@ def contribution_create(request: HttpRequest) -> HttpResponse:
         except InvalidCatalogError as err:
             context["problems"] = err.problems
             context["error"] = err.message
+        except (InvalidInputError, QuotaExceededError) as err:
+            # A URL its trials may not fetch, or a quota used up: said on the form.
+            context["error"] = err.message
         else:
             messages.success(request, f"Contribution #{contribution.pk} sent for review.")
             return redirect("web:contributions")
@@ -303,7 +307,7 @@ def contribution_edit(request: HttpRequest, pk: int) -> HttpResponse:
         except InvalidCatalogError as err:
             context["problems"] = err.problems
             context["error"] = err.message
-        except InvalidInputError as err:
+        except (InvalidInputError, QuotaExceededError) as err:
             context["error"] = err.message
         else:
             messages.success(request, f"Contribution #{contribution.pk} resubmitted.")

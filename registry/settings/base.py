@@ -90,6 +90,8 @@ AUTHENTICATION_BACKENDS = [
 # style and are framed by nobody; forms post only here. The API docs page adds the hash of
 # Swagger UI's one <style> (registry/urls.py).
 CONTENT_SECURITY_POLICY = {
+    # Documents and blobs (catalog YAML, OCI) are no pages; their fast paths send no policy.
+    "EXCLUDE_URL_PREFIXES": ["/c/", "/v2/"],
     "DIRECTIVES": {
         "default-src": ["'self'"],
         "script-src": ["'self'"],
@@ -101,7 +103,7 @@ CONTENT_SECURITY_POLICY = {
         "base-uri": ["'none'"],
         "frame-ancestors": ["'none'"],
         "form-action": ["'self'"],
-    }
+    },
 }
 
 ROOT_URLCONF = "registry.urls"
@@ -159,6 +161,10 @@ TRIAL_CACHE_DIR = env.path("TRIAL_CACHE_DIR", default=str(Path(MEDIA_ROOT) / "tr
 # them): private, loopback and link-local ones only inside these networks (CIDRs). Independent
 # of MIRROR_ALLOWED_NETWORKS.
 TRIAL_ALLOWED_NETWORKS = env.list("TRIAL_ALLOWED_NETWORKS", default=[])
+# Per user: contributions waiting for review at once, and contributions (and resubmissions) per
+# window, in the `limits` notation ("30/hour"; empty: no limit). Both answer 429.
+CONTRIBUTIONS_PENDING_PER_USER = env_int("CONTRIBUTIONS_PENDING_PER_USER", 20)
+CONTRIBUTION_RATE_LIMIT = env("CONTRIBUTION_RATE_LIMIT", default="30/hour")
 for _network in TRIAL_ALLOWED_NETWORKS:
     try:
         ipaddress.ip_network(_network, strict=False)
@@ -403,6 +409,7 @@ def _rate_limit_checked(name: str, value: object) -> None:
 
 
 _rate_limit_checked("UPSTREAM_RATE_LIMIT", UPSTREAM_RATE_LIMIT)
+_rate_limit_checked("CONTRIBUTION_RATE_LIMIT", CONTRIBUTION_RATE_LIMIT)
 if not isinstance(UPSTREAM_RATE_LIMITS, dict):
     raise ImproperlyConfigured(
         "UPSTREAM_RATE_LIMITS must be a JSON object of host to limit, "
@@ -494,6 +501,11 @@ OCI_MANIFEST_MAX_ANNOTATIONS = env_int("OCI_MANIFEST_MAX_ANNOTATIONS", 256)
 # Upload sessions and uploaded blobs no manifest references are removed after this many minutes
 # by `manage.py oci_gc_uploads` and by celery beat every 15 minutes.
 OCI_UPLOAD_GC_MINUTES = env_int("OCI_UPLOAD_GC_MINUTES", 60)
+# ... and every session once this old, however recently written to (no client postpones the GC).
+OCI_UPLOAD_MAX_MINUTES = env_int("OCI_UPLOAD_MAX_MINUTES", 240)
+# Per user: upload sessions open at once, and bytes they hold together (429 TOOMANYREQUESTS).
+OCI_UPLOAD_SESSIONS_PER_USER = env_int("OCI_UPLOAD_SESSIONS_PER_USER", 10)
+OCI_UPLOAD_BYTES_PER_USER = env_int("OCI_UPLOAD_BYTES_PER_USER", 4 * OCI_UPLOAD_MAX_BYTES)
 # Lifetime of the bearer tokens GET /v2/token hands out.
 OCI_TOKEN_TTL_SECONDS = env_int("OCI_TOKEN_TTL_SECONDS", 300)
 

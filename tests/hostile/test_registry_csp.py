@@ -38,3 +38,8 @@ def test_the_api_docs_page_allows_only_swagger_uis_own_style(client):
     # No inline script: Swagger UI's start-up script is loaded from this URL.
     html = response.content.decode()
     assert "<script>" not in html and 'src="/api/docs/?script="' in html
+
+
+@pytest.mark.parametrize("path", ["/v2/", "/c/example-co/functions/catalog.yaml"])
+def test_documents_and_blobs_carry_no_page_policy(client, catalog, path):
+    assert "Content-Security-Policy" not in client.get(path)

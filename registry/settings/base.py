@@ -238,6 +238,21 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
+# Separate queues, so that a flood of one kind of job does not starve another: trial runs of
+# contributions, mirror syncs, housekeeping (storage GC), and "celery" for the rest. A worker
+# started without -Q takes jobs from all four; dedicated ones take one each, e.g.
+#   celery -A registry worker -Q mirroring --concurrency 4
+#   celery -A registry worker -Q trials --concurrency 1 --max-tasks-per-child 50
+#   celery -A registry worker -Q housekeeping,celery --concurrency 1
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = {name: {} for name in ("celery", "trials", "mirroring", "housekeeping")}
+CELERY_TASK_ROUTES = {
+    "catalogs.tasks.contribution_trials_run_task": {"queue": "trials"},
+    "catalogs.tasks.mirror_source_sync_task": {"queue": "mirroring"},
+    "catalogs.tasks.mirror_sources_sync_due_task": {"queue": "mirroring"},
+    "catalogs.tasks.blobs_garbage_collect_task": {"queue": "housekeeping"},
+    "catalogs.tasks.oci_uploads_gc_task": {"queue": "housekeeping"},
+}
 
 REST_FRAMEWORK = {
     # Token first: a request without (valid) credentials gets 401 with "WWW-Authenticate: Token"

@@ -131,6 +131,9 @@ def oci_manifest_parse(*, manifest: bytes, media_type: str) -> dict[str, Any]:
         data = None  # deeper than the interpreter's recursion limit: refused just below
     except (ValueError, UnicodeDecodeError) as exc:
         raise ManifestInvalidError(f"manifest is not valid JSON: {exc}")
+    if isinstance(data, dict):
+        # The counts first: they cost nothing, and bound what the depth check then walks.
+        _check_counts(data)
     if data is None or json_depth(data) > m.MANIFEST_MAX_DEPTH:
         raise ManifestInvalidError(
             f"manifest nests objects and arrays deeper than {m.MANIFEST_MAX_DEPTH} levels",
@@ -138,7 +141,6 @@ def oci_manifest_parse(*, manifest: bytes, media_type: str) -> dict[str, Any]:
         )
     if not isinstance(data, dict):
         raise ManifestInvalidError("manifest is not a JSON object")
-    _check_counts(data)
     if data.get("schemaVersion") != 2:
         raise ManifestInvalidError(f"schemaVersion must be 2, got {data.get('schemaVersion')!r}")
     declared = data.get("mediaType")

@@ -96,7 +96,7 @@ def publisher_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @domain_errors
 @require_POST
 def publisher_owner_add(request: HttpRequest, slug: str) -> HttpResponse:
-    """An owner adds an existing user as co-owner."""
+    """An owner invites an existing user to co-own the publisher."""
     publisher = selectors.publisher_get(slug=slug)
     form = forms.OwnerAddForm(request.POST)
     if form.is_valid():
@@ -109,7 +109,11 @@ def publisher_owner_add(request: HttpRequest, slug: str) -> HttpResponse:
         except RegistryError as err:
             form.add_error("username", err.message)
         else:
-            messages.success(request, f"{form.cleaned_data['username']} now owns {slug}.")
+            messages.success(
+                request,
+                f"Invitation sent to {form.cleaned_data['username']}: they own {slug} once they "
+                "accept it.",
+            )
             return redirect("web:publisher", slug=slug)
     return _publisher_page(request, publisher, 400, owner_form=form)
 
@@ -184,3 +188,38 @@ def verification_decide(request: HttpRequest, pk: int) -> HttpResponse:
         verb = "granted" if action == "grant" else "refused"
         messages.success(request, f"Verified badge {verb} for {item.publisher.slug}.")
     return redirect("web:verification-queue")
+
+
+@login_required
+@domain_errors
+def invitation_list(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's invitations to co-own publishers, to accept or decline."""
+    invitations = publishers.owner_invitation_list_pending(user=request.user)
+    return page_render(request, "invitations.html", {"invitations": invitations})
+
+
+@login_required
+@domain_errors
+@require_POST
+def invitation_decide(request: HttpRequest, pk: int) -> HttpResponse:
+    """The invitee accepts (action=accept) or declines (action=decline) an invitation."""
+    invitation = publishers.owner_invitation_get(pk=pk)
+    action = request.POST.get("action")
+    if action not in ("accept", "decline"):
+        messages.error(request, f"Unknown action {action!r}: use accept or decline.")
+        return redirect("web:invitations")
+    try:
+        publishers.publisher_invitation_decide(
+            invitation=invitation, actor=request.user, accept=action == "accept"
+        )
+    except NotAllowedError:
+        raise
+    except RegistryError as err:
+        messages.error(request, err.message)
+        return redirect("web:invitations")
+    slug = invitation.publisher.slug
+    if action == "accept":
+        messages.success(request, f"You now own {slug}.")
+        return redirect("web:publisher", slug=slug)
+    messages.success(request, f"Invitation to own {slug} declined.")
+    return redirect("web:invitations")

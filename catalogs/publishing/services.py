@@ -39,6 +39,8 @@ from catalogs.publishing.models import (
     CatalogVersion,
     FunctionDefinition,
     FunctionVersion,
+    OwnerInvitation,
+    OwnerInvitationStatus,
     Publisher,
     PublisherEvent,
     PublisherEventAction,
@@ -195,7 +197,11 @@ def publisher_update(
     display_name: str | None = None,
     owners: list[str] | None = None,
 ) -> Publisher:
-    """Change a publisher's display name and/or replace its owners (by user name)."""
+    """Change a publisher's display name and/or its owners (by user name).
+
+    Owners left out are removed; names that are not owners yet are invited (they own it once
+    they accept: ``publishers.publisher_invitation_decide``). At least one current owner stays.
+    """
     _check_can_write(publisher=publisher, actor=actor)
     changes = []
     if owners is not None:
@@ -207,10 +213,20 @@ def publisher_update(
         if not owners:
             raise InvalidInputError("A publisher needs at least one owner.")
         users = _users_by_name(owners)
-        before = set(publisher.owners.values_list("username", flat=True))
-        if before != {u.username for u in users}:
-            publisher.owners.set(users)
-            changes.append(f"owners changed from {sorted(before)} to {sorted(owners)}")
+        current = {u.pk: u for u in publisher.owners.all()}
+        keep = [u for u in users if u.pk in current]
+        if not keep:
+            raise InvalidInputError(
+                "A publisher needs at least one owner: keep a current owner in the list "
+                "(new owners are invited, and own it once they accept)."
+            )
+        removed = sorted(u.username for pk, u in current.items() if pk not in {k.pk for k in keep})
+        if removed:
+            publisher.owners.set(keep)
+            changes.append(f"owners removed: {removed}")
+        for user in users:
+            if user.pk not in current:
+                _owner_invite(publisher=publisher, user=user, actor=actor)
     if display_name is not None and display_name != publisher.display_name:
         changes.append(f"renamed from {publisher.display_name!r} to {display_name!r}")
         publisher.display_name = display_name
@@ -218,6 +234,23 @@ def publisher_update(
     if changes:
         publisher_verified_clear(publisher=publisher, actor=actor, reason="; ".join(changes))
     return publisher
+
+
+def _owner_invite(*, publisher: Publisher, user: AuthUser, actor: Actor) -> None:
+    """Invite ``user`` to co-own ``publisher`` (once: a pending invitation is kept)."""
+    _, created = OwnerInvitation.objects.get_or_create(
+        publisher=publisher,
+        invitee=user,
+        status=OwnerInvitationStatus.PENDING,
+        defaults={"invited_by": actor if signed_in(actor) else None},
+    )
+    if created:
+        PublisherEvent.objects.create(
+            publisher=publisher,
+            actor=actor if signed_in(actor) else None,
+            action=PublisherEventAction.OWNER_INVITED,
+            detail=user.username,
+        )
 
 
 def publisher_verified_clear(*, publisher: Publisher, actor: Actor, reason: str) -> bool:

@@ -245,7 +245,9 @@ CELERY_TIMEZONE = TIME_ZONE
 #   celery -A registry worker -Q trials --concurrency 1 --max-tasks-per-child 50
 #   celery -A registry worker -Q housekeeping,celery --concurrency 1
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = {name: {} for name in ("celery", "trials", "mirroring", "housekeeping")}
+CELERY_TASK_QUEUES: dict[str, dict[str, str]] = {
+    name: {} for name in ("celery", "trials", "mirroring", "housekeeping")
+}
 CELERY_TASK_ROUTES = {
     "catalogs.tasks.contribution_trials_run_task": {"queue": "trials"},
     "catalogs.tasks.mirror_source_sync_task": {"queue": "mirroring"},

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from catalogs.exceptions import AlreadyExistsError, InvalidInputError, NotAllowedError
 from catalogs.publishing import publishers
 from catalogs.publishing.models import Publisher, PublisherEvent
 
@@ -63,14 +64,50 @@ def test_the_same_name_again_keeps_the_badge(verified, owner):
     assert [e[0] for e in _log(verified)] == ["verification_requested", "verification_granted"]
 
 
-def test_new_owners_clear_the_verified_badge(verified, owner, other_user):
+def test_a_new_owner_clears_the_verified_badge_when_they_accept(verified, owner, other_user):
     response = _client(owner).patch(DETAIL, {"owners": ["owner", "other"]}, format="json")
+    assert (response.status_code, response.json()["verified"]) == (200, True)
+    [invitation] = verified.invitations.all()
+    publishers.publisher_invitation_decide(invitation=invitation, actor=other_user, accept=True)
+    verified.refresh_from_db()
+    assert verified.verified is False
+    assert _log(verified)[-3:] == [
+        ("owner_invited", "owner", "other"),
+        ("owner_added", "other", "other"),
+        ("verification_cleared", "other", "owner other added"),
+    ]
+
+
+def test_an_owner_removed_clears_the_verified_badge(verified, owner, other_user):
+    verified.owners.add(other_user)
+    response = _client(owner).patch(DETAIL, {"owners": ["owner"]}, format="json")
     assert (response.status_code, response.json()["verified"]) == (200, False)
-    assert _log(verified)[-1] == (
-        "verification_cleared",
-        "owner",
-        "owners changed from ['owner'] to ['other', 'owner']",
-    )
+    assert _log(verified)[-1] == ("verification_cleared", "owner", "owners removed: ['other']")
+
+
+# ----------------------------------------------------------------------------- owner invitations
+
+
+def test_nobody_is_made_an_owner_without_accepting(owner, publisher, other_user, staff_user):
+    """An owner invites; only the invitee answers; a declined invitation adds nobody."""
+    invitation = publishers.publisher_owner_add(publisher=publisher, username="other", actor=owner)
+    assert list(publisher.owners.values_list("username", flat=True)) == ["owner"]
+    for someone in (owner, staff_user):
+        with pytest.raises(NotAllowedError) as refused:
+            publishers.publisher_invitation_decide(
+                invitation=invitation, actor=someone, accept=True
+            )
+        assert refused.value.message == "Only the invited user may accept or decline an invitation."
+    with pytest.raises(AlreadyExistsError) as twice:
+        publishers.publisher_owner_add(publisher=publisher, username="other", actor=owner)
+    assert twice.value.message == "other is invited to own publisher 'example-co' already."
+    publishers.publisher_invitation_decide(invitation=invitation, actor=other_user, accept=False)
+    assert list(publisher.owners.values_list("username", flat=True)) == ["owner"]
+    with pytest.raises(InvalidInputError) as again:
+        publishers.publisher_invitation_decide(invitation=invitation, actor=other_user, accept=True)
+    assert again.value.message == "This invitation was declined already."
+    assert list(publisher.owners.values_list("username", flat=True)) == ["owner"]
+    assert [e[0] for e in _log(publisher)] == ["owner_invited", "invitation_declined"]
 
 
 # ----------------------------------------------------------------------------- look-alike names

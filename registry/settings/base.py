@@ -157,6 +157,10 @@ MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(BASE_DIR / "media"))
 # (catalogs/review/trials.py).
 TRIAL_RUNS_ENABLED = env.bool("TRIAL_RUNS_ENABLED", default=True)
 TRIAL_CACHE_DIR = env.path("TRIAL_CACHE_DIR", default=str(Path(MEDIA_ROOT) / "trial-cache"))
+# The housekeeping queue prunes that cache (least recently changed entries first) to this size
+# every 15 minutes, sparing entries younger than the grace (a trial may be using them).
+TRIAL_CACHE_MAX_BYTES = env_int("TRIAL_CACHE_MAX_BYTES", 1024 * 1024 * 1024)
+TRIAL_CACHE_GRACE_MINUTES = env_int("TRIAL_CACHE_GRACE_MINUTES", 60)
 # Trial runs fetch runtimes and examples from public addresses only (any publisher owner starts
 # them): private, loopback and link-local ones only inside these networks (CIDRs). Independent
 # of MIRROR_ALLOWED_NETWORKS.
@@ -254,6 +258,7 @@ CELERY_TASK_ROUTES = {
     "catalogs.tasks.mirror_sources_sync_due_task": {"queue": "mirroring"},
     "catalogs.tasks.blobs_garbage_collect_task": {"queue": "housekeeping"},
     "catalogs.tasks.oci_uploads_gc_task": {"queue": "housekeeping"},
+    "catalogs.tasks.trial_cache_prune_task": {"queue": "housekeeping"},
 }
 
 REST_FRAMEWORK = {

@@ -13,6 +13,7 @@ ROUTES = {
     "catalogs.tasks.mirror_sources_sync_due_task": "mirroring",
     "catalogs.tasks.blobs_garbage_collect_task": "housekeeping",
     "catalogs.tasks.oci_uploads_gc_task": "housekeeping",
+    "catalogs.tasks.trial_cache_prune_task": "housekeeping",
     "catalogs.tasks.catalog_version_publish_task": "celery",
     "catalogs.tasks.catalog_version_verify_task": "celery",
 }

@@ -427,7 +427,10 @@ def contribution_trials_enqueue(*, contribution: Contribution) -> None:
     """Queue trial runs of the contribution's current revision once the transaction commits."""
     if not settings.TRIAL_RUNS_ENABLED:
         return
-    job_enqueue_on_commit("catalogs.tasks.contribution_trials_run_task", contribution.pk)
+    # A trial may take the sandbox's whole wall clock: never inside the contribution's request.
+    job_enqueue_on_commit(
+        "catalogs.tasks.contribution_trials_run_task", contribution.pk, background=True
+    )
 
 
 def _check_contribution_quota(actor: AuthUser, *, new: bool) -> None:

@@ -234,6 +234,9 @@ CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="")
 CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default="")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+# With eager tasks, long jobs (trial runs) run in a thread of the web process, not in the
+# request that queued them (a contribution is answered at once, its trials follow).
+EAGER_JOBS_IN_BACKGROUND = env.bool("EAGER_JOBS_IN_BACKGROUND", default=True)
 if not CELERY_BROKER_URL:
     CELERY_BROKER_URL = "memory://"
 if not CELERY_RESULT_BACKEND:

@@ -69,7 +69,7 @@ def test_a_new_user_runs_a_publisher_and_reviews_contributions(new_page, screens
     nina = new_page()
     sign_in(nina, "nina")
     nina.click("header >> text=Invitations (1)")
-    nina.click("text=Accept")
+    nina.click("button[value=accept]")
     nina.wait_for_selector("text=You now own dana-co.")
     assert sorted(publisher.owners.values_list("username", flat=True)) == ["dana", "nina"]
     page.fill("#id_message", "https://dana.example.co")

@@ -38,7 +38,7 @@ from catalogs.exceptions import InvalidCatalogError, NotAllowedError
 from catalogs.publishing import blobstore
 from catalogs.publishing.events import CatalogVersionPublished
 from catalogs.publishing.models import Catalog, CatalogVersion
-from catalogs.publishing.selectors import user_is_owner_or_staff
+from catalogs.publishing.selectors import publisher_storage_used, user_is_owner_or_staff
 
 RESERVED_TAG_HELP = "'latest' and 'v<n>' name catalog versions"
 
@@ -496,6 +496,22 @@ def _check_upload_quota(*, user: Any, adding: int = 0, upload: OciUpload | None 
         )
 
 
+def _check_publisher_storage(*, catalog: Catalog, adding: int) -> None:
+    """TOOMANYREQUESTS when an upload would take the publisher over its storage quota."""
+    limit = settings.PUBLISHER_STORAGE_MAX_BYTES
+    blobs = OciBlob.objects.filter(catalog__publisher_id=catalog.publisher_id).aggregate(
+        n=Sum("size")
+    )["n"]
+    used = publisher_storage_used(publisher_id=catalog.publisher_id) + int(blobs or 0)
+    if used + adding > limit:
+        raise TooManyRequestsError(
+            f"this blob ({adding} bytes) would take publisher '{catalog.publisher.slug}' to "
+            f"{used + adding} bytes, over its storage quota of {limit} bytes "
+            "(PUBLISHER_STORAGE_MAX_BYTES)",
+            detail={"limit": limit},
+        )
+
+
 @transaction.atomic
 def oci_upload_start(*, catalog: Catalog, actor: Any) -> OciUpload:
     """Open an upload session in ``catalog``'s repository (POST .../blobs/uploads/)."""
@@ -510,6 +526,7 @@ def oci_blob_upload(*, catalog: Catalog, digest: str, content: bytes, actor: Any
     """A monolithic upload (POST with ?digest=): store the blob at once."""
     _check_push(catalog=catalog, actor=actor)
     _check_size(len(content))
+    _check_publisher_storage(catalog=catalog, adding=len(content))
     _blob_put(catalog=catalog, digest=_check_digest(digest), content=content)
     return digest
 
@@ -558,6 +575,7 @@ def oci_upload_finish(
     _check_digest(digest)
     upload = oci_upload_append(upload=upload, content=content, content_range=content_range)
     data = blobstore.upload_read(upload_id=str(upload.uuid), size=upload.size)
+    _check_publisher_storage(catalog=upload.catalog, adding=len(data))
     _blob_put(catalog=upload.catalog, digest=digest, content=data)
     upload_id = str(upload.uuid)
     upload.delete()

@@ -27,6 +27,7 @@ from catalogs.exceptions import (
     InvalidInputError,
     NotAllowedError,
     ProblemDetail,
+    QuotaExceededError,
     ReservedNameError,
 )
 from catalogs.oversized import OversizedDocument
@@ -47,6 +48,7 @@ from catalogs.publishing.models import (
 )
 from catalogs.publishing.selectors import (
     publisher_slug_is_reserved,
+    publisher_storage_used,
     reserved_publisher_slugs,
     signed_in,
     user_is_mirror_operator,
@@ -483,6 +485,23 @@ def catalog_version_publish(
         )
 
 
+def _check_storage_quota(*, publisher_id: int, adding: int, actor: Actor) -> None:
+    """QuotaExceededError when a user's publish would take the publisher over its storage quota.
+
+    System callers (imports, mirror syncs) and staff are not held to it.
+    """
+    if not signed_in(actor) or actor.is_staff:
+        return
+    limit = settings.PUBLISHER_STORAGE_MAX_BYTES
+    used = publisher_storage_used(publisher_id=publisher_id)
+    if used + adding > limit:
+        raise QuotaExceededError(
+            f"This version ({adding} bytes) would take the publisher's catalogs to "
+            f"{used + adding} bytes, over its storage quota of {limit} bytes "
+            "(PUBLISHER_STORAGE_MAX_BYTES); ask the registry's staff for more."
+        )
+
+
 def _catalog_version_insert(
     *,
     catalog: Catalog,
@@ -499,6 +518,9 @@ def _catalog_version_insert(
     existing = CatalogVersion.objects.filter(catalog=locked, digest=prepared.digest).first()
     if existing is not None:
         return existing, False
+    _check_storage_quota(
+        publisher_id=locked.publisher_id, adding=len(prepared.canonical), actor=actor
+    )
 
     number = (locked.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     version = CatalogVersion.objects.create(

@@ -322,6 +322,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * CATALOG_MAX_BYTES
 # Seconds a client is told to wait (Retry-After) when the database is busy (SQLite write lock).
 DATABASE_BUSY_RETRY_AFTER = env_int("DATABASE_BUSY_RETRY_AFTER", 2)
 CATALOG_LATEST_MAX_AGE = env_int("CATALOG_LATEST_MAX_AGE", 60)
+# Bytes of catalog versions (and uploaded OCI blobs) one publisher's catalogs may hold when its
+# users publish (429 past it; imports, mirrors and staff are not held to it).
+PUBLISHER_STORAGE_MAX_BYTES = env_int("PUBLISHER_STORAGE_MAX_BYTES", 2 * 1024 * 1024 * 1024)
 # Functions per page of a catalog's web page (its trust view and function list).
 CATALOG_PAGE_FUNCTIONS = env_int("CATALOG_PAGE_FUNCTIONS", 100)
 # With nginx in front (deploy/nginx/) and local storage: the internal location prefix under which

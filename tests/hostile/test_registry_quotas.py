@@ -120,3 +120,41 @@ def test_contributions_per_user_are_rate_limited(published, contributor, setting
     )
     assert 3590 <= int(detail.rsplit(" ", 2)[-2]) <= 3600
     assert Contribution.objects.count() == 3
+
+
+def test_a_publishers_storage_is_capped_for_its_users(client, basic, catalog, owner, settings):
+    from catalogs.distribution.models import OciBlob
+    from catalogs.exceptions import QuotaExceededError
+    from catalogs.publishing.models import CatalogVersion
+    from catalogs.publishing.services import catalog_version_publish
+    from tests.catalogs.factories import catalog_yaml
+
+    first = catalog_yaml(("example.co", "First", "v1"))
+    catalog_version_publish(catalog=catalog, content=first, actor=owner)
+    used = CatalogVersion.objects.get().size
+    settings.PUBLISHER_STORAGE_MAX_BYTES = used + 100
+    second = catalog_yaml(("example.co", "Second", "v1"))
+    with pytest.raises(QuotaExceededError) as refused:
+        catalog_version_publish(catalog=catalog, content=second, actor=owner)
+    assert refused.value.message.endswith(
+        f"over its storage quota of {used + 100} bytes (PUBLISHER_STORAGE_MAX_BYTES); ask the "
+        "registry's staff for more."
+    )
+    assert CatalogVersion.objects.count() == 1
+    # A system caller (an import, a mirror sync) is not held to it.
+    catalog_version_publish(catalog=catalog, content=second, actor=None)
+    # Nor are OCI uploads past it allowed.
+    blob = b"z" * 200
+    import hashlib
+
+    digest = "sha256:" + hashlib.sha256(blob).hexdigest()
+    blobs = list(OciBlob.objects.values_list("digest", flat=True))  # the signatures' own
+    response = client.post(
+        f"{UPLOADS}?digest={digest}",
+        data=blob,
+        content_type="application/octet-stream",
+        HTTP_AUTHORIZATION=basic,
+    )
+    assert _error(response)[:2] == (429, "TOOMANYREQUESTS")
+    assert "(PUBLISHER_STORAGE_MAX_BYTES)" in _error(response)[2]
+    assert list(OciBlob.objects.values_list("digest", flat=True)) == blobs

@@ -6,6 +6,11 @@ stream (CRD-like nesting, ~2 MB) with the check and with it replaced by a no-op,
 
 Run: ``.venv/bin/python bench/hostile_inputs.py [--repeat 5] [--timeout 60] [--json out.json]
 [--engine OTHER_CHECKOUT]`` (``--engine`` runs the builds with another checkout's engine).
+
+``--registry`` measures the registry instead, on a real gunicorn (2 workers x 4 threads, SQLite):
+the catalog page of the largest catalog CATALOG_MAX_BYTES allows (time and bytes, first and
+repeated), a 30,000-layer OCI manifest (time to its refusal, and a plain request answered
+meanwhile), and ten parallel abusive requests of each kind (slowest answer, statuses).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -127,6 +133,158 @@ def parse_cost(repeat: int) -> dict[str, float]:
     }
 
 
+def largest_catalog(limit: int) -> tuple[str, int]:
+    """The catalog document with the most functions (each of a typical size) under ``limit``."""
+
+    def document(n: int) -> str:
+        head = "apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\nmetadata:\n"
+        body = "".join(
+            f"  - group: example.co\n    names:\n      kind: Fn{i:05d}\n"
+            f"    description: The Fn{i:05d} function.\n    publisher: example.co\n"
+            "    tags: [mutator, test]\n    versions:\n    - name: v1\n      schema:\n"
+            "        openAPIV3Schema:\n          type: object\n      idempotent: true\n"
+            f"      runtime:\n        container:\n          image: registry.example.co/"
+            f"fn{i:05d}:v1\n      usage: https://example.co/fn{i:05d}/README.md\n"
+            "      license: Apache 2.0\n"
+            for i in range(n)
+        )
+        return head + "  name: largest\nspec:\n  krmFunctions:\n" + body
+
+    low, high = 1, 40_000
+    while low < high:
+        mid = (low + high + 1) // 2
+        if len(document(mid).encode()) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return document(low), low
+
+
+def _timed(call: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = call()
+    return time.perf_counter() - start, result
+
+
+def wrong_password(base: str) -> Any:
+    """A sign-in with a wrong password through the real form (its CSRF cookie and token)."""
+    import re
+
+    import httpx
+
+    with httpx.Client(base_url=base, timeout=120) as client:
+        form = client.get("/accounts/login/").text
+        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+        token = found.group(1) if found else ""
+        return client.post(
+            "/accounts/login/",
+            data={"username": "alice", "password": "nope", "csrfmiddlewaretoken": token},
+            headers={"Referer": f"{base}/accounts/login/"},
+        )
+
+
+def registry_cases() -> dict[str, object]:
+    """The registry's exhaustion figures (see the module's docstring)."""
+    import base64
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from tests.live_registry import live_registry
+
+    results: dict[str, object] = {}
+    limit = 5 * 1024 * 1024
+    document, count = largest_catalog(limit)
+    with tempfile.TemporaryDirectory() as tmp, live_registry(Path(tmp), workers=2, threads=4) as r:
+        auth = {"Authorization": f"Token {r.token}", "Content-Type": "application/yaml"}
+        publish_s, published = _timed(
+            lambda: httpx.post(
+                f"{r.base}/api/v1/catalogs/acme/fns/versions/",
+                content=document.encode(),
+                headers=auth,
+                timeout=600,
+            )
+        )
+        results["publish largest catalog"] = {
+            "functions": count,
+            "bytes": len(document.encode()),
+            "status": published.status_code,
+            "seconds": round(publish_s, 2),
+        }
+        page = f"{r.base}/catalogs/acme/fns/"
+        timings = [_timed(lambda: httpx.get(page, timeout=120)) for _ in range(6)]
+        results["catalog page"] = {
+            "first_s": round(timings[0][0], 3),
+            "repeated_best_s": round(min(t for t, _ in timings[1:]), 3),
+            "repeated_worst_s": round(max(t for t, _ in timings[1:]), 3),
+            "bytes": len(timings[0][1].content),
+            "status": timings[0][1].status_code,
+        }
+        basic = "Basic " + base64.b64encode(f"alice:{r.token}".encode()).decode()
+        layers = [
+            {"mediaType": "application/octet-stream", "digest": f"sha256:{i:064x}", "size": 1}
+            for i in range(30_000)
+        ]
+        manifest = json.dumps(
+            {
+                "schemaVersion": 2,
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": {
+                    "mediaType": "application/vnd.oci.empty.v1+json",
+                    "digest": "sha256:" + "44136fa355b3678a1146ad16f7e8649e"
+                    "94fb4fc21fe77e8310c060f61caaff8a",
+                    "size": 2,
+                },
+                "layers": layers,
+            }
+        ).encode()
+        deep = b"[" * 100_000 + b"]" * 100_000
+        oci_headers = {
+            "Authorization": basic,
+            "Content-Type": "application/vnd.oci.image.manifest.v1+json",
+        }
+
+        def put(body: bytes) -> httpx.Response:
+            return httpx.put(
+                f"{r.base}/v2/acme/fns/manifests/x", content=body, headers=oci_headers, timeout=120
+            )
+
+        with ThreadPoolExecutor(2) as pool:
+            refused = pool.submit(lambda: _timed(lambda: put(manifest)))
+            time.sleep(0.05)
+            plain = pool.submit(lambda: _timed(lambda: httpx.get(f"{r.base}/v2/", timeout=120)))
+            (put_s, put_r), (plain_s, plain_r) = refused.result(), plain.result()
+        results["30,000-layer manifest"] = {
+            "bytes": len(manifest),
+            "seconds": round(put_s, 3),
+            "status": put_r.status_code,
+            "code": put_r.json()["errors"][0]["code"],
+            "plain request meanwhile_s": round(plain_s, 3),
+            "plain status": plain_r.status_code,
+        }
+        kinds = {
+            "catalog page": lambda: httpx.get(page, timeout=120),
+            "30,000-layer manifest": lambda: put(manifest),
+            "100,000-deep manifest": lambda: put(deep),
+            "wrong password": lambda: wrong_password(r.base),
+        }
+        for name, call in kinds.items():
+            with ThreadPoolExecutor(10) as pool:
+                start = time.perf_counter()
+                answers = list(pool.map(lambda _, call=call: _timed(call), range(10)))
+                wall = time.perf_counter() - start
+            statuses: dict[str, int] = {}
+            for _, response in answers:
+                key = str(response.status_code)
+                statuses[key] = statuses.get(key, 0) + 1
+            results[f"10 parallel: {name}"] = {
+                "slowest_s": round(max(t for t, _ in answers), 3),
+                "wall_s": round(wall, 3),
+                "statuses": statuses,
+            }
+    return results
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=5)
@@ -137,8 +295,16 @@ def main() -> int:
         default=str(ROOT),
         help="checkout whose orchestrator/ the builds run (compare with an older one)",
     )
+    p.add_argument("--registry", action="store_true", help="measure the registry instead")
     args = p.parse_args()
     results: dict[str, object] = {}
+    if args.registry:
+        results = registry_cases()
+        for name, value in results.items():
+            print(f"{name:32} {value}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, value in CASES.items():
             d = Path(tmp) / str(len(results))

@@ -46,7 +46,9 @@ class PublisherAdminForm(forms.ModelForm):
         slug = self.cleaned_data["slug"]
         if self.instance.pk is None or slug != self.instance.slug:
             try:
-                services.publisher_slug_check(slug=slug)
+                slug = services.publisher_slug_check(
+                    slug=slug, publisher=self.instance if self.instance.pk else None
+                )
             except RegistryError as err:
                 raise forms.ValidationError(err.message)
         return slug

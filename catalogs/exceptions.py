@@ -70,6 +70,11 @@ class InvalidInputError(RegistryError):
 # --- Mirroring. A sync run records ``message`` of any of these as its one reason. ---
 
 
+class QuotaExceededError(RegistryError):
+    """A per-user or per-publisher quota or rate limit is used up (429); the message names the
+    setting."""
+
+
 class SyncError(RegistryError):
     """A mirror sync that cannot complete; nothing it did is kept."""
 

@@ -138,3 +138,23 @@ def task_wait_for_upstream(task: Task, admit: Callable[[], Deferral | None]) -> 
         waited += 1
         time.sleep(deferral.retry_after)
     return (task.request.retries or 0) + waited
+
+
+def rate_limit_hit(*, namespace: str, key: str, limit: str) -> float | None:
+    """Take one slot of ``limit`` (e.g. "30/hour") for ``key``: None, or seconds until a slot.
+
+    Counted where the upstream limits are (Redis shared by every process, else this process).
+    An empty ``limit`` is no limit; a store that cannot be reached admits (and logs).
+    """
+    if not limit:
+        return None
+    item = _parsed(limit)
+    limiter = upstream_limiter(upstream_storage_url())
+    try:
+        if limiter.hit(item, namespace, key):
+            return None
+        stats = limiter.get_window_stats(item, namespace, key)
+    except StorageError as exc:
+        logger.warning("rate limit %s could not be read, admitting: %r", namespace, exc)
+        return None
+    return max(0.0, stats.reset_time - time.time())

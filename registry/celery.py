@@ -31,4 +31,9 @@ app.conf.beat_schedule = {
         "task": "catalogs.tasks.blobs_garbage_collect_task",
         "schedule": 900.0,
     },
+    # The trial runs' download cache, under TRIAL_CACHE_MAX_BYTES.
+    "trial-cache-prune": {
+        "task": "catalogs.tasks.trial_cache_prune_task",
+        "schedule": 900.0,
+    },
 }

@@ -32,6 +32,16 @@ def _serving_cache_forgotten():
         serving.serving_caches_clear()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Rate limits counted in this process's memory (the default store) start from zero in each
+    test: user ids repeat from test to test, their contributions must not add up."""
+    yield
+    ratelimits = sys.modules.get("catalogs.ratelimits")
+    if ratelimits is not None:
+        ratelimits.upstream_limiter.cache_clear()
+
+
 @pytest.fixture
 def demo_catalog_bytes() -> bytes:
     """The demo catalog document that ``load_demo`` publishes."""

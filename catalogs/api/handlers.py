@@ -20,6 +20,7 @@ from catalogs.exceptions import (
     MirrorCatalogReadOnlyError,
     NotAllowedError,
     NotFoundError,
+    QuotaExceededError,
     RegistryError,
     StorageError,
 )
@@ -30,6 +31,7 @@ _STATUS = {
     NotAllowedError: status.HTTP_403_FORBIDDEN,
     NotFoundError: status.HTTP_404_NOT_FOUND,
     AlreadyExistsError: status.HTTP_409_CONFLICT,
+    QuotaExceededError: status.HTTP_429_TOO_MANY_REQUESTS,
     MirrorCatalogReadOnlyError: status.HTTP_409_CONFLICT,
     # The object store refused a write: nothing was recorded; retrying may succeed.
     StorageError: status.HTTP_503_SERVICE_UNAVAILABLE,

@@ -1,8 +1,10 @@
 """Who is calling the OCI endpoint: HTTP Basic (user name + API token) or a bearer token.
 
 Bearer tokens come from ``GET /v2/token`` (the Docker/OCI token flow): Django-signed, short-lived,
-and carrying the granted ``repository:<name>:<actions>`` scopes. Every catalog is public, so pulls
-need no credentials; bad credentials are refused all the same (401), as other registries do.
+and carrying the granted ``repository:<name>:<actions>`` scopes and a keyed fingerprint of the API
+token they were issued for, so deleting or replacing that API token revokes them at once. Every
+catalog is public, so pulls need no credentials; bad credentials are refused all the same (401),
+as other registries do.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User as AuthUser
 from django.core import signing
 from django.http import HttpRequest
+from django.utils.crypto import constant_time_compare, salted_hmac
 from rest_framework.authtoken.models import Token
 
 from catalogs.distribution.errors import UnauthorizedError
@@ -33,6 +35,8 @@ class Identity:
     user: AuthUser | None = None
     # None: credentials given directly (Basic), so the user's own rights apply everywhere.
     scopes: dict[str, set[str]] | None = field(default=None)
+    # The fingerprint of the API token behind these credentials (empty for nobody).
+    api_token: str = ""
 
     def may(self, repository: str, action: str) -> bool:
         """Whether the token (if any) covers ``action`` on ``repository``."""
@@ -41,7 +45,12 @@ class Identity:
         return action in self.scopes.get(repository, set())
 
 
-def _basic_user(header: str) -> AuthUser:
+def _fingerprint(key: str) -> str:
+    """A keyed digest of an API token's key: names it in a bearer token without revealing it."""
+    return salted_hmac(_SALT, key).hexdigest()[:32]
+
+
+def _basic_token(header: str) -> Token:
     try:
         decoded = base64.b64decode(header.strip(), validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):
@@ -53,7 +62,7 @@ def _basic_user(header: str) -> AuthUser:
             "authentication required: use your user name and an API token (password) as the "
             "credentials"
         )
-    return token.user
+    return token
 
 
 def identity_from_request(request: HttpRequest) -> Identity:
@@ -64,7 +73,8 @@ def identity_from_request(request: HttpRequest) -> Identity:
     if not header:
         return Identity()
     if scheme == "basic":
-        return Identity(user=_basic_user(value))
+        token = _basic_token(value)
+        return Identity(user=token.user, api_token=_fingerprint(token.key))
     if scheme == "bearer":
         try:
             claims = signing.loads(
@@ -74,12 +84,26 @@ def identity_from_request(request: HttpRequest) -> Identity:
             raise UnauthorizedError("bearer token expired: ask /v2/token for a new one")
         except signing.BadSignature:
             raise UnauthorizedError("invalid bearer token")
-        user = None
+        user, fingerprint = None, ""
         if claims.get("u") is not None:
-            user = get_user_model().objects.filter(pk=claims["u"], is_active=True).first()
-            if user is None:
-                raise UnauthorizedError("invalid bearer token")
-        return Identity(user=user, scopes={k: set(v) for k, v in claims.get("a", {}).items()})
+            # The API token it was issued for must still be the user's (one query for both).
+            api_token = (
+                Token.objects.select_related("user")
+                .filter(user_id=claims["u"], user__is_active=True)
+                .first()
+            )
+            fingerprint = _fingerprint(api_token.key) if api_token is not None else ""
+            if not fingerprint or not constant_time_compare(fingerprint, claims.get("k", "")):
+                raise UnauthorizedError(
+                    "invalid bearer token: the API token it was issued for was deleted or "
+                    "replaced; sign in again"
+                )
+            user = api_token.user if api_token is not None else None
+        return Identity(
+            user=user,
+            scopes={k: set(v) for k, v in claims.get("a", {}).items()},
+            api_token=fingerprint,
+        )
     raise UnauthorizedError(f"unsupported authorization scheme {scheme!r}")
 
 
@@ -99,8 +123,12 @@ def _granted(user: AuthUser | None, repository: str, actions: list[str]) -> list
     return granted
 
 
-def oci_token_issue(*, user: AuthUser | None, scopes: list[str]) -> dict:
-    """A signed bearer token for the scopes requested (``repository:<name>:<a>,<b>``)."""
+def oci_token_issue(*, user: AuthUser | None, scopes: list[str], api_token: str = "") -> dict:
+    """A signed bearer token for the scopes requested (``repository:<name>:<a>,<b>``).
+
+    ``api_token`` is the fingerprint of the API token the caller signed in with (required with a
+    user): the bearer token stops working when that API token is deleted or replaced.
+    """
     access: dict[str, list[str]] = {}
     for scope in scopes:
         parts = scope.split(":")
@@ -111,7 +139,12 @@ def oci_token_issue(*, user: AuthUser | None, scopes: list[str]) -> dict:
         for action in _granted(user, parts[1], actions):
             if action not in access[parts[1]]:
                 access[parts[1]].append(action)
-    token = signing.dumps({"u": user.pk if user else None, "a": access}, salt=_SALT)
+    claims: dict = {"u": user.pk if user else None, "a": access}
+    if user is not None:
+        if not api_token:
+            raise UnauthorizedError("a bearer token for a user needs the API token it comes from")
+        claims["k"] = api_token
+    token = signing.dumps(claims, salt=_SALT)
     issued = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     ttl = settings.OCI_TOKEN_TTL_SECONDS
     return {"token": token, "access_token": token, "expires_in": ttl, "issued_at": issued}

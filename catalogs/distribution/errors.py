@@ -97,5 +97,11 @@ class UnavailableError(OciError):
     code, status = "UNAVAILABLE", 503
 
 
+class TooManyRequestsError(OciError):
+    """A quota is used up (distribution's TOOMANYREQUESTS): the message names the setting."""
+
+    code, status = "TOOMANYREQUESTS", 429
+
+
 class UnsupportedError(OciError):
     code, status = "UNSUPPORTED", 405

@@ -43,6 +43,9 @@ DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
 TAG_RE = re.compile(r"^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$")
 VERSION_TAG_RE = re.compile(r"^v([1-9][0-9]{0,9})$")
 LATEST = "latest"
+# How deeply a manifest may nest objects and arrays: an image manifest or index nests four levels
+# (annotations of a descriptor in a list); a deeper one is refused before anything else is read.
+MANIFEST_MAX_DEPTH = 16
 
 
 def sha256_digest(data: bytes) -> str:

@@ -146,17 +146,24 @@ def oci_manifest_find(*, publisher_slug: str, catalog_name: str, reference: str)
     return manifest
 
 
-def oci_repository_has_blob(*, catalog: Catalog, digest: str) -> bool:
-    """Whether ``digest`` is a blob of ``catalog``'s repository (for manifest validation)."""
-    return (
-        oci_blob_find(
-            publisher_slug=catalog.publisher.slug,
-            catalog_name=catalog.name,
-            digest=digest,
-            load=False,
-        )
-        is not None
+def oci_repository_blobs_present(*, catalog: Catalog, digests: list[str]) -> set[str]:
+    """Which of ``digests`` are blobs of ``catalog``'s repository: one query for all of them."""
+    wanted = sorted({d for d in digests if d != EMPTY_DIGEST})
+    found = {EMPTY_DIGEST} if EMPTY_DIGEST in digests else set()
+    if not wanted:
+        return found
+    marks = ", ".join(["%s"] * len(wanted))
+    sql = (
+        f"SELECT x.digest FROM {_V} x WHERE x.catalog_id = %s AND x.digest IN ({marks}) "
+        f"UNION SELECT x.digest FROM {_B} x WHERE x.catalog_id = %s AND x.digest IN ({marks}) "
+        f"UNION SELECT a.digest FROM {_RA} a "
+        f"JOIN {_RAV} l ON l.runtimeartifact_id = a.id JOIN {_V} x ON x.id = l.catalogversion_id "
+        f"WHERE x.catalog_id = %s AND a.digest IN ({marks})"
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [catalog.pk, *wanted] * 3)
+        found.update(row[0] for row in cursor.fetchall())
+    return found
 
 
 def oci_tag_list(*, catalog: Catalog, last: str = "", n: int | None = None) -> list[str]:

@@ -13,10 +13,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q, Sum
 from django.urls import reverse
 from django.utils import timezone
 
+from catalogs.api.parsers import json_depth
 from catalogs.distribution import manifests as m
 from catalogs.distribution.errors import (
     BlobTooLargeError,
@@ -29,14 +30,15 @@ from catalogs.distribution.errors import (
     RangeInvalidError,
     SizeInvalidError,
     TagInvalidError,
+    TooManyRequestsError,
 )
 from catalogs.distribution.models import OciBlob, OciManifest, OciTag, OciUpload
-from catalogs.distribution.selectors import oci_repository_has_blob
+from catalogs.distribution.selectors import oci_repository_blobs_present
 from catalogs.exceptions import InvalidCatalogError, NotAllowedError
 from catalogs.publishing import blobstore
 from catalogs.publishing.events import CatalogVersionPublished
 from catalogs.publishing.models import Catalog, CatalogVersion
-from catalogs.publishing.selectors import user_is_owner_or_staff
+from catalogs.publishing.selectors import publisher_storage_used, user_is_owner_or_staff
 
 RESERVED_TAG_HELP = "'latest' and 'v<n>' name catalog versions"
 
@@ -74,6 +76,48 @@ def _descriptor_checked(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+def _check_counts(data: dict[str, Any]) -> None:
+    """Refuse a manifest with more descriptors or annotations than the settings allow.
+
+    Checked before any descriptor is looked at, so the cost of a refusal does not grow with the
+    number of layers.
+    """
+    limit = settings.OCI_MANIFEST_MAX_DESCRIPTORS
+    count = 0
+    for key in ("layers", "manifests", "blobs"):
+        value = data.get(key)
+        count += len(value) if isinstance(value, list) else 0
+    count += sum(1 for key in ("config", "subject") if key in data)
+    if count > limit:
+        raise ManifestInvalidError(
+            f"manifest has {count} descriptors, over the limit of {limit} "
+            "(config, layers, manifests and subject together)",
+            detail={"descriptors": count, "limit": limit},
+        )
+    notes_limit = settings.OCI_MANIFEST_MAX_ANNOTATIONS
+    maps = [("annotations", data.get("annotations"))]
+    for key in ("config", "subject"):
+        if isinstance(data.get(key), dict):
+            maps.append((f"{key}.annotations", data[key].get("annotations")))
+    for key in ("layers", "manifests", "blobs"):
+        value = data.get(key)
+        for i, item in enumerate(value if isinstance(value, list) else []):
+            if isinstance(item, dict):
+                maps.append((f"{key}[{i}].annotations", item.get("annotations")))
+    total = 0
+    for where, notes in maps:
+        if notes is None:
+            continue
+        if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+            raise ManifestInvalidError(f"{where} must be an object of strings")
+        total += len(notes)
+    if total > notes_limit:
+        raise ManifestInvalidError(
+            f"manifest has {total} annotations, over the limit of {notes_limit}",
+            detail={"annotations": total, "limit": notes_limit},
+        )
+
+
 def oci_manifest_parse(*, manifest: bytes, media_type: str) -> dict[str, Any]:
     """Validate an OCI image manifest or index, or raise MANIFEST_INVALID saying why."""
     limit = settings.OCI_MANIFEST_MAX_BYTES
@@ -83,8 +127,18 @@ def oci_manifest_parse(*, manifest: bytes, media_type: str) -> dict[str, Any]:
         )
     try:
         data = json.loads(manifest)
+    except RecursionError:
+        data = None  # deeper than the interpreter's recursion limit: refused just below
     except (ValueError, UnicodeDecodeError) as exc:
         raise ManifestInvalidError(f"manifest is not valid JSON: {exc}")
+    if isinstance(data, dict):
+        # The counts first: they cost nothing, and bound what the depth check then walks.
+        _check_counts(data)
+    if data is None or json_depth(data) > m.MANIFEST_MAX_DEPTH:
+        raise ManifestInvalidError(
+            f"manifest nests objects and arrays deeper than {m.MANIFEST_MAX_DEPTH} levels",
+            detail={"limit": m.MANIFEST_MAX_DEPTH},
+        )
     if not isinstance(data, dict):
         raise ManifestInvalidError("manifest is not a JSON object")
     if data.get("schemaVersion") != 2:
@@ -190,13 +244,19 @@ def oci_artifact_store(
 
 
 def _check_references(*, catalog: Catalog, parsed: dict[str, Any]) -> None:
+    """Every descriptor names something in the repository: two queries, whatever their number."""
     children = {d.get("digest") for d in parsed.get("manifests") or [] if isinstance(d, dict)}
-    for digest in m.descriptor_digests(parsed):
-        if digest in children:
-            known = OciManifest.objects.filter(catalog=catalog, digest=digest).exists()
-        else:
-            known = oci_repository_has_blob(catalog=catalog, digest=digest)
-        if not known:
+    digests = m.descriptor_digests(parsed)
+    wanted_blobs = [d for d in digests if d not in children]
+    known = oci_repository_blobs_present(catalog=catalog, digests=wanted_blobs)
+    if children:
+        known |= set(
+            OciManifest.objects.filter(catalog=catalog, digest__in=children).values_list(
+                "digest", flat=True
+            )
+        )
+    for digest in digests:
+        if digest not in known:
             raise ManifestBlobUnknownError(
                 f"manifest references {digest}, unknown to repository {catalog}",
                 detail={"digest": digest},
@@ -411,11 +471,53 @@ def _check_size(size: int) -> None:
         )
 
 
+def _check_upload_quota(*, user: Any, adding: int = 0, upload: OciUpload | None = None) -> None:
+    """TOOMANYREQUESTS when ``user``'s open upload sessions are at their count or byte quota."""
+    if user is None:
+        return
+    sessions = OciUpload.objects.filter(user=user)
+    if upload is None:
+        limit = settings.OCI_UPLOAD_SESSIONS_PER_USER
+        if sessions.count() >= limit:
+            raise TooManyRequestsError(
+                f"you have {limit} upload sessions open, the most allowed "
+                "(OCI_UPLOAD_SESSIONS_PER_USER): finish or cancel one, or wait for the "
+                f"garbage collection of idle ones ({settings.OCI_UPLOAD_GC_MINUTES} minutes)",
+                detail={"limit": limit},
+            )
+        return
+    limit = settings.OCI_UPLOAD_BYTES_PER_USER
+    held = sessions.aggregate(n=Sum("size"))["n"] or 0
+    if held + adding > limit:
+        raise TooManyRequestsError(
+            f"your open upload sessions would hold {held + adding} bytes, over the quota of "
+            f"{limit} bytes (OCI_UPLOAD_BYTES_PER_USER): finish or cancel a session first",
+            detail={"limit": limit},
+        )
+
+
+def _check_publisher_storage(*, catalog: Catalog, adding: int) -> None:
+    """TOOMANYREQUESTS when an upload would take the publisher over its storage quota."""
+    limit = settings.PUBLISHER_STORAGE_MAX_BYTES
+    blobs = OciBlob.objects.filter(catalog__publisher_id=catalog.publisher_id).aggregate(
+        n=Sum("size")
+    )["n"]
+    used = publisher_storage_used(publisher_id=catalog.publisher_id) + int(blobs or 0)
+    if used + adding > limit:
+        raise TooManyRequestsError(
+            f"this blob ({adding} bytes) would take publisher '{catalog.publisher.slug}' to "
+            f"{used + adding} bytes, over its storage quota of {limit} bytes "
+            "(PUBLISHER_STORAGE_MAX_BYTES)",
+            detail={"limit": limit},
+        )
+
+
 @transaction.atomic
 def oci_upload_start(*, catalog: Catalog, actor: Any) -> OciUpload:
     """Open an upload session in ``catalog``'s repository (POST .../blobs/uploads/)."""
     _check_push(catalog=catalog, actor=actor)
     user = actor if getattr(actor, "is_authenticated", False) else None
+    _check_upload_quota(user=user)
     return OciUpload.objects.create(catalog=catalog, user=user)
 
 
@@ -424,6 +526,7 @@ def oci_blob_upload(*, catalog: Catalog, digest: str, content: bytes, actor: Any
     """A monolithic upload (POST with ?digest=): store the blob at once."""
     _check_push(catalog=catalog, actor=actor)
     _check_size(len(content))
+    _check_publisher_storage(catalog=catalog, adding=len(content))
     _blob_put(catalog=catalog, digest=_check_digest(digest), content=content)
     return digest
 
@@ -453,6 +556,7 @@ def oci_upload_append(*, upload: OciUpload, content: bytes, content_range: str =
             )
     _check_size(locked.size + len(content))
     if content:
+        _check_upload_quota(user=locked.user, adding=len(content), upload=locked)
         # The bytes so far, then the row's size: an update lost after the write is cut off.
         so_far = blobstore.upload_read(upload_id=str(locked.uuid), size=locked.size)
         blobstore.upload_write(upload_id=str(locked.uuid), content=so_far + content)
@@ -471,6 +575,7 @@ def oci_upload_finish(
     _check_digest(digest)
     upload = oci_upload_append(upload=upload, content=content, content_range=content_range)
     data = blobstore.upload_read(upload_id=str(upload.uuid), size=upload.size)
+    _check_publisher_storage(catalog=upload.catalog, adding=len(data))
     _blob_put(catalog=upload.catalog, digest=digest, content=data)
     upload_id = str(upload.uuid)
     upload.delete()
@@ -491,13 +596,19 @@ def oci_uploads_gc(*, older_than: timedelta | None = None) -> tuple[int, int]:
     """Delete upload sessions and uploaded blobs that no manifest references, once stale.
 
     Returns ``(sessions, blobs)`` deleted. Staleness (``OCI_UPLOAD_GC_MINUTES`` by default)
-    gives a client time to push the manifest after its blobs.
+    gives a client time to push the manifest after its blobs. A session is also deleted once
+    older than ``OCI_UPLOAD_MAX_MINUTES`` since it opened, however recently it was written to:
+    a client cannot keep one from the GC for ever.
     """
     if older_than is None:
         older_than = timedelta(minutes=settings.OCI_UPLOAD_GC_MINUTES)
-    cutoff = timezone.now() - older_than
+    now = timezone.now()
+    cutoff = now - older_than
+    opened_before = now - timedelta(minutes=settings.OCI_UPLOAD_MAX_MINUTES)
     # Their bytes (``uploads/<uuid>``) go with the storage GC's next pass over the store.
-    sessions, _ = OciUpload.objects.filter(updated_at__lt=cutoff).delete()
+    sessions, _ = OciUpload.objects.filter(
+        Q(updated_at__lt=cutoff) | Q(created_at__lt=opened_before)
+    ).delete()
     referenced: dict[int, set[str]] = {}
     for catalog_id, references in OciManifest.objects.values_list("catalog_id", "references"):
         referenced.setdefault(catalog_id, set()).update(references or [])

@@ -98,6 +98,12 @@ def _with_repository(handler: Callable[..., HttpResponse]) -> Callable[..., Http
 
     @wraps(handler)
     def wrapper(request: HttpRequest, name: str, **kwargs: str) -> HttpResponse:
+        if name != name.lower():
+            # The spec's names are lower case: serving ``ACME/x`` too would serve a look-alike.
+            raise NameInvalidError(
+                f"invalid repository name {name!r}: repository names are lower case",
+                detail={"name": name},
+            )
         if not _ANY_NAME.match(name):
             if not NAME_RE.match(name):
                 raise NameInvalidError(f"invalid repository name {name!r}", detail={"name": name})
@@ -153,7 +159,10 @@ def _token(request: HttpRequest) -> HttpResponse:
         and "HTTP_AUTHORIZATION" in request.META
     ):
         raise UnauthorizedError("ask for a token with Basic credentials, or none")
-    return JsonResponse(oci_token_issue(user=identity.user, scopes=request.GET.getlist("scope")))
+    issued = oci_token_issue(
+        user=identity.user, scopes=request.GET.getlist("scope"), api_token=identity.api_token
+    )
+    return JsonResponse(issued)
 
 
 base = oci_view({"GET": _base})

@@ -257,9 +257,12 @@ class PublisherEventAction(models.TextChoices):
     """What happened to a publisher."""
 
     OWNER_ADDED = "owner_added", "Owner added"
+    OWNER_INVITED = "owner_invited", "Owner invited"
+    INVITATION_DECLINED = "invitation_declined", "Invitation declined"
     VERIFICATION_REQUESTED = "verification_requested", "Verification requested"
     VERIFICATION_GRANTED = "verification_granted", "Verification granted"
     VERIFICATION_REFUSED = "verification_refused", "Verification refused"
+    VERIFICATION_CLEARED = "verification_cleared", "Verification cleared"
 
 
 class PublisherEvent(models.Model):
@@ -279,3 +282,42 @@ class PublisherEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} on {self.publisher_id} by {self.actor_id}"
+
+
+class OwnerInvitationStatus(models.TextChoices):
+    """Where an invitation to co-own a publisher is; catalogs.publishing.publishers guards it."""
+
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    DECLINED = "declined", "Declined"
+
+
+class OwnerInvitation(models.Model):
+    """An owner invites a user to co-own a publisher; the user becomes one only by accepting."""
+
+    publisher = models.ForeignKey(Publisher, on_delete=models.CASCADE, related_name="invitations")
+    invitee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="owner_invitations"
+    )
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    status = models.CharField(
+        max_length=20, choices=OwnerInvitationStatus.choices, default=OwnerInvitationStatus.PENDING
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "catalogs_ownerinvitation"
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["publisher", "invitee"],
+                condition=models.Q(status="pending"),
+                name="one_pending_owner_invitation",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"invitation of {self.invitee_id} to {self.publisher_id} ({self.status})"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -57,18 +58,28 @@ def publisher_create(request: HttpRequest) -> HttpResponse:
     return page_render(request, "publisher_create.html", context, 400 if form.errors else 200)
 
 
+# Catalogs per page of a publisher's page, and the newest entries of its audit log shown there.
+PAGE_SIZE = 50
+
+
 def _publisher_page(request: HttpRequest, publisher, status: int = 200, **forms_) -> HttpResponse:
     can_manage = selectors.user_is_owner_or_staff(publisher=publisher, user=request.user)
+    # Bounded whatever the publisher holds: a page of catalogs, the newest entries of its log.
+    catalogs = Paginator(selectors.catalog_list(publisher_slug=publisher.slug), PAGE_SIZE)
+    page = catalogs.get_page(request.GET.get("page"))
     context = {
         "publisher": publisher,
-        "catalogs": selectors.catalog_list(publisher_slug=publisher.slug),
+        "catalogs": page.object_list,
+        "page": page,
+        "query": "",
         "owners": publisher.owners.order_by("username"),
         "can_manage": can_manage,
         "owner_form": forms_.get("owner_form") or forms.OwnerAddForm(),
         "verify_form": forms_.get("verify_form") or forms.VerificationRequestForm(),
     }
     if can_manage:
-        context["events"] = publishers.publisher_event_list(publisher=publisher)
+        events = publishers.publisher_event_list(publisher=publisher)
+        context["events"] = list(events.order_by("-created_at", "-pk")[:PAGE_SIZE])[::-1]
         context["pending_request"] = publisher.verification_requests.filter(
             status=VerificationStatus.PENDING
         ).first()
@@ -85,7 +96,7 @@ def publisher_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @domain_errors
 @require_POST
 def publisher_owner_add(request: HttpRequest, slug: str) -> HttpResponse:
-    """An owner adds an existing user as co-owner."""
+    """An owner invites an existing user to co-own the publisher."""
     publisher = selectors.publisher_get(slug=slug)
     form = forms.OwnerAddForm(request.POST)
     if form.is_valid():
@@ -98,7 +109,11 @@ def publisher_owner_add(request: HttpRequest, slug: str) -> HttpResponse:
         except RegistryError as err:
             form.add_error("username", err.message)
         else:
-            messages.success(request, f"{form.cleaned_data['username']} now owns {slug}.")
+            messages.success(
+                request,
+                f"Invitation sent to {form.cleaned_data['username']}: they own {slug} once they "
+                "accept it.",
+            )
             return redirect("web:publisher", slug=slug)
     return _publisher_page(request, publisher, 400, owner_form=form)
 
@@ -173,3 +188,38 @@ def verification_decide(request: HttpRequest, pk: int) -> HttpResponse:
         verb = "granted" if action == "grant" else "refused"
         messages.success(request, f"Verified badge {verb} for {item.publisher.slug}.")
     return redirect("web:verification-queue")
+
+
+@login_required
+@domain_errors
+def invitation_list(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's invitations to co-own publishers, to accept or decline."""
+    invitations = publishers.owner_invitation_list_pending(user=request.user)
+    return page_render(request, "invitations.html", {"invitations": invitations})
+
+
+@login_required
+@domain_errors
+@require_POST
+def invitation_decide(request: HttpRequest, pk: int) -> HttpResponse:
+    """The invitee accepts (action=accept) or declines (action=decline) an invitation."""
+    invitation = publishers.owner_invitation_get(pk=pk)
+    action = request.POST.get("action")
+    if action not in ("accept", "decline"):
+        messages.error(request, f"Unknown action {action!r}: use accept or decline.")
+        return redirect("web:invitations")
+    try:
+        publishers.publisher_invitation_decide(
+            invitation=invitation, actor=request.user, accept=action == "accept"
+        )
+    except NotAllowedError:
+        raise
+    except RegistryError as err:
+        messages.error(request, err.message)
+        return redirect("web:invitations")
+    slug = invitation.publisher.slug
+    if action == "accept":
+        messages.success(request, f"You now own {slug}.")
+        return redirect("web:publisher", slug=slug)
+    messages.success(request, f"Invitation to own {slug} declined.")
+    return redirect("web:invitations")

@@ -1,4 +1,5 @@
-"""People and publishers: co-owners invited by owners, and the verified badge staff grant.
+"""People and publishers: co-owners invited by owners (who become owners by accepting), and the
+verified badge staff grant.
 
 Services (writes) are ``publisher_<verb>``; each change is an entry of the publisher's audit log
 (``PublisherEvent``). Creating a publisher is ``services.publisher_create`` (reserved names and
@@ -8,6 +9,7 @@ slug rules live there), which the web UI calls as the API does.
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User as AuthUser
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -19,6 +21,8 @@ from catalogs.exceptions import (
     NotFoundError,
 )
 from catalogs.publishing.models import (
+    OwnerInvitation,
+    OwnerInvitationStatus,
     Publisher,
     PublisherEvent,
     PublisherEventAction,
@@ -26,7 +30,7 @@ from catalogs.publishing.models import (
     VerificationStatus,
 )
 from catalogs.publishing.selectors import signed_in, user_is_owner_or_staff
-from catalogs.publishing.services import Actor
+from catalogs.publishing.services import Actor, publisher_verified_clear
 
 _signed_in = signed_in
 
@@ -89,8 +93,12 @@ def verification_request_get(*, pk: int) -> VerificationRequest:
 
 
 @transaction.atomic
-def publisher_owner_add(*, publisher: Publisher, username: str, actor: Actor) -> Publisher:
-    """An owner (or staff) makes an existing user a co-owner of ``publisher``."""
+def publisher_owner_add(*, publisher: Publisher, username: str, actor: Actor) -> OwnerInvitation:
+    """An owner (or staff) invites an existing user to co-own ``publisher``.
+
+    Nobody becomes an owner without saying yes: the user accepts the invitation
+    (``publisher_invitation_accept``) or declines it.
+    """
     _check_owner(publisher=publisher, actor=actor)
     username = (username or "").strip()
     if not username:
@@ -98,11 +106,71 @@ def publisher_owner_add(*, publisher: Publisher, username: str, actor: Actor) ->
     user = get_user_model().objects.filter(username=username, is_active=True).first()
     if user is None:
         raise InvalidInputError(f"Unknown user '{username}': they must sign up first.")
+    return publisher_owner_invite(publisher=publisher, user=user, actor=actor)
+
+
+def publisher_owner_invite(
+    *, publisher: Publisher, user: AuthUser, actor: Actor
+) -> OwnerInvitation:
+    """Invite ``user`` (checked by the caller) to co-own ``publisher``; in the audit log."""
     if publisher.owners.filter(pk=user.pk).exists():
-        raise AlreadyExistsError(f"{username} already owns publisher '{publisher.slug}'.")
-    publisher.owners.add(user)
-    _log(publisher, actor, PublisherEventAction.OWNER_ADDED, username)
-    return publisher
+        raise AlreadyExistsError(f"{user.username} already owns publisher '{publisher.slug}'.")
+    try:
+        with transaction.atomic():
+            invitation = OwnerInvitation.objects.create(
+                publisher=publisher, invitee=user, invited_by=actor if _signed_in(actor) else None
+            )
+    except IntegrityError:
+        raise AlreadyExistsError(
+            f"{user.username} is invited to own publisher '{publisher.slug}' already."
+        )
+    _log(publisher, actor, PublisherEventAction.OWNER_INVITED, user.username)
+    return invitation
+
+
+def owner_invitation_list_pending(*, user: Actor) -> QuerySet[OwnerInvitation]:
+    """Invitations waiting for ``user``'s answer, newest first."""
+    if not _signed_in(user):
+        return OwnerInvitation.objects.none()
+    return OwnerInvitation.objects.filter(
+        invitee=user, status=OwnerInvitationStatus.PENDING
+    ).select_related("publisher", "invited_by")
+
+
+@transaction.atomic
+def publisher_invitation_decide(
+    *, invitation: OwnerInvitation, actor: Actor, accept: bool
+) -> OwnerInvitation:
+    """The invitee accepts (and becomes a co-owner) or declines; nobody else may answer."""
+    locked = (
+        OwnerInvitation.objects.select_for_update()
+        .select_related("publisher")
+        .get(pk=invitation.pk)
+    )
+    if not _signed_in(actor) or actor.pk != locked.invitee_id:
+        raise NotAllowedError("Only the invited user may accept or decline an invitation.")
+    if locked.status != OwnerInvitationStatus.PENDING:
+        raise InvalidInputError(f"This invitation was {locked.status} already.")
+    locked.status = OwnerInvitationStatus.ACCEPTED if accept else OwnerInvitationStatus.DECLINED
+    locked.decided_at = timezone.now()
+    locked.save(update_fields=["status", "decided_at"])
+    publisher = locked.publisher
+    username = actor.get_username()
+    if accept:
+        publisher.owners.add(actor)
+        _log(publisher, actor, PublisherEventAction.OWNER_ADDED, username)
+        publisher_verified_clear(publisher=publisher, actor=actor, reason=f"owner {username} added")
+    else:
+        _log(publisher, actor, PublisherEventAction.INVITATION_DECLINED, username)
+    return locked
+
+
+def owner_invitation_get(*, pk: int) -> OwnerInvitation:
+    """Invitation ``pk`` or NotFoundError."""
+    found = OwnerInvitation.objects.select_related("publisher").filter(pk=pk).first()
+    if found is None:
+        raise NotFoundError(f"Invitation {pk} does not exist.")
+    return found
 
 
 @transaction.atomic

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AuthUser
 from django.db import connection
-from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from catalogs.exceptions import NotFoundError
@@ -261,3 +261,11 @@ def catalog_list_featured(*, limit: int = 6) -> CatalogQuerySet:
             "pk",
         )[:limit]
     )
+
+
+def publisher_storage_used(*, publisher_id: int) -> int:
+    """Bytes of every catalog version the publisher's catalogs hold (one query)."""
+    total = CatalogVersion.objects.filter(catalog__publisher_id=publisher_id).aggregate(
+        n=Sum("size")
+    )["n"]
+    return int(total or 0)

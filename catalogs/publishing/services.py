@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from catalogs import events
 from catalogs.exceptions import (
@@ -26,10 +27,12 @@ from catalogs.exceptions import (
     InvalidInputError,
     NotAllowedError,
     ProblemDetail,
+    QuotaExceededError,
     ReservedNameError,
 )
 from catalogs.oversized import OversizedDocument
 from catalogs.publishing import blobstore, serving
+from catalogs.publishing.confusables import slug_keys, slugs_confusable
 from catalogs.publishing.documents import problems_located
 from catalogs.publishing.events import CatalogVersionPublished, CatalogWriteRequested
 from catalogs.publishing.models import (
@@ -37,10 +40,16 @@ from catalogs.publishing.models import (
     CatalogVersion,
     FunctionDefinition,
     FunctionVersion,
+    OwnerInvitation,
+    OwnerInvitationStatus,
     Publisher,
+    PublisherEvent,
+    PublisherEventAction,
 )
 from catalogs.publishing.selectors import (
     publisher_slug_is_reserved,
+    publisher_storage_used,
+    reserved_publisher_slugs,
     signed_in,
     user_is_mirror_operator,
     user_is_owner_or_staff,
@@ -117,11 +126,47 @@ def _check_slug_not_reserved(slug: str, *, system: bool) -> None:
         )
 
 
-def publisher_slug_check(*, slug: str, system: bool = False) -> str:
-    """``slug`` if it may name a new publisher: a valid slug, not reserved (unless ``system``)."""
+def _check_slug_not_confusable(
+    slug: str, *, system: bool, publisher: Publisher | None = None
+) -> None:
+    """ReservedNameError or AlreadyExistsError if ``slug`` looks like a reserved or taken slug.
+
+    Look-alikes by Unicode TS #39's skeleton, case and separators (``catalogs.publishing
+    .confusables``): ``0fficial``, ``officiaI`` and ``mirrors-`` are the reserved names,
+    ``ACME`` and ``Acme`` are ``acme``.
+    """
+    reserved = [settings.MIRROR_PUBLISHER_SLUG] if system else sorted(reserved_publisher_slugs())
+    for name in reserved:
+        if slugs_confusable(slug, name):
+            raise ReservedNameError(
+                f"Publisher slug '{slug}' looks like '{name}', which is reserved for the registry "
+                "itself: choose another."
+            )
+    taken = Publisher.objects.all()
+    if publisher is not None:
+        taken = taken.exclude(pk=publisher.pk)
+    keys = slug_keys(slug)
+    for name in taken.values_list("slug", flat=True).iterator(chunk_size=2000):
+        if name == slug:
+            raise AlreadyExistsError(f"Publisher '{slug}' already exists.")
+        if not keys.isdisjoint(slug_keys(name)):
+            raise AlreadyExistsError(
+                f"Publisher slug '{slug}' looks like the existing publisher '{name}': choose "
+                "another."
+            )
+
+
+def publisher_slug_check(
+    *, slug: str, system: bool = False, publisher: Publisher | None = None
+) -> str:
+    """The lower-case form of ``slug`` if it may name a new publisher (or rename ``publisher``).
+
+    A valid slug, not reserved (unless ``system``), and like no reserved or existing slug.
+    """
     _slug_checked(slug, what="publisher slug")
     _check_slug_not_reserved(slug, system=system)
-    return slug
+    _check_slug_not_confusable(slug, system=system, publisher=publisher)
+    return slug.lower()
 
 
 @transaction.atomic
@@ -134,7 +179,7 @@ def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publ
     """
     if actor is not None and not signed_in(actor):
         raise NotAllowedError("Log in to create a publisher.")
-    publisher_slug_check(slug=slug, system=actor is None)
+    slug = publisher_slug_check(slug=slug, system=actor is None)
     try:
         # A savepoint: a concurrent create of the same slug loses cleanly, not with a 500.
         with transaction.atomic():
@@ -154,8 +199,13 @@ def publisher_update(
     display_name: str | None = None,
     owners: list[str] | None = None,
 ) -> Publisher:
-    """Change a publisher's display name and/or replace its owners (by user name)."""
+    """Change a publisher's display name and/or its owners (by user name).
+
+    Owners left out are removed; names that are not owners yet are invited (they own it once
+    they accept: ``publishers.publisher_invitation_decide``). At least one current owner stays.
+    """
     _check_can_write(publisher=publisher, actor=actor)
+    changes = []
     if owners is not None:
         if publisher_slug_is_reserved(publisher.slug):
             raise ReservedNameError(
@@ -164,11 +214,65 @@ def publisher_update(
             )
         if not owners:
             raise InvalidInputError("A publisher needs at least one owner.")
-        publisher.owners.set(_users_by_name(owners))
-    if display_name is not None:
+        users = _users_by_name(owners)
+        current = {u.pk: u for u in publisher.owners.all()}
+        keep = [u for u in users if u.pk in current]
+        if not keep:
+            raise InvalidInputError(
+                "A publisher needs at least one owner: keep a current owner in the list "
+                "(new owners are invited, and own it once they accept)."
+            )
+        removed = sorted(u.username for pk, u in current.items() if pk not in {k.pk for k in keep})
+        if removed:
+            publisher.owners.set(keep)
+            changes.append(f"owners removed: {removed}")
+        for user in users:
+            if user.pk not in current:
+                _owner_invite(publisher=publisher, user=user, actor=actor)
+    if display_name is not None and display_name != publisher.display_name:
+        changes.append(f"renamed from {publisher.display_name!r} to {display_name!r}")
         publisher.display_name = display_name
         publisher.save(update_fields=["display_name", "updated_at"])
+    if changes:
+        publisher_verified_clear(publisher=publisher, actor=actor, reason="; ".join(changes))
     return publisher
+
+
+def _owner_invite(*, publisher: Publisher, user: AuthUser, actor: Actor) -> None:
+    """Invite ``user`` to co-own ``publisher`` (once: a pending invitation is kept)."""
+    _, created = OwnerInvitation.objects.get_or_create(
+        publisher=publisher,
+        invitee=user,
+        status=OwnerInvitationStatus.PENDING,
+        defaults={"invited_by": actor if signed_in(actor) else None},
+    )
+    if created:
+        PublisherEvent.objects.create(
+            publisher=publisher,
+            actor=actor if signed_in(actor) else None,
+            action=PublisherEventAction.OWNER_INVITED,
+            detail=user.username,
+        )
+
+
+def publisher_verified_clear(*, publisher: Publisher, actor: Actor, reason: str) -> bool:
+    """Take the verified badge away after a change of name or owners, in the audit log.
+
+    The badge vouches for who a publisher is, as staff saw it: a new name or new owners need a
+    new request. Returns whether there was a badge to clear.
+    """
+    cleared = Publisher.objects.filter(pk=publisher.pk, verified=True).update(
+        verified=False, updated_at=timezone.now()
+    )
+    if cleared:
+        publisher.verified = False
+        PublisherEvent.objects.create(
+            publisher=publisher,
+            actor=actor if signed_in(actor) else None,
+            action=PublisherEventAction.VERIFICATION_CLEARED,
+            detail=reason,
+        )
+    return bool(cleared)
 
 
 @transaction.atomic
@@ -190,7 +294,8 @@ def catalog_create(
             f"Catalogs of publisher '{publisher.slug}' are created by adding a mirror source "
             "(POST /api/v1/sources/)."
         )
-    _slug_checked(name, what="catalog name")
+    # Lower case, as OCI repository names are (``<publisher>/<catalog>``).
+    name = _slug_checked(name, what="catalog name").lower()
     try:
         with transaction.atomic():
             return Catalog.objects.create(publisher=publisher, name=name, description=description)
@@ -380,6 +485,23 @@ def catalog_version_publish(
         )
 
 
+def _check_storage_quota(*, publisher_id: int, adding: int, actor: Actor) -> None:
+    """QuotaExceededError when a user's publish would take the publisher over its storage quota.
+
+    System callers (imports, mirror syncs) and staff are not held to it.
+    """
+    if not signed_in(actor) or actor.is_staff:
+        return
+    limit = settings.PUBLISHER_STORAGE_MAX_BYTES
+    used = publisher_storage_used(publisher_id=publisher_id)
+    if used + adding > limit:
+        raise QuotaExceededError(
+            f"This version ({adding} bytes) would take the publisher's catalogs to "
+            f"{used + adding} bytes, over its storage quota of {limit} bytes "
+            "(PUBLISHER_STORAGE_MAX_BYTES); ask the registry's staff for more."
+        )
+
+
 def _catalog_version_insert(
     *,
     catalog: Catalog,
@@ -396,6 +518,9 @@ def _catalog_version_insert(
     existing = CatalogVersion.objects.filter(catalog=locked, digest=prepared.digest).first()
     if existing is not None:
         return existing, False
+    _check_storage_quota(
+        publisher_id=locked.publisher_id, adding=len(prepared.canonical), actor=actor
+    )
 
     number = (locked.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     version = CatalogVersion.objects.create(
@@ -457,12 +582,12 @@ def _catalog_import_write(
     description: str,
 ) -> tuple[CatalogVersion, bool]:
     """The write half of an import: one transaction, so a refused publish creates nothing."""
-    publisher = Publisher.objects.filter(slug=publisher_slug).first()
+    publisher = Publisher.objects.filter(slug=publisher_slug.lower()).first()
     if publisher is None:
         publisher = publisher_create(slug=publisher_slug, display_name=publisher_slug, actor=None)
     if owner is not None:
         publisher.owners.add(owner)
-    catalog = Catalog.objects.filter(publisher=publisher, name=catalog_name).first()
+    catalog = Catalog.objects.filter(publisher=publisher, name=catalog_name.lower()).first()
     if catalog is None:
         catalog = catalog_create(
             publisher=publisher, name=catalog_name, description=description, actor=None

@@ -10,6 +10,7 @@ submits the whole definition, every version of it) or is appended.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from catalogs.exceptions import (
     NotAllowedError,
     NotFoundError,
     ProblemDetail,
+    QuotaExceededError,
 )
 from catalogs.jobs import job_enqueue_on_commit
 from catalogs.mirroring.models import MirrorSource
@@ -34,7 +36,9 @@ from catalogs.publishing.content import catalog_version_bytes
 from catalogs.publishing.documents import problems_located
 from catalogs.publishing.models import Catalog, CatalogVersion
 from catalogs.publishing.selectors import signed_in
+from catalogs.ratelimits import rate_limit_hit
 from catalogs.review.models import Contribution, ContributionStatus, ReviewEvent, ReviewEventAction
+from catalogs.review.trial_fetch import trial_urls_check
 from orchestrator.catalog import API_VERSION, CatalogError, parse_catalog
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import FunctionDefinition as ParsedFunction
@@ -423,7 +427,38 @@ def contribution_trials_enqueue(*, contribution: Contribution) -> None:
     """Queue trial runs of the contribution's current revision once the transaction commits."""
     if not settings.TRIAL_RUNS_ENABLED:
         return
-    job_enqueue_on_commit("catalogs.tasks.contribution_trials_run_task", contribution.pk)
+    # A trial may take the sandbox's whole wall clock: never inside the contribution's request.
+    job_enqueue_on_commit(
+        "catalogs.tasks.contribution_trials_run_task", contribution.pk, background=True
+    )
+
+
+def _check_contribution_quota(actor: AuthUser, *, new: bool) -> None:
+    """QuotaExceededError over the pending contributions quota or the contribution rate."""
+    if new:
+        limit = settings.CONTRIBUTIONS_PENDING_PER_USER
+        pending = Contribution.objects.filter(
+            author=actor, status=ContributionStatus.PENDING
+        ).count()
+        if pending >= limit:
+            raise QuotaExceededError(
+                f"You have {pending} contributions waiting for review, the most allowed "
+                f"(CONTRIBUTIONS_PENDING_PER_USER): wait until one is reviewed."
+            )
+    rate = settings.CONTRIBUTION_RATE_LIMIT
+    wait = rate_limit_hit(namespace="krm-contributions", key=str(actor.pk), limit=rate)
+    if wait is not None:
+        raise QuotaExceededError(
+            f"Too many contributions: at most {rate} per user (CONTRIBUTION_RATE_LIMIT); try "
+            f"again in {math.ceil(wait)} s."
+        )
+
+
+def _check_trial_urls(definition: ParsedDefinition) -> None:
+    """Refuse URLs its trial runs would fetch from refused addresses, before anything is stored."""
+    if settings.TRIAL_RUNS_ENABLED:
+        version = definition.function.versions[-1]
+        trial_urls_check(runtime=version.runtime, examples=version.examples)
 
 
 @transaction.atomic
@@ -438,6 +473,8 @@ def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contr
             f"Catalog '{catalog}' is a mirror of {mirror}; contribute to its upstream instead."
         )
     definition = contribution_definition_parse(content=content)
+    _check_trial_urls(definition)
+    _check_contribution_quota(actor, new=True)
     contribution = Contribution.objects.create(
         catalog=catalog,
         author=actor,
@@ -460,6 +497,9 @@ def contribution_resubmit(*, contribution: Contribution, content: str, actor: Us
             f"Only a rejected contribution can be resubmitted; this one is {locked.status}."
         )
     definition = contribution_definition_parse(content=content)
+    _check_trial_urls(definition)
+    assert signed_in(actor)  # contribution_check_may_edit let it through
+    _check_contribution_quota(actor, new=False)
     locked.content = content
     locked.group = definition.function.group
     locked.kind = definition.function.kind

@@ -22,3 +22,12 @@ def contribution_trials_run_task(self: Task, contribution_pk: int) -> dict:
     )
     runs = trials.contribution_trials_run(contribution=contribution, deferrals=deferrals)
     return {"runs": [r.pk for r in runs], "flagged": any(r.flagged for r in runs)}
+
+
+@shared_task(name="catalogs.tasks.trial_cache_prune_task")
+def trial_cache_prune_task() -> dict:
+    """Keep the trial runs' download cache under TRIAL_CACHE_MAX_BYTES."""
+    from catalogs.review.trial_cache import trial_cache_prune
+
+    entries, freed = trial_cache_prune()
+    return {"entries": entries, "bytes": freed}

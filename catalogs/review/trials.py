@@ -23,7 +23,7 @@ from django.db import transaction
 
 from catalogs.exceptions import InvalidInputError, RegistryError
 from catalogs.ratelimits import Deferral, upstream_hosts_admit
-from catalogs.review import sandbox, services
+from catalogs.review import sandbox, services, trial_fetch
 from catalogs.review.models import Contribution, TrialRun, TrialRunStatus
 from catalogs.review.services import contribution_definition_parse
 from orchestrator import yamlio
@@ -84,7 +84,12 @@ def _downloadable(uri: str | None) -> bool:
 
 
 def _options() -> FnOptions:
-    return FnOptions(cache_dir=str(settings.TRIAL_CACHE_DIR), timeout=30.0)
+    # Every download connects through the trial fetch policy (TRIAL_ALLOWED_NETWORKS).
+    return FnOptions(
+        cache_dir=str(settings.TRIAL_CACHE_DIR),
+        timeout=30.0,
+        http_transport=trial_fetch.trial_http_transport(),
+    )
 
 
 def _arch() -> str:

@@ -13,6 +13,7 @@ from django.utils.functional import SimpleLazyObject
 def layout(request: HttpRequest) -> dict[str, Any]:
     """Who may see which navigation links; computed only when a template asks."""
     from catalogs.mirroring import services as mirrors
+    from catalogs.publishing import publishers
     from catalogs.review import services as contributions
 
     user = getattr(request, "user", None)
@@ -26,4 +27,7 @@ def layout(request: HttpRequest) -> dict[str, Any]:
         "is_reviewer": SimpleLazyObject(lambda: contributions.user_can_review(user=user)),
         "is_operator": SimpleLazyObject(is_operator),
         "signup_enabled": settings.SIGNUP_ENABLED,
+        "invitation_count": SimpleLazyObject(
+            lambda: publishers.owner_invitation_list_pending(user=user).count()
+        ),
     }

@@ -6,6 +6,7 @@ from typing import cast
 
 from django import forms
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 from django.db.models import QuerySet
 
@@ -173,5 +174,19 @@ class ReviewFilterForm(forms.Form):
     )
 
 
+USERNAME_UNAVAILABLE = "This user name is not available: choose another."
+
+
 class SignUpForm(UserCreationForm):
-    """Self sign-up (only when SIGNUP_ENABLED)."""
+    """Self sign-up (only when SIGNUP_ENABLED).
+
+    A name that is taken (in any case, so that ``Owner`` is no second ``owner``) gets an answer
+    that says only that it cannot be had, not that an account of that name exists.
+    """
+
+    def clean_username(self) -> str:
+        """The user name, unless it is taken (case-insensitively)."""
+        username = self.cleaned_data.get("username") or ""
+        if get_user_model().objects.filter(username__iexact=username).exists():
+            raise forms.ValidationError(USERNAME_UNAVAILABLE, code="unavailable")
+        return username

@@ -21,6 +21,12 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/tokens/", views.api_tokens, name="tokens"),
+    path("accounts/invitations/", publisher_pages.invitation_list, name="invitations"),
+    path(
+        "accounts/invitations/<int:pk>/",
+        publisher_pages.invitation_decide,
+        name="invitation-decide",
+    ),
     path("catalogs/new/", views.catalog_create, name="catalog-create"),
     path("publishers/new/", publisher_pages.publisher_create, name="publisher-create"),
     path("publishers/<slug:slug>/", publisher_pages.publisher_detail, name="publisher"),

@@ -6,6 +6,7 @@ NotFoundError -> 404, invalid input -> the form again with the errors inline.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from django.conf import settings
@@ -27,16 +28,18 @@ from catalogs.exceptions import (
     InvalidInputError,
     MirrorCatalogReadOnlyError,
     NotAllowedError,
+    QuotaExceededError,
     RegistryError,
 )
 from catalogs.mirroring import services as mirrors
 from catalogs.pages import domain_errors, page_forbidden, page_render
 from catalogs.publishing import selectors, services
-from catalogs.publishing.models import Catalog, FunctionDefinition, Publisher
+from catalogs.publishing.models import Catalog, Publisher
 from catalogs.review import services as contributions
 from catalogs.review import trials
 from catalogs.review.models import ContributionStatus
 from catalogs.web import forms
+from catalogs.web.catalog_trust import catalog_trust_page
 
 PAGE_SIZE = 20
 
@@ -54,6 +57,10 @@ def image_digest(container: dict[str, Any] | None) -> str:
         return f"sha256:{container['sha256']}"
     _, at, digest = str(container.get("image", "")).partition("@")
     return digest if at else ""
+
+
+# The newest versions the catalog page lists (all of them are in the API).
+CATALOG_PAGE_VERSIONS = 50
 
 
 def _catalog(publisher: str, catalog: str) -> Catalog:
@@ -89,20 +96,24 @@ def _trust_view(parsed, source: str) -> dict[str, Any]:
 
 @domain_errors
 def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpResponse:
-    """Publisher, versions, download links, the --trusted-catalog line and the trust view."""
+    """Publisher, versions, download links, the --trusted-catalog line and the trust view.
+
+    Bounded whatever the catalog's size: one page of its functions (CATALOG_PAGE_FUNCTIONS, read
+    from the rows the publish stored, never by parsing the document) and its newest versions.
+    """
     cat = _catalog(publisher, catalog)
     latest_url = request.build_absolute_uri(
         reverse("catalogs:latest", kwargs={"publisher": publisher, "catalog": catalog})
     )
-    parsed = contributions.catalog_parsed_latest(catalog=cat)
-    functions = (
-        FunctionDefinition.objects.filter(catalog_version=cat.latest_version).prefetch_related(
-            "versions"
+    trust: dict[str, Any] = {"functions": []}
+    page = None
+    if cat.latest_version is not None:
+        trust, page = catalog_trust_page(
+            version=cat.latest_version, source=latest_url, page=request.GET.get("page")
         )
-        if cat.latest_version
-        else []
-    )
+    versions = selectors.catalog_version_list(catalog=cat)
     mirror_url = contributions.catalog_mirror_url(catalog=cat)
+    functions = list(page.object_list) if page is not None else []
     revocations = catalog_revocations(catalog_ids=[cat.pk])
     function_rows: list[dict[str, Any]] = [
         {
@@ -117,11 +128,14 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
     ]
     context = {
         "catalog": cat,
-        "versions": selectors.catalog_version_list(catalog=cat),
+        "versions": versions[:CATALOG_PAGE_VERSIONS],
+        "version_count": versions.count(),
+        "versions_shown": CATALOG_PAGE_VERSIONS,
         "latest_url": latest_url,
         "build_line": f"krm build . --trusted-catalog={latest_url}",
-        "trust": _trust_view(parsed, latest_url),
+        "trust": trust,
         "functions": function_rows,
+        "page": page,
         "revoked": [(row["fn"], r) for row in function_rows for r in row["revoked"]],
         "mirror_url": mirror_url,
         # A mirror's catalog takes versions only from its sync runs.
@@ -267,6 +281,9 @@ def contribution_create(request: HttpRequest) -> HttpResponse:
         except InvalidCatalogError as err:
             context["problems"] = err.problems
             context["error"] = err.message
+        except (InvalidInputError, QuotaExceededError) as err:
+            # A URL its trials may not fetch, or a quota used up: said on the form.
+            context["error"] = err.message
         else:
             messages.success(request, f"Contribution #{contribution.pk} sent for review.")
             return redirect("web:contributions")
@@ -305,7 +322,7 @@ def contribution_edit(request: HttpRequest, pk: int) -> HttpResponse:
         except InvalidCatalogError as err:
             context["problems"] = err.problems
             context["error"] = err.message
-        except InvalidInputError as err:
+        except (InvalidInputError, QuotaExceededError) as err:
             context["error"] = err.message
         else:
             messages.success(request, f"Contribution #{contribution.pk} resubmitted.")
@@ -357,7 +374,7 @@ def _review_context(request: HttpRequest, contribution) -> dict[str, Any]:
     source = request.build_absolute_uri(
         reverse("catalogs:latest", kwargs={"publisher": cat.publisher.slug, "catalog": cat.name})
     )
-    current = contributions.catalog_parsed_latest(catalog=contribution.catalog)
+    current = _parsed_latest(contribution.catalog)
     before = next(
         (
             f
@@ -378,16 +395,37 @@ def _review_context(request: HttpRequest, contribution) -> dict[str, Any]:
 
         from orchestrator.catalog import dump_canonical
 
-        context["diff"] = list(
-            difflib.unified_diff(
-                dump_canonical(before.to_dict()).splitlines(),
-                dump_canonical(fn.to_dict()).splitlines(),
-                "current",
-                "contributed",
-                lineterm="",
-            )
+        diff = difflib.unified_diff(
+            dump_canonical(before.to_dict()).splitlines(),
+            dump_canonical(fn.to_dict()).splitlines(),
+            "current",
+            "contributed",
+            lineterm="",
         )
+        context["diff"] = list(itertools.islice(diff, REVIEW_DIFF_LINES + 1))
+        if len(context["diff"]) > REVIEW_DIFF_LINES:
+            context["diff"][REVIEW_DIFF_LINES:] = [f"… (cut at {REVIEW_DIFF_LINES} lines)"]
     return context
+
+
+# Lines of a contribution's diff the review page shows (a function can be made huge).
+REVIEW_DIFF_LINES = 2000
+# Parsed latest versions, by digest: a version never changes, and parsing a large catalog for
+# every view of a review page would cost seconds each time.
+_PARSED: dict[str, Any] = {}
+
+
+def _parsed_latest(catalog: Catalog) -> Any:
+    version = catalog.latest_version
+    if version is None:
+        return None
+    parsed = _PARSED.get(version.digest)
+    if parsed is None:
+        parsed = contributions.catalog_parsed_latest(catalog=catalog)
+        if len(_PARSED) >= 8:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[version.digest] = parsed
+    return parsed
 
 
 @login_required

@@ -114,7 +114,13 @@ def http_get(
     if options.offline:
         raise FetchError(f"cannot download {url}: --offline and not in the cache")
     current = url
-    with httpx.Client(verify=_ssl_context(options), timeout=60.0, trust_env=False) as client:
+    client_options: dict[str, Any] = {"timeout": 60.0, "trust_env": False}
+    if options.http_transport is not None:
+        # The embedder's transport connects (and checks every hop's address) its own way.
+        client_options["transport"] = options.http_transport
+    else:
+        client_options["verify"] = _ssl_context(options)
+    with httpx.Client(**client_options) as client:
         for _ in range(MAX_REDIRECTS + 1):
             check_url(current)
             try:

@@ -54,6 +54,7 @@ class FnOptions:
         "lock_file",
         "results_log",
         "as_current_user",
+        "http_transport",
     )
 
     def __init__(
@@ -100,6 +101,9 @@ class FnOptions:
         results_log: list[dict[str, Any]] | None = None,
         # --as-current-user: container functions run as the caller's uid:gid, not nobody.
         as_current_user: bool = False,
+        # An httpx transport for every download (an embedding program's connection policy, e.g.
+        # a registry that pins and checks each address it connects to); None: httpx's own.
+        http_transport: Any = None,
     ) -> None:
         self.enable_exec = enable_exec
         self.enable_alpha_plugins = enable_alpha_plugins
@@ -125,6 +129,7 @@ class FnOptions:
         self.lock_file = lock_file
         self.results_log: list[dict[str, Any]] = [] if results_log is None else results_log
         self.as_current_user = as_current_user
+        self.http_transport = http_transport
 
     def __repr__(self) -> str:
         shown = (f"{f}={getattr(self, f)!r}" for f in self._FIELDS if f != "results_log")

@@ -2,11 +2,12 @@
 
 Environment variables: DEBUG, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL,
 CELERY_RESULT_BACKEND, CATALOG_MAX_BYTES, CATALOG_LATEST_MAX_AGE, REGISTRY_PUBLIC_URL, KRM_ADDR,
-SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, SIGNING_OCI_ARTIFACTS, CACHE_URL,
-CATALOG_SERVING_CACHE_SECONDS, SERVE_X_ACCEL_REDIRECT.
+SIGNING_KEY_PEM, SIGNING_KEY_FILE, SIGNING_KEY_CREATE, KRM_DATA_DIR, SIGNING_OCI_ARTIFACTS,
+CACHE_URL, CATALOG_SERVING_CACHE_SECONDS, SERVE_X_ACCEL_REDIRECT.
 """
 
 import ipaddress
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",
     "catalogs",
     "catalogs.publishing",
     "catalogs.distribution",
@@ -63,6 +65,8 @@ MIDDLEWARE = [
     # /healthz and /readyz, answered before host checks and redirects (probes use the pod IP).
     "registry.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every answer (django-csp; CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
     "catalogs.middleware.RequestBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -72,7 +76,35 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "catalogs.middleware.UnavailableMiddleware",
+    # Sign-in throttling (django-axes): last, as its documentation asks.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Every password sign-in (the site's and the admin's) goes through django-axes first.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+# The pages load scripts, styles, images and fonts from this site only, run no inline script or
+# style and are framed by nobody; forms post only here. The API docs page adds the hash of
+# Swagger UI's one <style> (registry/urls.py).
+CONTENT_SECURITY_POLICY = {
+    # Documents and blobs (catalog YAML, OCI) are no pages; their fast paths send no policy.
+    "EXCLUDE_URL_PREFIXES": ["/c/", "/v2/"],
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
 
 ROOT_URLCONF = "registry.urls"
 WSGI_APPLICATION = "registry.wsgi.application"
@@ -125,6 +157,25 @@ MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(BASE_DIR / "media"))
 # (catalogs/review/trials.py).
 TRIAL_RUNS_ENABLED = env.bool("TRIAL_RUNS_ENABLED", default=True)
 TRIAL_CACHE_DIR = env.path("TRIAL_CACHE_DIR", default=str(Path(MEDIA_ROOT) / "trial-cache"))
+# The housekeeping queue prunes that cache (least recently changed entries first) to this size
+# every 15 minutes, sparing entries younger than the grace (a trial may be using them).
+TRIAL_CACHE_MAX_BYTES = env_int("TRIAL_CACHE_MAX_BYTES", 1024 * 1024 * 1024)
+TRIAL_CACHE_GRACE_MINUTES = env_int("TRIAL_CACHE_GRACE_MINUTES", 60)
+# Trial runs fetch runtimes and examples from public addresses only (any publisher owner starts
+# them): private, loopback and link-local ones only inside these networks (CIDRs). Independent
+# of MIRROR_ALLOWED_NETWORKS.
+TRIAL_ALLOWED_NETWORKS = env.list("TRIAL_ALLOWED_NETWORKS", default=[])
+# Per user: contributions waiting for review at once, and contributions (and resubmissions) per
+# window, in the `limits` notation ("30/hour"; empty: no limit). Both answer 429.
+CONTRIBUTIONS_PENDING_PER_USER = env_int("CONTRIBUTIONS_PENDING_PER_USER", 20)
+CONTRIBUTION_RATE_LIMIT = env("CONTRIBUTION_RATE_LIMIT", default="30/hour")
+for _network in TRIAL_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"TRIAL_ALLOWED_NETWORKS: {_network!r} is not an IP address or network."
+        ) from None
 STORAGES: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -183,6 +234,9 @@ CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="")
 CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default="")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+# With eager tasks, long jobs (trial runs) run in a thread of the web process, not in the
+# request that queued them (a contribution is answered at once, its trials follow).
+EAGER_JOBS_IN_BACKGROUND = env.bool("EAGER_JOBS_IN_BACKGROUND", default=True)
 if not CELERY_BROKER_URL:
     CELERY_BROKER_URL = "memory://"
 if not CELERY_RESULT_BACKEND:
@@ -191,6 +245,24 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
+# Separate queues, so that a flood of one kind of job does not starve another: trial runs of
+# contributions, mirror syncs, housekeeping (storage GC), and "celery" for the rest. A worker
+# started without -Q takes jobs from all four; dedicated ones take one each, e.g.
+#   celery -A registry worker -Q mirroring --concurrency 4
+#   celery -A registry worker -Q trials --concurrency 1 --max-tasks-per-child 50
+#   celery -A registry worker -Q housekeeping,celery --concurrency 1
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES: dict[str, dict[str, str]] = {
+    name: {} for name in ("celery", "trials", "mirroring", "housekeeping")
+}
+CELERY_TASK_ROUTES = {
+    "catalogs.tasks.contribution_trials_run_task": {"queue": "trials"},
+    "catalogs.tasks.mirror_source_sync_task": {"queue": "mirroring"},
+    "catalogs.tasks.mirror_sources_sync_due_task": {"queue": "mirroring"},
+    "catalogs.tasks.blobs_garbage_collect_task": {"queue": "housekeeping"},
+    "catalogs.tasks.oci_uploads_gc_task": {"queue": "housekeeping"},
+    "catalogs.tasks.trial_cache_prune_task": {"queue": "housekeeping"},
+}
 
 REST_FRAMEWORK = {
     # Token first: a request without (valid) credentials gets 401 with "WWW-Authenticate: Token"
@@ -251,6 +323,11 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * CATALOG_MAX_BYTES
 # Seconds a client is told to wait (Retry-After) when the database is busy (SQLite write lock).
 DATABASE_BUSY_RETRY_AFTER = env_int("DATABASE_BUSY_RETRY_AFTER", 2)
 CATALOG_LATEST_MAX_AGE = env_int("CATALOG_LATEST_MAX_AGE", 60)
+# Bytes of catalog versions (and uploaded OCI blobs) one publisher's catalogs may hold when its
+# users publish (429 past it; imports, mirrors and staff are not held to it).
+PUBLISHER_STORAGE_MAX_BYTES = env_int("PUBLISHER_STORAGE_MAX_BYTES", 2 * 1024 * 1024 * 1024)
+# Functions per page of a catalog's web page (its trust view and function list).
+CATALOG_PAGE_FUNCTIONS = env_int("CATALOG_PAGE_FUNCTIONS", 100)
 # With nginx in front (deploy/nginx/) and local storage: the internal location prefix under which
 # nginx sends stored files itself (e.g. /_krm_media/, an alias of MEDIA_ROOT); the registry then
 # answers blob downloads with X-Accel-Redirect and no body. Empty: Django streams them.
@@ -361,6 +438,7 @@ def _rate_limit_checked(name: str, value: object) -> None:
 
 
 _rate_limit_checked("UPSTREAM_RATE_LIMIT", UPSTREAM_RATE_LIMIT)
+_rate_limit_checked("CONTRIBUTION_RATE_LIMIT", CONTRIBUTION_RATE_LIMIT)
 if not isinstance(UPSTREAM_RATE_LIMITS, dict):
     raise ImproperlyConfigured(
         "UPSTREAM_RATE_LIMITS must be a JSON object of host to limit, "
@@ -424,6 +502,21 @@ LOGIN_URL = "web:login"
 LOGIN_REDIRECT_URL = "web:search"
 LOGOUT_REDIRECT_URL = "web:search"
 SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
+# Sign-in throttling (django-axes): after LOGIN_FAILURE_LIMIT failed sign-ins of one user name from
+# one address, that pair is locked out (429) for LOGIN_LOCKOUT_MINUTES, counted again from each
+# further failure (a backoff a guesser cannot wait out by trying on).
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = env_int("LOGIN_LOCKOUT_MINUTES", 15) / 60  # hours, as django-axes counts
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "catalogs/registration/locked.html"
+# Where the client's address comes from: REMOTE_ADDR, unless a proxy that sets (and overwrites)
+# the header is in front, e.g. LOGIN_CLIENT_IP_HEADERS=HTTP_X_FORWARDED_FOR,REMOTE_ADDR with
+# LOGIN_PROXY_COUNT=1. Trusting a header no proxy overwrites lets a guesser pick its address.
+AXES_IPWARE_META_PRECEDENCE_ORDER = env.list("LOGIN_CLIENT_IP_HEADERS", default=["REMOTE_ADDR"])
+AXES_IPWARE_PROXY_COUNT = env_int("LOGIN_PROXY_COUNT", 0) or None
+# The address the nearest proxy appended (nginx's $proxy_add_x_forwarded_for), not the client's.
+AXES_IPWARE_PROXY_ORDER = "right-most"
 
 # Redis broker: a job left unacknowledged by a worker that died (tasks acknowledge late) is
 # redelivered after this many seconds; keep it above the longest sync.
@@ -435,18 +528,35 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # Largest manifest a push may send, and largest blob an upload session may hold.
 OCI_MANIFEST_MAX_BYTES = env_int("OCI_MANIFEST_MAX_BYTES", 4 * 1024 * 1024)
 OCI_UPLOAD_MAX_BYTES = env_int("OCI_UPLOAD_MAX_BYTES", CATALOG_MAX_BYTES)
+# Descriptors (config, layers, an index's manifests, subject) and annotations (all maps together)
+# one manifest may hold; a manifest over either is refused before its blobs are looked up.
+OCI_MANIFEST_MAX_DESCRIPTORS = env_int("OCI_MANIFEST_MAX_DESCRIPTORS", 256)
+OCI_MANIFEST_MAX_ANNOTATIONS = env_int("OCI_MANIFEST_MAX_ANNOTATIONS", 256)
 # Upload sessions and uploaded blobs no manifest references are removed after this many minutes
 # by `manage.py oci_gc_uploads` and by celery beat every 15 minutes.
 OCI_UPLOAD_GC_MINUTES = env_int("OCI_UPLOAD_GC_MINUTES", 60)
+# ... and every session once this old, however recently written to (no client postpones the GC).
+OCI_UPLOAD_MAX_MINUTES = env_int("OCI_UPLOAD_MAX_MINUTES", 240)
+# Per user: upload sessions open at once, and bytes they hold together (429 TOOMANYREQUESTS).
+OCI_UPLOAD_SESSIONS_PER_USER = env_int("OCI_UPLOAD_SESSIONS_PER_USER", 10)
+OCI_UPLOAD_BYTES_PER_USER = env_int("OCI_UPLOAD_BYTES_PER_USER", 4 * OCI_UPLOAD_MAX_BYTES)
 # Lifetime of the bearer tokens GET /v2/token hands out.
 OCI_TOKEN_TTL_SECONDS = env_int("OCI_TOKEN_TTL_SECONDS", 300)
 
 # --- Signing: every catalog version the registry serves is signed (ECDSA P-256). ---
 # SIGNING_KEY_PEM (the private key itself, PKCS#8 or SEC1 PEM) wins over SIGNING_KEY_FILE (a path
-# to it). The embedded default creates the file on first use next to db.sqlite3; production
-# creates nothing and refuses to start without one of the two.
+# to it). The embedded default creates the file on first use in KRM_DATA_DIR, outside the source
+# tree (so that no `COPY . .` bakes it into an image); production creates nothing and refuses to
+# start without one of the two.
+KRM_DATA_DIR = env.path(
+    "KRM_DATA_DIR",
+    default=str(
+        Path(env.str("XDG_DATA_HOME", default="") or os.path.expanduser("~/.local/share"))
+        / "krm-registry"
+    ),
+)
 SIGNING_KEY_PEM = env.str("SIGNING_KEY_PEM", default="")
-SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default=str(BASE_DIR / "signing-key.pem"))
+SIGNING_KEY_FILE = env.str("SIGNING_KEY_FILE", default=str(Path(KRM_DATA_DIR) / "signing-key.pem"))
 SIGNING_KEY_CREATE = env.bool("SIGNING_KEY_CREATE", default=True)
 # Also store cosign's signature artifact (tag sha256-<hex>.sig, listed by the referrers API) of
 # each version's OCI manifest, for `cosign verify --key` and `krm` with oci:// refs.

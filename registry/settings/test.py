@@ -61,6 +61,10 @@ else:
     CELERY_TASK_ALWAYS_EAGER = True
     CELERY_TASK_EAGER_PROPAGATES = True
 
+# Jobs run in the test that queued them, so that it sees their results (their threads would
+# outlive the test's transaction); tests/registry/test_jobs.py turns threads on.
+EAGER_JOBS_IN_BACKGROUND = False
+
 # Trial runs download runtimes: only the tests that serve them on loopback turn them on.
 TRIAL_RUNS_ENABLED = False
 

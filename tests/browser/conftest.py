@@ -74,7 +74,8 @@ def screenshots() -> Path:
 @pytest.fixture
 def new_page(browser, live_server):
     """``new_page(viewport=DESKTOP)``: a page in a fresh context (its own cookies: one signed-in
-    user per context); no request may leave the registry, no script may fail."""
+    user per context); no request may leave the registry, no script may fail, nothing may
+    break the Content-Security-Policy."""
     contexts = []
 
     outside: list[str] = []
@@ -92,6 +93,11 @@ def new_page(browser, live_server):
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        # Whatever the Content-Security-Policy refuses (chromium says so on the console).
+        page.on(
+            "console",
+            lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None,
+        )
         return page
 
     yield make

@@ -59,11 +59,19 @@ def test_a_new_user_runs_a_publisher_and_reviews_contributions(new_page, screens
     # Invite a co-owner and ask for the verified badge.
     page.goto("/publishers/dana-co/")
     page.fill("#id_username", "nobody")
-    page.click("text=Add owner")
+    page.click("text=Invite owner")
     page.wait_for_selector("text=Unknown user 'nobody': they must sign up first.")
     page.fill("#id_username", "nina")
-    page.click("text=Add owner")
-    page.wait_for_selector("text=nina now owns dana-co.")
+    page.click("text=Invite owner")
+    page.wait_for_selector("text=Invitation sent to nina: they own dana-co once they accept it.")
+    # Nina owns it only once she says yes.
+    assert list(publisher.owners.values_list("username", flat=True)) == ["dana"]
+    nina = new_page()
+    sign_in(nina, "nina")
+    nina.click("header >> text=Invitations (1)")
+    nina.click("button[value=accept]")
+    nina.wait_for_selector("text=You now own dana-co.")
+    assert sorted(publisher.owners.values_list("username", flat=True)) == ["dana", "nina"]
     page.fill("#id_message", "https://dana.example.co")
     page.click("text=Ask staff for the verified badge")
     page.wait_for_selector("text=waiting for staff")

@@ -81,6 +81,17 @@ class _PinnedTransport(httpx.HTTPTransport):
         )
 
 
+def pinned_transport(*, limits: Limits) -> httpx.HTTPTransport:
+    """An httpx transport that connects only to addresses ``limits`` allow, resolved once.
+
+    For other apps' fetches with a policy of their own (trial runs): every connection, so every
+    redirect hop, is checked at connect time; DestinationRefusedError says why one was refused.
+    """
+    context = ssl.create_default_context(cafile=limits.ca_bundle or None)
+    pool = httpx.Limits(max_connections=4, max_keepalive_connections=4)
+    return _PinnedTransport(limits=limits, ssl_context=context, pool=pool)
+
+
 class HttpsSession:
     """One pooled HTTPS client for a sync: the catalog, its bundle and its runtime artifacts."""
 

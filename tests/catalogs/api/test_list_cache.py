@@ -108,6 +108,8 @@ def test_catalog_and_publisher_updates(published, owner, other_user):
     assert results(anonymous, PUBLISHERS)[0]["owners"] == ["owner"]
     services.catalog_update(catalog=published, actor=owner, description="Now described.")
     assert results(anonymous, CATALOGS)[0]["description"] == "Now described."
+    # Owners are invited; "other" accepted an invitation before (the cache sees the removal).
+    published.publisher.owners.add(other_user)
     services.publisher_update(
         publisher=published.publisher, actor=owner, display_name="Renamed", owners=["other"]
     )

@@ -19,12 +19,29 @@ def test_unknown_publisher_is_404(api_client, db):
     assert response.json() == {"detail": "Publisher 'nobody' does not exist."}
 
 
-def test_owner_replaces_owners(as_user, publisher):
+def test_new_owners_are_invited_not_added(as_user, publisher):
     response = as_user("owner").patch(
         "/api/v1/publishers/example-co/", {"owners": ["owner", "other"]}, format="json"
     )
     assert response.status_code == 200
-    assert sorted(response.json()["owners"]) == ["other", "owner"]
+    assert response.json()["owners"] == ["owner"]
+    [invitation] = publisher.invitations.all()
+    assert (invitation.invitee.username, invitation.status) == ("other", "pending")
+
+
+def test_the_last_owner_cannot_be_replaced_by_invitees(as_user, publisher):
+    response = as_user("owner").patch(
+        "/api/v1/publishers/example-co/", {"owners": ["other"]}, format="json"
+    )
+    assert (response.status_code, response.json()) == (
+        400,
+        {
+            "detail": "A publisher needs at least one owner: keep a current owner in the list "
+            "(new owners are invited, and own it once they accept)."
+        },
+    )
+    assert [u.username for u in publisher.owners.all()] == ["owner"]
+    assert not publisher.invitations.exists()
 
 
 def test_verified_cannot_be_set_through_the_api(as_user, publisher):

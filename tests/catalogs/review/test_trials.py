@@ -52,6 +52,7 @@ def served(tmp_path, settings):
     """A loopback HTTP server for runtime files; returns put(name, text) -> (url, sha256)."""
     settings.TRIAL_RUNS_ENABLED = True
     settings.TRIAL_CACHE_DIR = str(tmp_path / "cache")
+    settings.TRIAL_ALLOWED_NETWORKS = ["127.0.0.0/8"]  # the loopback server below
     root = tmp_path / "www"
     root.mkdir()
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))

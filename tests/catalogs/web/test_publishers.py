@@ -76,12 +76,20 @@ def test_an_owner_invites_a_co_owner(as_user, owner, catalog, newcomer):
     client = as_user(owner)
     response = client.post("/publishers/example-co/owners/", {"username": "newcomer"})
     assert response.status_code == 302
+    # Invited, not yet an owner: nobody owns a publisher without saying yes.
+    assert set(publisher.owners.values_list("username", flat=True)) == {"owner"}
+    assert as_user(newcomer).get("/catalogs/example-co/functions/publish/").status_code == 403
+    invitee = as_user(newcomer)
+    assert "Invitations (1)" in invitee.get("/").content.decode()
+    [invitation] = publisher.invitations.all()
+    accepted = invitee.post(f"/accounts/invitations/{invitation.pk}/", {"action": "accept"})
+    assert accepted["Location"] == "/publishers/example-co/"
     assert set(publisher.owners.values_list("username", flat=True)) == {"owner", "newcomer"}
     page = client.get("/publishers/example-co/").content.decode()
     assert "<strong>newcomer</strong>" in page
-    assert "Owner added" in page and "<td>newcomer</td>" in page
+    assert "Owner invited" in page and "Owner added" in page and "<td>newcomer</td>" in page
     # The co-owner may now publish there.
-    assert as_user(newcomer).get("/catalogs/example-co/functions/publish/").status_code == 200
+    assert invitee.get("/catalogs/example-co/functions/publish/").status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -108,7 +116,7 @@ def test_only_owners_invite(as_user, publisher, newcomer, other_user):
     assert response.status_code == 403
     assert _state() == before
     page = as_user(other_user).get("/publishers/example-co/").content.decode()
-    assert "Add owner" not in page and "Audit log" not in page
+    assert "Invite owner" not in page and "Audit log" not in page
 
 
 def test_verified_badge_requested_then_granted_by_staff(as_user, owner, publisher, staff_user):

@@ -254,11 +254,14 @@ def _internal_annotations(res: Resource) -> dict[str, str]:
 
 
 def parse_json_ops(text: str, source: str | None) -> list[dict[str, Any]]:
-    """JSON6902 operations from JSON or YAML text."""
-    stripped = text.strip()
-    if not stripped:
+    """JSON6902 operations from JSON or YAML text.
+
+    The text is read as given: kustomize trims an inline ``patch:`` (PatchTransformer does
+    that before it gets here) but not a patch file, so a block scalar ending the file keeps
+    its final line break."""
+    if not text.strip():
         raise PatchError("empty json patch operations", file=source)
-    data = yamlio.load(stripped, source=source)
+    data = yamlio.load(text, source=source)
     if not isinstance(data, list):
         raise PatchError("JSON patch must be a list of operations", file=source)
     for op in data:

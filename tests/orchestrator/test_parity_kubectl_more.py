@@ -235,3 +235,36 @@ def test_a_folded_scalar_in_a_json_patch_reads_as_the_spec_gives(tmp_path: Path)
     )
     out = _compare(root)
     assert "  - |\n    one\n      two\n    three\n" in out
+
+
+# ------------------------------------------------- JSON 6902 values: go-yaml v2 and float64
+
+
+def test_json_patch_values_are_typed_like_go_yaml_v2(tmp_path: Path) -> None:
+    """kustomize converts YAML operations to JSON with sigs.k8s.io/yaml (go-yaml v2, YAML 1.1)."""
+    root = _write(
+        tmp_path,
+        {
+            "kustomization.yaml": """
+                resources: [argocd.yaml]
+                patches:
+                - path: ops.yaml
+                  target: {kind: ArgoCD}
+                - target: {kind: ArgoCD}
+                  patch: |
+                    - {op: add, path: /spec/inline, value: [on, n]}
+            """,
+            "argocd.yaml": ARGOCD,
+            "ops.yaml": """
+                - op: add
+                  path: /spec/flags
+                  value: [yes, on, off, y, n, Yes, NO, "yes", 0777, 1_000, ~, 2001-12-14]
+                - op: add
+                  path: /spec/keys
+                  value: {y: 1, "n": 2, 1: 3}
+            """,
+        },
+    )
+    out = _compare(root)
+    assert "  flags:\n  - true\n  - true\n  - false\n  - true\n  - false\n" in out
+    assert '    "true": 1\n' in out

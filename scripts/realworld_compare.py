@@ -94,6 +94,7 @@ def compare_dir(
     kubectl: str,
     timeout: float = 300.0,
     engine: Path = REPO,
+    no_cache: bool = False,
 ) -> Outcome:
     """Build ``path`` with both tools and record what each printed."""
     out = Outcome(path, repo, restrictor)
@@ -105,7 +106,18 @@ def compare_dir(
     )
     # Run from the engine's checkout: ``python -m`` imports from the working directory first.
     out.krm, out.krm_s = _run(
-        [sys.executable, "-m", "orchestrator", "build", str(path), *flags], env, timeout, engine
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "build",
+            str(path),
+            *flags,
+            *(["--no-cache"] if no_cache else []),
+        ],
+        env,
+        timeout,
+        engine,
     )
     return out
 
@@ -119,6 +131,7 @@ def compare_trees(
     timeout: float = 300.0,
     engine: Path = REPO,
     progress: bool = False,
+    no_cache: bool = False,
 ) -> list[Outcome]:
     """Compare every kustomization directory of each (name, root) repository."""
     work = [
@@ -128,7 +141,16 @@ def compare_trees(
     ]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [
-            pool.submit(compare_dir, d, name, r, kubectl=kubectl, timeout=timeout, engine=engine)
+            pool.submit(
+                compare_dir,
+                d,
+                name,
+                r,
+                kubectl=kubectl,
+                timeout=timeout,
+                engine=engine,
+                no_cache=no_cache,
+            )
             for d, name, r in work
         ]
         done = []
@@ -193,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         help="checkout whose orchestrator package krm runs (default: this one)",
     )
     p.add_argument("--progress", action="store_true", help="one line per directory to stderr")
+    p.add_argument("--no-cache", action="store_true", help="run krm build with --no-cache")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per tool and directory")
     p.add_argument("--diff-lines", type=int, default=20, help="diff lines shown per difference")
     p.add_argument("--json", type=Path, help="write every outcome to this file")
@@ -215,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         timeout=args.timeout,
         engine=args.engine.resolve(),
         progress=args.progress,
+        no_cache=args.no_cache,
     )
     for o in outcomes:
         if o.status in ("identical", "both-fail"):

@@ -4,6 +4,11 @@ The ``jsonpatch`` library does the work; ops are adjusted first where evanphx di
 from RFC 6902 as jsonpatch implements it: negative array indices count from the end
 (``add`` at ``-1`` appends), ``replace`` of a missing map key adds it, and ``test`` reads a
 missing map key as null.
+
+kustomize reads the patched JSON back into Go's ``map[string]interface{}``, where every number
+is a float64, and prints the resource through JSON and go-yaml v2: an integer beyond 2**53
+comes out as the float64 nearest to it (and as a float beyond the 64-bit range). ``apply``
+does the same to the resource's integers and to the values its operations add.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import json
 
 from orchestrator.errors import PatchError
+from orchestrator.lazyre import Pattern
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -58,7 +64,7 @@ def apply(
     """Apply JSON 6902 ``ops`` to a copy of ``obj`` and return it (``obj`` is unchanged)."""
     import jsonpatch  # lazy: keeps the CLI import fast
 
-    doc: Any = json.loads(json.dumps(obj))  # kustomize round-trips through JSON too
+    doc: Any = _go_json(obj)  # kustomize round-trips through JSON too
     for i, op in enumerate(ops):
         if not isinstance(op, dict):
             raise PatchError(f"JSON patch operation {i} is not a map: {op!r}", file=source)
@@ -74,6 +80,8 @@ def apply(
         if name in ("add", "replace", "test") and "value" not in op:
             raise PatchError(f"{where}: operation has no 'value'", file=source)
         op = _evanphx(doc, dict(op))
+        if "value" in op:
+            op["value"] = _go_json(op["value"])
         if name == "test" and op["value"] is None:
             parent, last = _parent(doc, op["path"])
             if isinstance(parent, dict) and last not in parent:
@@ -89,6 +97,40 @@ def apply(
     if not isinstance(doc, dict):
         raise PatchError(f"JSON patch left a {type(doc).__name__}, not a map", file=source)
     return doc
+
+
+# 16 digits in a row: the least an integer beyond 2**53 (9007199254740992) needs.
+_LONG_DIGITS = Pattern(r"[0-9]{16}")
+
+
+def _go_json(value: Any) -> Any:
+    """A copy of ``value`` as Go holds it after json.Unmarshal into interface{} (see above)."""
+    text = json.dumps(value)
+    if _LONG_DIGITS.search(text) is None:
+        return json.loads(text)
+    return json.loads(text, parse_int=_go_int)
+
+
+def _go_int(text: str) -> int | float:
+    """The number kustomize prints for the JSON integer ``text`` read as a float64.
+
+    Go's encoding/json writes a float64 below 1e21 in full with the fewest digits that read
+    back the same (as Python's repr chooses them); go-yaml v2 reads that back as an integer
+    when it fits in int64 or uint64, else as a float."""
+    v = int(text)
+    if -(2**53) <= v <= 2**53:
+        return v
+    try:
+        f = float(v)
+    except OverflowError:
+        return v  # beyond float64: kustomize fails to read it back; keep it as written
+    if abs(f) < 1e21:
+        from decimal import Decimal  # lazy: only integers this large need it
+
+        n = int(Decimal(repr(f)))
+        if -(2**63) <= n < 2**64:
+            return n
+    return f
 
 
 def _evanphx(doc: Any, op: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import os
 import re
 
 from orchestrator import yamlio
-from orchestrator.errors import KrmError, PatchError, ValidationError
+from orchestrator.errors import KrmError, PatchError, ValidationError, YamlError
 from orchestrator.filters.base import PluginContext, scalar_text
 from orchestrator.fs import display
 from orchestrator.lazyre import Pattern
@@ -254,11 +254,18 @@ def _internal_annotations(res: Resource) -> dict[str, str]:
 
 
 def parse_json_ops(text: str, source: str | None) -> list[dict[str, Any]]:
-    """JSON6902 operations from JSON or YAML text."""
-    stripped = text.strip()
-    if not stripped:
+    """JSON6902 operations from JSON or YAML text.
+
+    The text is read as given: kustomize trims an inline ``patch:`` (PatchTransformer does
+    that before it gets here) but not a patch file, so a block scalar ending the file keeps
+    its final line break. kustomize turns YAML operations into JSON with sigs.k8s.io/yaml,
+    that is with go-yaml v2's YAML 1.1 typing: ``yes``, ``on``, ``y`` are booleans there."""
+    if not text.strip():
         raise PatchError("empty json patch operations", file=source)
-    data = yamlio.load(stripped, source=source)
+    docs = yamlio.load_yaml11(text, source=source)
+    if len(docs) > 1:
+        raise YamlError("expected a single YAML document", file=source)
+    data = docs[0] if docs else None
     if not isinstance(data, list):
         raise PatchError("JSON patch must be a list of operations", file=source)
     for op in data:

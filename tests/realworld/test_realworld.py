@@ -57,6 +57,22 @@ def test_counts_identical_and_failing_dirs(tmp_path: Path) -> None:
     }
 
 
+@needs_kubectl
+@pytest.mark.parametrize("no_cache", [False, True])
+def test_no_cache_builds_leave_the_build_cache_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_cache: bool
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "kustomization.yaml").write_text("resources: [cm.yaml]\n")
+    (repo / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    outcomes = rc.compare_trees([("repo", repo)], kubectl=KUBECTL or "kubectl", no_cache=no_cache)
+    assert [o.status for o in outcomes] == ["identical"]
+    builds = tmp_path / "cache" / "krm" / "builds"
+    assert (builds.is_dir() and any(builds.iterdir())) is not no_cache
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(
     not os.environ.get("KRM_REALWORLD_DIR"),

@@ -21,6 +21,7 @@ from catalogs.exceptions import (
     NotAllowedError,
     NotFoundError,
     RegistryError,
+    StateConflictError,
     StorageError,
 )
 
@@ -31,6 +32,7 @@ _STATUS = {
     NotFoundError: status.HTTP_404_NOT_FOUND,
     AlreadyExistsError: status.HTTP_409_CONFLICT,
     MirrorCatalogReadOnlyError: status.HTTP_409_CONFLICT,
+    StateConflictError: status.HTTP_409_CONFLICT,
     # The object store refused a write: nothing was recorded; retrying may succeed.
     StorageError: status.HTTP_503_SERVICE_UNAVAILABLE,
 }

@@ -51,6 +51,11 @@ class AlreadyExistsError(RegistryError):
     """A publisher slug or catalog name that is already taken."""
 
 
+class StateConflictError(RegistryError):
+    """A request the object's current state does not allow (409): a role upload for a
+    publisher without keys of its own, a role version that is not newer than the one served."""
+
+
 class InvalidCatalogError(RegistryError):
     """A catalog document that cannot be published; ``problems`` lists every reason."""
 

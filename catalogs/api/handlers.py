@@ -22,6 +22,7 @@ from catalogs.exceptions import (
     NotFoundError,
     QuotaExceededError,
     RegistryError,
+    StateConflictError,
     StorageError,
 )
 
@@ -33,6 +34,7 @@ _STATUS = {
     AlreadyExistsError: status.HTTP_409_CONFLICT,
     QuotaExceededError: status.HTTP_429_TOO_MANY_REQUESTS,
     MirrorCatalogReadOnlyError: status.HTTP_409_CONFLICT,
+    StateConflictError: status.HTTP_409_CONFLICT,
     # The object store refused a write: nothing was recorded; retrying may succeed.
     StorageError: status.HTTP_503_SERVICE_UNAVAILABLE,
 }

@@ -140,7 +140,7 @@ class PublisherKeySerializer(serializers.ModelSerializer):
 class PublisherKeyCreateSerializer(serializers.Serializer):
     """An ECDSA P-256 or ed25519 public key, PEM."""
 
-    public_key = serializers.CharField(max_length=4000)
+    public_key = serializers.CharField(min_length=1, max_length=4000)
 
 
 class PublisherKeyViewSet(viewsets.GenericViewSet):

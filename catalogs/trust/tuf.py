@@ -48,7 +48,7 @@ from tuf.api.metadata import (
 )
 from tuf.api.serialization.json import JSONSerializer
 
-from catalogs.exceptions import InvalidInputError, NotFoundError
+from catalogs.exceptions import InvalidInputError, NotFoundError, StateConflictError
 from catalogs.publishing.models import Catalog, CatalogVersion, Publisher
 from catalogs.trust import signing
 from catalogs.trust.models import PublisherKey, TufMetadata, TufTarget
@@ -575,7 +575,7 @@ def tuf_role_upload(*, publisher: Publisher, data: bytes) -> RoleUploaded:
     then name it. Every target it lists must be one the registry serves, byte for byte."""
     name = publisher.slug
     if not PublisherKey.objects.filter(publisher=publisher).exists():
-        raise InvalidInputError(
+        raise StateConflictError(
             f"Publisher '{name}' holds no keys of its own: the registry signs its role. "
             "Register a key first (POST /api/v1/publishers/<publisher>/keys/)."
         )
@@ -597,7 +597,7 @@ def tuf_role_upload(*, publisher: Publisher, data: bytes) -> RoleUploaded:
         ) from None
     row = current(name)
     if row is not None and md.signed.version <= row.version:
-        raise InvalidInputError(
+        raise StateConflictError(
             f"Version {md.signed.version} of role '{name}' is not newer than the one served "
             f"({row.version}); sign version {row.version + 1}."
         )

@@ -192,7 +192,8 @@ def queue_depth() -> dict[str, int] | None:
     from registry.celery import app
 
     queues = {app.conf.task_default_queue or "celery"}
-    queues.update(q.name for q in (app.conf.task_queues or ()))
+    # Every declared queue (CELERY_TASK_QUEUES: trials, mirroring, housekeeping, celery).
+    queues.update(app.amqp.queues.keys())
     client = _redis_client(url)
     depth: dict[str, int] = {}
     for queue in sorted(queues):

@@ -509,6 +509,8 @@ AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = env_int("LOGIN_LOCKOUT_MINUTES", 15) / 60  # hours, as django-axes counts
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# Its banner on every start would end up in management commands' output.
+AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "catalogs/registration/locked.html"
 # Where the client's address comes from: REMOTE_ADDR, unless a proxy that sets (and overwrites)
 # the header is in front, e.g. LOGIN_CLIENT_IP_HEADERS=HTTP_X_FORWARDED_FOR,REMOTE_ADDR with

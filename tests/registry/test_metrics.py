@@ -161,6 +161,9 @@ def test_queue_depth_counts_the_redis_backlog(client, settings, redis_url):
     with app.connection_for_write(redis_url) as conn:
         for _ in range(3):
             app.send_task("catalogs.tasks.oci_uploads_gc_task", connection=conn)
-    assert scrape(client)[("krm_queue_depth", (("queue", "celery"),))] == 3
+    # Routed to the housekeeping queue (CELERY_TASK_ROUTES); the default queue stays empty.
+    depth = scrape(client)
+    assert depth[("krm_queue_depth", (("queue", "housekeeping"),))] == 3
+    assert depth[("krm_queue_depth", (("queue", "celery"),))] == 0
     # /readyz sees this broker too.
     assert client.get("/readyz").json()["checks"]["broker"]["status"] == "ok"

@@ -7,13 +7,17 @@ from catalogs.publishing.services import publisher_update
 pytestmark = pytest.mark.django_db
 
 
-def test_owner_renames_and_replaces_owners(publisher, owner, other_user):
+def test_owner_renames_and_invites_owners(publisher, owner, other_user):
     publisher_update(
         publisher=publisher, actor=owner, display_name="Example Co.", owners=["owner", "other"]
     )
     publisher.refresh_from_db()
     assert publisher.display_name == "Example Co."
-    assert sorted(u.username for u in publisher.owners.all()) == ["other", "owner"]
+    # "other" is invited, and owns it only after accepting (tests/hostile/test_registry_identity).
+    assert [u.username for u in publisher.owners.all()] == ["owner"]
+    assert list(publisher.invitations.values_list("invitee__username", "status")) == [
+        ("other", "pending")
+    ]
 
 
 def test_staff_may_update(publisher, staff_user):

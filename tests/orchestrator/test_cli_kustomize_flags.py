@@ -116,6 +116,7 @@ CASES = [
         ["krm", ""],
         [
             "build",
+            "catalog",
             "completion",
             "consolidate",
             "create",
@@ -204,4 +205,4 @@ def test_completion_covers_every_command_and_flag():
     text = completion.bash(cli._parser())
     for flag in ("--enable-managedby-label", "--network-name", "--as-current-user", "--offline"):
         assert flag in text
-    assert "'build view fn trust edit create init consolidate version completion'" in text
+    assert "'build view fn trust edit create init catalog consolidate version completion'" in text

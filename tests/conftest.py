@@ -43,6 +43,21 @@ def _fresh_rate_limits():
 
 
 @pytest.fixture
+def jobs_in_this_process():
+    """Celery tasks run eagerly in the test process, also on CI's PostgreSQL + worker stage.
+
+    For tests whose jobs need this process's settings (loopback allowed, a trustme CA, trial runs
+    on) or its uncommitted rows: the shared worker has neither.
+    """
+    from registry.celery import app
+
+    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+
+
+@pytest.fixture
 def demo_catalog_bytes() -> bytes:
     """The demo catalog document that ``load_demo`` publishes."""
     return DEMO_CATALOG.read_bytes()

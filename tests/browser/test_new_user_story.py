@@ -26,20 +26,6 @@ SIZES = {"desktop": DESKTOP, "phone": PHONE}
 PAGE_BUDGET = 100 * 1024
 
 
-@pytest.fixture
-def jobs_in_process():
-    """Mirror syncs run in the web process, also on the PostgreSQL + worker stage of CI.
-
-    The upstream's settings (loopback allowed, the trustme CA) exist only in this process.
-    """
-    from registry.celery import app
-
-    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
-    app.conf.task_always_eager = app.conf.task_eager_propagates = True
-    yield
-    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
-
-
 class Walk:
     """One browser page at one size: every step is screenshotted and checked for fit and weight."""
 
@@ -75,7 +61,14 @@ class Walk:
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_new_user_story(
-    size, new_page, live_server, screenshots, settings, https_upstream, jobs_in_process, tmp_path
+    size,
+    new_page,
+    live_server,
+    screenshots,
+    settings,
+    https_upstream,
+    jobs_in_this_process,
+    tmp_path,
 ):
     settings.SIGNUP_ENABLED = True
     settings.REGISTRY_PUBLIC_URL = live_server.url

@@ -28,7 +28,8 @@ from tests.catalogs.review.contribution_fixtures import (  # noqa: F401 (fixture
     published,
 )
 
-pytestmark = pytest.mark.django_db
+# Trial jobs run here, also on CI's worker stage: the worker has neither these settings nor rows.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("jobs_in_this_process")]
 
 ANNOTATE = 'for r in ctx.resource_list["items"]:\n    r["metadata"]["labels"] = {"t": "y"}\n'
 

@@ -11,7 +11,8 @@ from celery import shared_task
 
 from catalogs.jobs import job_enqueue_on_commit
 
-pytestmark = pytest.mark.django_db
+# Eager jobs, also on CI's worker stage: the embedded default is what is tested here.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("jobs_in_this_process")]
 
 FINISHED: dict[str, threading.Event] = {}
 

@@ -532,12 +532,7 @@ def jobs_in_process(request):
     if request.node.get_closest_marker("services"):
         yield
         return
-    from registry.celery import app
-
-    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
-    app.conf.task_always_eager = app.conf.task_eager_propagates = True
-    yield
-    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+    yield request.getfixturevalue("jobs_in_this_process")
 
 
 @pytest.fixture

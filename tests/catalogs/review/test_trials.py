@@ -31,15 +31,9 @@ pytestmark = [
 
 
 @pytest.fixture(autouse=True)
-def _trials_run_in_this_process():
+def _trials_run_in_this_process(jobs_in_this_process):
     """Trial tasks run eagerly here, also on CI's services stage: its worker has neither these
     tests' settings (TRIAL_RUNS_ENABLED, the cache dir) nor their uncommitted rows."""
-    from registry.celery import app
-
-    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
-    app.conf.task_always_eager = app.conf.task_eager_propagates = True
-    yield
-    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
 
 
 ANNOTATE = (

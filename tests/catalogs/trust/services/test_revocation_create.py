@@ -185,7 +185,9 @@ def test_import_of_several_new_entries_is_one_list_sequence(published, owner):
         {"runtimeDigest": DIGEST, "reason": "compromised"},
     ]
     assert revocations.revocation_list_import(catalog=published, entries=entries) == 3
-    assert [(r.sequence, r.kind or r.runtime_digest) for r in Revocation.objects.all()] == [
+    assert [
+        (r.sequence, r.kind or r.runtime_digest) for r in Revocation.objects.order_by("pk")
+    ] == [
         (1, "SetTier"),
         (2, "SetTeam"),
         (2, "SetTeam"),

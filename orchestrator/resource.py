@@ -384,7 +384,9 @@ class ResMap:
         key = res.key()
         if idx.get(key):
             raise ResourceConflictError(
-                f"may not add resource with an already registered id: {key_str(key)}",
+                # As kustomize prints it: the namespace as written ([noNs] when none).
+                "may not add resource with an already registered id: "
+                + key_str((*key[:4], res.namespace)),
                 file=res.source,
                 resource=res.describe(),
             )

@@ -293,17 +293,15 @@ def _apply_by_id(
     resmap: ResMap, patch: Resource, ctx: PluginContext, options: dict[str, Any]
 ) -> None:
     md = patch.obj.get("metadata") or {}
-    key = id_key(
-        patch.api_version,
-        patch.kind,
-        scalar_text(md.get("name") or ""),
-        scalar_text(md.get("namespace") or ""),
-    )
+    namespace = scalar_text(md.get("namespace") or "")
+    key = id_key(patch.api_version, patch.kind, scalar_text(md.get("name") or ""), namespace)
     matches = resmap.by_any_key(key)
     if len(matches) != 1:
         what = "no matches" if not matches else f"multiple matches ({len(matches)})"
+        # kustomize names the patch's id as written: no namespace reads [noNs], not "default".
+        shown = key_str((*key[:4], namespace))
         raise PatchError(
-            f"{what} for Id {key_str(key)}; failed to find unique target for patch {key_str(key)}",
+            f"{what} for Id {shown}; failed to find unique target for patch {shown}",
             file=patch.source,
         )
     res = matches[0]

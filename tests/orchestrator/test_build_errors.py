@@ -207,24 +207,33 @@ def test_colliding_ids(tree) -> None:
     )
     with pytest.raises(ResourceConflictError) as err:
         build(str(root))
+    # As kustomize prints it: the namespace as written, [noNs] when there is none.
     assert err.value.message == (
-        "may not add resource with an already registered id: Deployment.v1.apps/web.default"
+        "may not add resource with an already registered id: Deployment.v1.apps/web.[noNs]"
     )
     assert err.value.file.endswith("b.yaml")
     assert err.value.resource == "Deployment/web"
 
 
-def test_patch_target_absent(tree) -> None:
+@pytest.mark.parametrize(
+    ("namespace", "shown"), [("", "other.[noNs]"), ("\n  namespace: default", "other.default")]
+)
+def test_patch_target_absent(tree, namespace: str, shown: str) -> None:
+    """The patch's id as kustomize prints it: as written, [noNs] when it names no namespace."""
+    patch = f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: other{namespace}\n"
     root = tree(
         {
             "kustomization.yaml": "resources:\n- d.yaml\npatches:\n- path: p.yaml\n",
             "d.yaml": DEPLOY,
-            "p.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: other\n",
+            "p.yaml": patch,
         }
     )
     with pytest.raises(PatchError) as err:
         build(str(root))
-    assert err.value.message.startswith("no matches for Id Deployment.v1.apps/other.default")
+    assert err.value.message == (
+        f"no matches for Id Deployment.v1.apps/{shown}; "
+        f"failed to find unique target for patch Deployment.v1.apps/{shown}"
+    )
     assert err.value.file.endswith("p.yaml")
 
 

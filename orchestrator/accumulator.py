@@ -72,6 +72,9 @@ class BuildOptions:
         "reorder",
         "enable_helm",
         "helm_command",
+        "helm_api_versions",
+        "helm_kube_version",
+        "helm_debug",
         "debug",
         "functions",
         "trusted_catalogs",
@@ -88,6 +91,9 @@ class BuildOptions:
         functions: Any = None,
         trusted_catalogs: list[str] | None = None,
         managed_by_label: bool = False,
+        helm_api_versions: tuple[str, ...] | list[str] = (),
+        helm_kube_version: str = "",
+        helm_debug: bool = False,
     ) -> None:
         # KRM functions: an orchestrator.functions.FnOptions (None: defaults) and the
         # --trusted-catalog references.
@@ -98,6 +104,10 @@ class BuildOptions:
         self.reorder = reorder
         self.enable_helm = enable_helm
         self.helm_command = helm_command
+        # --helm-api-versions, --helm-kube-version, --helm-debug: for charts that set none.
+        self.helm_api_versions = tuple(helm_api_versions)
+        self.helm_kube_version = helm_kube_version
+        self.helm_debug = helm_debug
         self.debug = debug
         # --enable-managedby-label: what buildMetadata: [managedByLabel] does, for every build.
         self.managed_by_label = managed_by_label
@@ -661,10 +671,18 @@ class Target:
             raise ValidationError(f"{what} entries must be maps, got {args!r}", file=self.source)
 
     def helm(self, acc: Accumulator) -> list[Resource]:
-        """helmCharts: inflate each chart with ``helm template`` (needs --enable-helm)."""
-        import shutil
-        import subprocess
-        import tempfile
+        """helmCharts (and the deprecated helmChartInflationGenerator): each chart inflated
+        with helm as kustomize does (needs --enable-helm)."""
+        from orchestrator import helm
+
+        out: list[Resource] = []
+        for globals_, chart in helm.charts_of(self.k):
+            out.extend(self.inflate_chart({**globals_, **chart}))
+        return out
+
+    def inflate_chart(self, config: dict[str, Any]) -> list[Resource]:
+        """The resources of one chart config (HelmGlobals and HelmChart fields)."""
+        from orchestrator import helm
 
         opts = self.build.options
         self.build.side_effects += 1
@@ -672,54 +690,16 @@ class Target:
             raise NotSupportedError(
                 "must specify --enable-helm to use helmCharts", file=self.source
             )
-        helm = shutil.which(opts.helm_command)
-        if helm is None:
-            raise NotSupportedError(
-                f"helmCharts need the '{opts.helm_command}' binary, which is not on PATH",
-                file=self.source,
-            )
-        out: list[Resource] = []
-        globals_ = self.k.get("helmGlobals") or {}
-        chart_home = os.path.join(self.loader.root, globals_.get("chartHome") or "charts")
-        for chart in self.k.get("helmCharts") or []:
-            name = chart.get("name")
-            if not name:
-                raise ValidationError("helmCharts entry needs a name", file=self.source)
-            chart_dir = os.path.join(chart_home, name)
-            cmd = [helm, "template", chart.get("releaseName") or "release-name"]
-            if os.path.isdir(chart_dir):
-                cmd.append(chart_dir)
-            elif chart.get("repo"):
-                cmd += [name, "--repo", chart["repo"]]
-                if chart.get("version"):
-                    cmd += ["--version", str(chart["version"])]
-            else:
-                raise LoadError(f"chart '{name}' not found under '{chart_home}'", file=self.source)
-            if chart.get("namespace"):
-                cmd += ["--namespace", chart["namespace"]]
-            if chart.get("includeCRDs"):
-                cmd.append("--include-crds")
-            with tempfile.TemporaryDirectory() as tmp:
-                if chart.get("valuesFile"):
-                    # Read through the loader (as kustomize does): helm itself would read any
-                    # path it is given.
-                    vfile = os.path.join(tmp, "values-file.yaml")
-                    with open(vfile, "wb") as f:
-                        f.write(self.loader.read(str(chart["valuesFile"])))
-                    cmd += ["--values", vfile]
-                if chart.get("valuesInline"):
-                    vpath = os.path.join(tmp, "values.yaml")
-                    with open(vpath, "w") as f:
-                        f.write(yamlio.dump(chart["valuesInline"]))
-                    cmd += ["--values", vpath]
-                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise KrmError(
-                    f"helm template failed for chart '{name}': {proc.stderr.strip()}",
-                    file=self.source,
-                )
-            out.extend(resources_from_bytes(proc.stdout.encode(), source=f"helm chart {name}"))
-        return out
+        out = helm.inflate(
+            config,
+            root=self.loader.root,
+            read=self.loader.read,
+            options=helm.HelmOptions(
+                opts.helm_command, opts.helm_api_versions, opts.helm_kube_version, opts.helm_debug
+            ),
+            source=self.source,
+        )
+        return resources_from_bytes(out, source=f"helm chart {config.get('name')}")
 
     # ------------------------------------------------------------------ transformers
 
@@ -960,6 +940,8 @@ class Target:
                 "with sortOptions: instead)",
                 file=self.source,
             )
+        if kind == "HelmChartInflationGenerator" and generator:
+            return _HelmChartPlugin(self, config)
         cls = filters.lookup(kind)
         if cls is None:
             raise NotSupportedError(
@@ -968,6 +950,18 @@ class Target:
         if generator != (kind in filters.GENERATORS) and generator:
             raise ValidationError(f"{kind} is not a generator", file=self.source)
         return cls(config, self.ctx(acc))
+
+
+class _HelmChartPlugin:
+    """A HelmChartInflationGenerator config under ``generators:`` (a builtin: HelmGlobals and
+    HelmChart fields at its top level)."""
+
+    def __init__(self, target: Target, config: dict[str, Any]) -> None:
+        self.target, self.config = target, config
+
+    def generate(self) -> list[Resource]:
+        """The chart's resources."""
+        return self.target.inflate_chart(self.config)
 
 
 class _NoteWhenUnresolved:

@@ -86,6 +86,26 @@ def _parser() -> argparse.ArgumentParser:
         "--helm-command", default=_BUILD_DEFAULTS["helm_command"], help="helm binary to use"
     )
     b.add_argument(
+        "--helm-api-versions",
+        action="append",
+        default=[],
+        metavar="API_VERSION",
+        help="Kubernetes API versions helm offers charts as Capabilities.APIVersions "
+        "(repeatable; for charts that set no apiVersions)",
+    )
+    b.add_argument(
+        "--helm-kube-version",
+        default=_BUILD_DEFAULTS["helm_kube_version"],
+        metavar="VERSION",
+        help="Kubernetes version helm offers charts as Capabilities.KubeVersion "
+        "(for charts that set no kubeVersion)",
+    )
+    b.add_argument(
+        "--helm-debug",
+        action="store_true",
+        help="run helm template with --debug (for charts that do not set debug)",
+    )
+    b.add_argument(
         "--debug", "--stack-trace", action="store_true", dest="debug_cmd", help=argparse.SUPPRESS
     )
     b.add_argument(
@@ -138,6 +158,9 @@ _BUILD_DEFAULTS: dict[str, Any] = {
     "reorder": None,
     "enable_helm": False,
     "helm_command": "helm",
+    "helm_api_versions": [],
+    "helm_kube_version": "",
+    "helm_debug": False,
     "debug_cmd": False,
     "enable_managedby_label": False,
     "no_cache": False,
@@ -170,6 +193,7 @@ _VALUE_OPTIONS = {
     "--load-restrictor": "load_restrictor",
     "--reorder": "reorder",
     "--helm-command": "helm_command",
+    "--helm-kube-version": "helm_kube_version",
     "--results-dir": "results_dir",
     "--container-runtime": "container_runtime",
     "--network-name": "network_name",
@@ -177,6 +201,7 @@ _VALUE_OPTIONS = {
 _APPEND_OPTIONS = {
     "--trusted-catalog": "trusted_catalog",
     "--catalog-key": "catalog_key",
+    "--helm-api-versions": "helm_api_versions",
     "--mount": "mount",
     "--env": "env",
     "-e": "env",
@@ -188,6 +213,7 @@ _FLAGS = {
     "--as-current-user": "as_current_user",
     "--no-cache": "no_cache",
     "--enable-helm": "enable_helm",
+    "--helm-debug": "helm_debug",
     "--enable-exec": "enable_exec",
     "--enable-alpha-plugins": "enable_alpha_plugins",
     "--network": "network",
@@ -403,6 +429,9 @@ def _build_options(args: Args, debug: bool) -> Any:
         reorder=args.reorder,
         enable_helm=args.enable_helm,
         helm_command=args.helm_command,
+        helm_api_versions=args.helm_api_versions,
+        helm_kube_version=args.helm_kube_version,
+        helm_debug=args.helm_debug,
         debug=debug,
         functions=_functions_cli().fn_options(args),
         trusted_catalogs=args.trusted_catalog,

@@ -49,11 +49,11 @@ class SecretGenerator(ConfigMapGenerator):
 
 
 class HelmChartInflationGenerator:
-    """Not provided as a standalone plugin; use ``helmCharts`` with --enable-helm."""
+    """A generator only: the accumulator runs it under ``generators:`` (orchestrator.helm)."""
 
     def __init__(self, config: dict[str, Any], ctx: PluginContext):
         raise ValidationError(
-            "HelmChartInflationGenerator plugin configs are not supported; use helmCharts",
+            "HelmChartInflationGenerator is a generator: list it under generators:",
             file=ctx.source,
         )
 

@@ -167,69 +167,7 @@ def test_cli_import_is_light() -> None:
     assert json.loads(p.stdout) == []
 
 
-# A stand-in for helm: no helm binary exists on these machines or in their package registries
-# (Debian, PyPI), so this script plays it. It prints one ConfigMap recording its arguments
-# and the values file it was given, which is what krm's helmCharts support has to get right.
-FAKE_HELM = r"""#!/bin/sh
-vals=""; prev=""
-for a in "$@"; do
-  if [ "$prev" = "--values" ]; then vals=$(tr '\n' ';' < "$a"); fi
-  prev=$a
-done
-cat <<DOC
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: from-helm
-data:
-  args: "$*"
-  values: "$vals"
-DOC
-"""
-
-
-def test_enable_helm_inflates_charts_with_the_helm_binary(tree, tmp_path: Path) -> None:
-    root = tree(
-        {
-            "app/kustomization.yaml": """
-                namePrefix: p-
-                helmCharts:
-                - name: mychart
-                  releaseName: rel
-                  namespace: web
-                  includeCRDs: true
-                  valuesInline: {replicas: 2}
-            """,
-            "app/charts/mychart/Chart.yaml": "name: mychart\n",
-        }
-    )
-    helm = tmp_path / "fake-helm"
-    helm.write_text(FAKE_HELM)
-    helm.chmod(0o755)
-    p = _run("build", str(root / "app"), "--enable-helm", "--helm-command", str(helm))
-    assert p.returncode == 0, p.stderr
-    import yaml
-
-    (cm,) = list(yaml.safe_load_all(p.stdout))
-    assert cm["metadata"]["name"] == "p-from-helm"
-    args = cm["data"]["args"].split()
-    assert args[:3] == ["template", "rel", str(root / "app" / "charts" / "mychart")]
-    assert args[3:7] == ["--namespace", "web", "--include-crds", "--values"]
-    assert cm["data"]["values"] == "replicas: 2;"
-
-
-def test_helm_failure_is_one_error_line(tree, tmp_path: Path) -> None:
-    root = tree({"app/kustomization.yaml": "helmCharts:\n- name: mychart\n  repo: https://x\n"})
-    helm = tmp_path / "failing-helm"
-    helm.write_text("#!/bin/sh\necho 'chart not found' >&2\nexit 3\n")
-    helm.chmod(0o755)
-    p = _run("build", str(root / "app"), "--enable-helm", "--helm-command", str(helm))
-    assert p.returncode == 1
-    assert p.stdout == ""
-    assert p.stderr.strip().splitlines() == [
-        f"Error: {root / 'app' / 'kustomization.yaml'}: helm template failed for chart "
-        "'mychart': chart not found"
-    ]
+# helmCharts with a recording stand-in for helm: tests/orchestrator/test_helm_parity.py.
 
 
 def test_load_restrictor_flag(tree) -> None:

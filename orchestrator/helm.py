@@ -101,6 +101,11 @@ def inflate(
         return chart.run(helm, tmp)
 
 
+def _join(*parts: str) -> str:
+    """Go's filepath.Join: joined and cleaned."""
+    return os.path.normpath(os.path.join(*parts))
+
+
 def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
@@ -149,14 +154,13 @@ class _Chart:
         self.skip_tests = bool(config.get("skipTests"))
         self.skip_hooks = bool(config.get("skipHooks"))
         home = _text(config.get("chartHome")) or DEFAULT_HOME
-        home = home if os.path.isabs(home) else os.path.join(root, home)
+        # Paths are joined as Go's filepath.Join does: cleaned (charts/./x is charts/x).
+        home = home if os.path.isabs(home) else _join(root, home)
         # A chart pulled by version from a repository has a home of its own.
         if self.version and self.repo:
-            home = os.path.join(home, f"{self.name}-{self.version}")
+            home = _join(home, f"{self.name}-{self.version}")
         self.home = home
-        self.values_file = _text(config.get("valuesFile")) or os.path.join(
-            home, self.name, "values.yaml"
-        )
+        self.values_file = _text(config.get("valuesFile")) or _join(home, self.name, "values.yaml")
         self.additional = []
         for path in config.get("additionalValuesFiles") or []:
             try:
@@ -164,7 +168,7 @@ class _Chart:
             except KrmError as exc:
                 exc.message = f"could not load additionalValuesFile: {exc.message}"
                 raise
-            self.additional.append(os.path.join(root, _text(path)))
+            self.additional.append(_join(root, _text(path)))
         self.config_home = _text(config.get("configHome"))
 
     def run(self, helm: str, tmp: str) -> bytes:
@@ -178,7 +182,7 @@ class _Chart:
         self._check_version(version)
         if not os.path.isdir(os.path.join(self.home, self.name)):
             if not self.repo:
-                chart = os.path.join(self.home, self.name)
+                chart = _join(self.home, self.name)
                 raise LoadError(
                     f"no repo specified for pull, no chart found at '{chart}'", file=self.source
                 )
@@ -256,7 +260,7 @@ class _Chart:
 
     def _template_args(self, values_path: str) -> list[str]:
         args = ["template", self.release or "--generate-name"]
-        args.append(os.path.join(self.home, self.name))
+        args.append(_join(self.home, self.name))
         if self.namespace:
             args += ["--namespace", self.namespace]
         if self.name_template:

@@ -169,6 +169,14 @@ CASES = {
           valuesLocal: {replicas: 9}
           releaseNamespace: ignored-by-kustomize
     """,
+    "paths-cleaned-like-go": """
+        helmGlobals:
+          chartHome: ./charts/.
+        helmCharts:
+        - name: mychart
+          valuesFile: ./own-values.yaml
+          additionalValuesFiles: [./extra.yaml]
+    """,
     "generator-plugin-config": """
         generators:
         - gen.yaml

@@ -894,6 +894,10 @@ class Target:
             source=self.source,
         )
         if plugin is not None:
+            # A trusted catalog that defines this function pins the binary (sha256).
+            from orchestrator.functions.resolve import pin_legacy
+
+            pin_legacy(config, plugin.path, self.catalog_set(), fn_options)
             return plugin, ""
         return None, execplugin.find(config)[1]
 

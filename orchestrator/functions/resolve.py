@@ -197,3 +197,65 @@ def resolve(config: dict[str, Any], catalogs: CatalogSet | None, options: FnOpti
         f"{api_version} {kind} in {origin} has no runtime usable here ({os_name}/{arch}); "
         f"it offers: {offered}"
     )
+
+
+def pin_legacy(
+    config: dict[str, Any], path: str, catalogs: CatalogSet | None, options: FnOptions
+) -> str | None:
+    """A legacy exec plugin (``path``) checked against the catalogs: where one defines its
+    group, kind and version, the plugin runs only if that definition pins this binary by
+    sha256 for this platform (and does not revoke it). Returns the catalog that pinned it, or
+    None when no catalog defines the function (the plugin runs as kustomize runs it)."""
+    api_version = str(config.get("apiVersion") or "")
+    kind = str(config.get("kind") or "")
+    group, _, version = api_version.rpartition("/")
+    match = catalogs.find(group, kind, version) if catalogs is not None else None
+    if match is None:
+        return None
+    ref = match.catalog.ref
+    exec_spec = match.version.runtime.get("exec")
+    if not exec_spec:
+        offered = ", ".join(sorted(match.version.runtime)) or "none"
+        raise FunctionError(
+            f"legacy plugin {path} for {api_version} {kind}: catalog {ref} defines that "
+            f"function with another runtime ({offered}) and pins no binary for it; it is not "
+            "run (remove the plugin, or pin it with an exec runtime in the catalog)"
+        )
+    os_name, arch = host_platform()
+    platforms = [
+        p for p in exec_spec.get("platforms", []) if (p["os"], p["arch"]) == (os_name, arch)
+    ]
+    if not platforms:
+        pinned = ", ".join(f"{p['os']}/{p['arch']}" for p in exec_spec.get("platforms", []))
+        raise FunctionError(
+            f"legacy plugin {path} for {api_version} {kind}: catalog {ref} pins it for "
+            f"{pinned or 'no platform'}, not {os_name}/{arch}; it is not run"
+        )
+    spec = platforms[0]
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    if digest.hexdigest() != spec["sha256"]:
+        raise FunctionError(
+            f"legacy plugin {path} for {api_version} {kind} has sha256 {digest.hexdigest()}; "
+            f"catalog {ref} pins sha256 {spec['sha256']}: it is not run"
+        )
+    refuse_revoked(
+        match.catalog.revocations,
+        catalog=str(ref),
+        group=group,
+        kind=kind,
+        version=version,
+        spec=spec,
+    )
+    if options.lock_mode:
+        from orchestrator.functions import lockfile
+
+        lockfile.record_function(
+            options, catalog=match.catalog, api_version=api_version, kind=kind, runtime="exec",
+            spec=spec,
+        )  # fmt: skip
+    return str(ref)

@@ -402,3 +402,89 @@ def test_a_bad_needs_hash_value(plugin, app) -> None:
     )
     assert message.replace('"', '\\"') in expected
     assert got == f"Error: {root}/kustomization.yaml: {message}\n"
+
+
+# ------------------------------------------------------------------- pinned by a trusted catalog
+
+
+def _pin_catalog(tmp_path: Path, kind: str, runtime: str) -> Path:
+    path = tmp_path / "catalog.yaml"
+    path.write_text(
+        f"""apiVersion: config.kubernetes.io/v1alpha1
+kind: Catalog
+metadata:
+  name: pins
+spec:
+  krmFunctions:
+  - group: someteam.example.com
+    names:
+      kind: {kind}
+    versions:
+    - name: v1
+      runtime:
+{runtime}"""
+    )
+    return path
+
+
+def _exec_runtime(sha: str, os_arch: tuple[str, str] | None = None) -> str:
+    from orchestrator.functions.resolve import host_platform
+
+    os_name, arch = os_arch or host_platform()
+    return (
+        "        exec:\n          platforms:\n"
+        f"          - {{bin: bin/gen, os: {os_name}, arch: {arch}, "
+        f"uri: https://example.com/gen.tar.gz, sha256: '{sha}'}}\n"
+    )
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_catalog_pins_the_plugin_binary(plugin, app, tmp_path) -> None:
+    """The catalog's exec sha256 matches the plugin: it runs as without the catalog."""
+    path = plugin("GenOne", CAPTURE_GENERATOR)
+    root = app({"kustomization.yaml": "generators: [gen.yaml]\n", "gen.yaml": _config("GenOne")})
+    unpinned = krm(root, "--enable-alpha-plugins")
+    catalog = _pin_catalog(tmp_path, "GenOne", _exec_runtime(_sha(path)))
+    got = krm(root, "--enable-alpha-plugins", "--trusted-catalog", str(catalog))
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == unpinned.stdout and "kind: ConfigMap" in got.stdout
+
+
+@pytest.mark.parametrize("case", ["other-digest", "other-platform", "container-runtime"])
+def test_a_plugin_the_catalog_does_not_pin_is_not_run(plugin, app, tmp_path, case) -> None:
+    marker = tmp_path / "ran"
+    path = plugin("GenOne", f"open({str(marker)!r}, 'w').close()\n" + CAPTURE_GENERATOR)
+    runtime = {
+        "other-digest": _exec_runtime("0" * 64),
+        "other-platform": _exec_runtime(_sha(path), ("freebsd", "riscv64")),
+        "container-runtime": "        container: {image: 'example.com/gen@sha256:"
+        + "a" * 64
+        + "'}\n",
+    }[case]
+    catalog = _pin_catalog(tmp_path, "GenOne", runtime)
+    root = app({"kustomization.yaml": "generators: [gen.yaml]\n", "gen.yaml": _config("GenOne")})
+    got = krm(root, "--enable-alpha-plugins", "--trusted-catalog", str(catalog))
+    assert got.returncode == 1 and got.stdout == ""
+    message = got.stderr.strip().splitlines()
+    assert len(message) == 1, got.stderr
+    assert f"legacy plugin {path} for {GV} GenOne" in message[0]
+    assert {
+        "other-digest": f"has sha256 {_sha(path)}; catalog {catalog} pins sha256 {'0' * 64}",
+        "other-platform": f"catalog {catalog} pins it for freebsd/riscv64, not ",
+        "container-runtime": f"catalog {catalog} defines that function with another runtime "
+        "(container) and pins no binary for it",
+    }[case] in message[0]
+    assert not marker.exists()  # nothing ran
+
+
+def test_a_catalog_defining_other_functions_leaves_the_plugin_alone(plugin, app, tmp_path) -> None:
+    plugin("GenOne", CAPTURE_GENERATOR)
+    catalog = _pin_catalog(tmp_path, "SomethingElse", _exec_runtime("0" * 64))
+    root = app({"kustomization.yaml": "generators: [gen.yaml]\n", "gen.yaml": _config("GenOne")})
+    got = krm(root, "--enable-alpha-plugins", "--trusted-catalog", str(catalog))
+    assert got.returncode == 0, got.stderr

@@ -289,7 +289,17 @@ def format_float(f: float) -> str:
     if math.isinf(f):
         return ".inf" if f > 0 else "-.inf"
     if f == int(f) and abs(f) < 1e21:
-        return str(int(f))
+        n = int(f)
+        if -(2**53) <= n <= 2**53:
+            return str(n)
+        # Go's encoding/json writes the fewest digits that read back the same (as repr
+        # chooses them), padded with zeros; go-yaml v2 reads that as an integer only within
+        # int64 or uint64, else as a float, which it prints in exponent form.
+        from decimal import Decimal  # lazy: only integers this large need it
+
+        n = int(Decimal(repr(f)))
+        if -(2**63) <= n < 2**64:
+            return str(n)
     r = repr(f)
     if "e" in r:
         mant, _, exp = r.partition("e")

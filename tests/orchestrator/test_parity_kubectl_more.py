@@ -315,12 +315,6 @@ def test_integers_stay_exact_without_a_json_patch(tmp_path: Path) -> None:
     assert "  b: 9007199254740993\n" in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="yamlio.format_float writes an integral float below 1e21 as its exact integer; "
-    "kustomize writes Go's shortest digits, read back by go-yaml v2 as an integer only "
-    "within int64/uint64 range, else written as a float: 1.8446744073709552e+19 (YAML layer)",
-)
 def test_integers_past_64_bits_under_a_json_patch_print_as_floats(tmp_path: Path) -> None:
     root = _write(
         tmp_path,
@@ -336,3 +330,31 @@ def test_integers_past_64_bits_under_a_json_patch_print_as_floats(tmp_path: Path
     )
     out = _compare(root)
     assert "  z: 1.8446744073709552e+19\n" in out
+
+
+def test_integral_floats_print_as_go_prints_them(tmp_path: Path) -> None:
+    """A float is written through JSON (Go's fewest digits, padded with zeros) and read back by
+    go-yaml v2: an integer within int64/uint64, else a float in exponent form."""
+    root = _write(
+        tmp_path,
+        {
+            "kustomization.yaml": "resources: [cm.yaml]\n",
+            "cm.yaml": """
+                apiVersion: v1
+                kind: ConfigMap
+                metadata:
+                  name: floats
+                spec:
+                  a: 1.2345678901234567e19
+                  b: 1e20
+                  c: 1.8446744073709552e19
+                  d: 9.3e18
+                  f: -9.3e18
+                  h: 123456789.0
+                  j: 1.5e300
+            """,
+        },
+    )
+    out = _compare(root)
+    assert "  a: 12345678901234567000\n  b: 1e+20\n  c: 1.8446744073709552e+19\n" in out
+    assert "  d: 9300000000000000000\n  f: -9.3e+18\n" in out

@@ -160,9 +160,11 @@ def _manifest_checked(parsed: Any, where: str) -> tuple[str, list[dict[str, Any]
     if not isinstance(items, list):
         raise FetchError(f"{where} has no {key} list.")
     limit = settings.OCI_MANIFEST_MAX_DESCRIPTORS
-    if len(items) + 1 > limit:
+    count = len(items) + (1 if key == "layers" else 0)  # a manifest's config is one too
+    if count > limit:
+        what = "a config and layers" if key == "layers" else "manifests"
         raise FetchError(
-            f"{where} names {len(items)} {key}, over the limit of {limit} descriptors "
+            f"{where} names {count} descriptors ({what}), over the limit of {limit} "
             "(OCI_MANIFEST_MAX_DESCRIPTORS)."
         )
     found = [_descriptor(item, f"{where} {key}[{i}]") for i, item in enumerate(items)]

@@ -202,6 +202,20 @@ def test_every_platform_config_and_layer_is_mirrored_and_served_pinned(
     again = sync(source)
     assert again.status == "unchanged"
     assert stored_blobs() == blobs_before
+    # A changed catalog naming the same images: a new version, and only the document is read
+    # (the layers the registry keeps are linked to the new version, not downloaded again).
+    changed = doc.replace(b"name: images", b"name: images-v2")
+    https_upstream.serve("/catalog.yaml", changed)
+    third = sync(source)
+    assert (third.status, third.reason, third.bytes) == ("succeeded", "", len(changed))
+    assert third.catalog_version.number == 2
+    assert served_images(client, "images")["Multi"] == (
+        f"{base}/fn/multi@{multi.digest}",
+        multi.hex,
+    )
+    for digest in blobs:
+        assert client.get(f"/v2/mirrors/images/fn/multi/blobs/{digest}").status_code == 200
+    assert RuntimeArtifact.objects.get(digest=sorted(blobs)[0]).catalog_versions.count() == 2
 
 
 def _damaged_copy(tmp_path: Path, storage: Path, digest: str) -> tuple[subprocess.Popen, str]:
@@ -427,3 +441,25 @@ def test_air_gapped_build_runs_the_mirrored_image_with_the_upstream_stopped(
     assert probe["cwd"] == "/work"
     # What ran came from the mirror: its rootfs is cached under the mirrored image's digest.
     assert os.listdir(tmp_path / "cache" / "krm" / "images" / "rootfs")
+
+
+@pytest.mark.django_db
+def test_a_manifest_with_more_descriptors_than_allowed_is_refused(
+    upstream, settings_for, https_upstream, sync, snapshot
+):
+    host, _storage, pushed, _layout = upstream
+    settings = settings_for(host)
+    settings.OCI_MANIFEST_MAX_DESCRIPTORS = 2  # "two" has a config and two layers
+    two = pushed["two"]
+    doc = catalog_of([("Two", two.ref, None)])
+    source = create("wide", https_upstream.serve("/catalog.yaml", doc))
+    before = snapshot(source)
+
+    run = sync(source)
+
+    assert run.status == "failed"
+    assert run.reason == (
+        f"Container image {two.ref}: Manifest {two.ref} names 3 descriptors (a config and "
+        "layers), over the limit of 2 (OCI_MANIFEST_MAX_DESCRIPTORS)."
+    )
+    assert snapshot(source) == before

@@ -218,14 +218,20 @@ def test_every_platform_config_and_layer_is_mirrored_and_served_pinned(
     assert RuntimeArtifact.objects.get(digest=sorted(blobs)[0]).catalog_versions.count() == 2
 
 
-def _damaged_copy(tmp_path: Path, storage: Path, digest: str) -> tuple[subprocess.Popen, str]:
-    """A second registry over a copy of the first's storage, one blob's bytes changed."""
+def _damaged_copy(
+    tmp_path: Path, storage: Path, digest: str, *, json_text: bool = False
+) -> tuple[subprocess.Popen, str]:
+    """A second registry over a copy of the first's storage, one blob's bytes changed (for a
+    manifest, ``json_text``: one letter of a media type, so that it stays JSON)."""
     root = tmp_path / "damaged"
     root.mkdir()
     shutil.copytree(storage, root / "storage", symlinks=True)
     blob = images.registry_blob_path(root / "storage", digest)
     data = bytearray(blob.read_bytes())
-    data[len(data) // 2] ^= 0xFF  # same size, other bytes
+    if json_text:
+        data = bytearray(bytes(data).replace(b"vnd.oci.image.layer", b"vnd.oci.image.layeR", 1))
+    else:
+        data[len(data) // 2] ^= 0xFF  # same size, other bytes
     blob.write_bytes(bytes(data))
     return start_registry(root)
 
@@ -414,6 +420,11 @@ def test_air_gapped_build_runs_the_mirrored_image_with_the_upstream_stopped(
         "DOCKER_CONFIG": str(tmp_path / "docker-config"),
     }
     catalog_url = f"{live_server.url}/c/mirrors/airgap/catalog.yaml"
+    with urllib.request.urlopen(catalog_url, timeout=10) as response:
+        served = yaml.safe_load(response.read())
+    container = served["spec"]["krmFunctions"][0]["versions"][0]["runtime"]["container"]
+    mirrored = f"{live_server.url.removeprefix('http://')}/mirrors/airgap/fn/probe@{digest}"
+    assert container == {"image": mirrored, "sha256": digest.removeprefix("sha256:")}
     done = subprocess.run(
         [
             sys.executable,
@@ -463,3 +474,32 @@ def test_a_manifest_with_more_descriptors_than_allowed_is_refused(
         "layers), over the limit of 2 (OCI_MANIFEST_MAX_DESCRIPTORS)."
     )
     assert snapshot(source) == before
+
+
+@pytest.mark.django_db
+def test_a_platform_manifest_with_other_bytes_than_its_digest_fails_the_run(
+    upstream, settings_for, https_upstream, sync, snapshot, tmp_path
+):
+    host, storage, pushed, _layout = upstream
+    multi = pushed["multi"]
+    child = json.loads(upstream_manifest(host, "fn/multi", multi.digest))["manifests"][0]
+    proc, other = _damaged_copy(tmp_path, storage, child["digest"], json_text=True)
+    try:
+        settings_for(other)
+        ref = f"{other}/fn/multi@{multi.digest}"
+        source = create(
+            "lying", https_upstream.serve("/catalog.yaml", catalog_of([("M", ref, None)]))
+        )
+        before = snapshot(source)
+        run = sync(source)
+    finally:
+        stop_registry(proc)
+
+    assert run.status == "failed"
+    assert run.reason.startswith(
+        f"Container image {ref}: Manifest {other}/fn/multi@{child['digest']}: the registry sent "
+        "a manifest with digest sha256:"
+    ), run.reason
+    assert run.reason.endswith(f", not {child['digest']}.")
+    assert snapshot(source) == before
+    assert RuntimeArtifact.objects.count() == 0

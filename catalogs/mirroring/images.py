@@ -365,16 +365,22 @@ def container_images_store(
             )
 
 
-def mirrored_tag_references(*, version: CatalogVersion | None) -> list[str]:
-    """The upstream image references by tag that the sync publishing ``version`` mirrored: an
-    unchanged upstream catalog still has its tags resolved again, to see them move (drift)."""
+def mirrored_images(*, version: CatalogVersion | None) -> dict[str, dict[str, Any]]:
+    """Upstream image reference -> what the sync publishing ``version`` mirrored (its run's
+    provenance: served reference, digest, counts, verification); empty when none."""
     if version is None:
-        return []
+        return {}
     for provenance in version.sync_runs.order_by("pk").values_list("provenance", flat=True):
         images = (provenance or {}).get("images")
         if isinstance(images, dict):
-            return [ref for ref in images if "@" not in ref]
-    return []
+            return images
+    return {}
+
+
+def mirrored_tag_references(*, version: CatalogVersion | None) -> list[str]:
+    """The upstream image references by tag that the sync publishing ``version`` mirrored: an
+    unchanged upstream catalog still has its tags resolved again, to see them move (drift)."""
+    return [ref for ref in mirrored_images(version=version) if "@" not in ref]
 
 
 def image_records(images: list[StagedImage]) -> dict[str, Any]:

@@ -322,7 +322,15 @@ def test_an_image_over_the_size_limit_fails_before_any_layer_is_read(
 
 @pytest.mark.django_db
 def test_a_source_with_a_key_needs_each_image_signed_by_it(
-    upstream, settings_for, sync, snapshot, client, cosign_key, other_cosign_key, tmp_path
+    upstream,
+    settings_for,
+    sync,
+    snapshot,
+    client,
+    cosign_key,
+    other_cosign_key,
+    tmp_path,
+    staff_user,
 ):
     host, _storage, pushed, _layout = upstream
     settings_for(host)
@@ -363,6 +371,13 @@ def test_a_source_with_a_key_needs_each_image_signed_by_it(
         f"testserver/mirrors/signed/fn/one@{one.digest}",
         one.hex,
     )
+    # The operator's page of the source lists what the served version's images are.
+    client.force_login(staff_user)
+    page = client.get(f"/mirrors/{source.pk}/").content.decode()
+    row = page[page.index('<table class="grid images">') :].split("</table>")[0]
+    assert f"<code>{one.ref}</code>" in row
+    assert f"testserver/mirrors/signed/fn/one@{one.digest}" in row
+    assert "<td>cosign</td>" in row
 
 
 # ----------------------------------------------------------------------------- air gap

@@ -518,3 +518,56 @@ def test_a_platform_manifest_with_other_bytes_than_its_digest_fails_the_run(
     assert run.reason.endswith(f", not {child['digest']}.")
     assert snapshot(source) == before
     assert RuntimeArtifact.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_docker_schema_2_image_is_kept_byte_for_byte(
+    upstream, settings_for, https_upstream, sync, client, tmp_path
+):
+    """skopeo converts the umoci image to Docker's manifest format (v2s2) on push: the mirror
+    serves that manifest with its own media type and digest."""
+    host, _storage, _pushed, layout = upstream
+    settings_for(host)
+    assert images.SKOPEO is not None
+    digestfile = tmp_path / "digest"
+    subprocess.run(
+        [
+            images.SKOPEO,
+            "copy",
+            "--quiet",
+            "--format",
+            "v2s2",
+            "--dest-tls-verify=false",
+            "--digestfile",
+            str(digestfile),
+            f"oci:{layout}:one",
+            f"docker://{host}/fn/docker:v1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    digest = digestfile.read_text().strip()
+    source = create(
+        "docker",
+        https_upstream.serve("/catalog.yaml", catalog_of([("D", f"{host}/fn/docker:v1", None)])),
+    )
+
+    run = sync(source)
+
+    assert (run.status, run.reason) == ("succeeded", "")
+    request = urllib.request.Request(
+        f"http://{host}/v2/fn/docker/manifests/{digest}",
+        headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        upstream_bytes = response.read()
+    served = client.get(f"/v2/mirrors/docker/fn/docker/manifests/{digest}")
+    assert served.status_code == 200
+    assert served["Content-Type"] == "application/vnd.docker.distribution.manifest.v2+json"
+    assert served.content == upstream_bytes
+    manifest = json.loads(upstream_bytes)
+    for layer in manifest["layers"]:
+        assert layer["mediaType"] == "application/vnd.docker.image.rootfs.diff.tar.gzip"
+        got = client.get(f"/v2/mirrors/docker/fn/docker/blobs/{layer['digest']}")
+        assert got.status_code == 200
+        assert len(b"".join(got.streaming_content)) == layer["size"]

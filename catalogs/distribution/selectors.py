@@ -33,6 +33,11 @@ def oci_repository_get(*, publisher_slug: str, catalog_name: str) -> Catalog:
     return catalog
 
 
+def oci_repository_exists(*, publisher_slug: str, catalog_name: str) -> bool:
+    """Whether repository ``publisher/catalog`` exists."""
+    return Catalog.objects.filter(publisher__slug=publisher_slug, name=catalog_name).exists()
+
+
 @dataclass(frozen=True)
 class Blob:
     """A blob found in a repository: its bytes, or the storage name of a mirrored artifact."""

@@ -243,6 +243,23 @@ def oci_artifact_store(
     return row.digest
 
 
+@transaction.atomic
+def oci_image_manifest_store(*, catalog: Catalog, manifest: bytes, media_type: str) -> OciManifest:
+    """Store a mirrored container image's manifest or index byte for byte in ``catalog``'s
+    repository (OCI or Docker schema 2: the bytes are the digest).
+
+    A system service for mirror syncs, which verified the bytes against their digest upstream
+    and checked their shape; every blob and child manifest they name must already be in the
+    repository (MANIFEST_BLOB_UNKNOWN otherwise). No tag: mirrored images are pulled by digest.
+    """
+    parsed = json.loads(manifest)
+    if not isinstance(parsed, dict):
+        raise ManifestInvalidError("manifest is not a JSON object")
+    parsed = {**parsed, "mediaType": media_type}
+    _check_references(catalog=catalog, parsed=parsed)
+    return _manifest_row(catalog=catalog, content=manifest, parsed=parsed, version=None)
+
+
 def _check_references(*, catalog: Catalog, parsed: dict[str, Any]) -> None:
     """Every descriptor names something in the repository: two queries, whatever their number."""
     children = {d.get("digest") for d in parsed.get("manifests") or [] if isinstance(d, dict)}

@@ -11,7 +11,7 @@ import logging
 import re
 from collections.abc import Callable
 from functools import wraps
-from typing import Literal, cast
+from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -93,8 +93,43 @@ def oci_view(method_handlers: dict[str, Callable[..., HttpResponse]]) -> Callabl
     return view
 
 
-def _with_repository(handler: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Split ``name`` into publisher and catalog (NAME_INVALID / NAME_UNKNOWN otherwise)."""
+def _image_repository(name: str, kwargs: dict[str, str]) -> tuple[str, str] | None:
+    """(publisher, catalog) of ``<publisher>/<catalog>/<image path>``, a container image a
+    mirror sync stored in the catalog's repository; None for any other name.
+
+    Its manifests and blobs are the catalog repository's, pulled by digest only (the served
+    catalog names them so); a tag there is unknown, as the image's tags are not mirrored.
+    """
+    publisher, _, rest = name.partition("/")
+    catalog, sep, path = rest.partition("/")
+    if not sep or not _ANY_NAME.match(f"{publisher}/{catalog}") or not NAME_RE.match(name):
+        return None
+    reference = kwargs.get("reference")
+    if reference is not None and not reference.startswith("sha256:"):
+        if not selectors.oci_repository_exists(publisher_slug=publisher, catalog_name=catalog):
+            raise NameUnknownError(
+                f"repository name not known to registry: {name} (names are "
+                "<publisher>/<catalog>, or <publisher>/<catalog>/<image> for an image a mirror "
+                "stored)",
+                detail={"name": name},
+            )
+        raise ManifestUnknownError(
+            f"manifest unknown to registry: {name}:{reference} (an image mirrored under a "
+            "catalog is pulled by digest)",
+            detail={"reference": reference},
+        )
+    return publisher, catalog
+
+
+def _with_repository(
+    handler: Callable[..., HttpResponse] | None = None, *, images: bool = False
+) -> Callable[..., Any]:
+    """Split ``name`` into publisher and catalog (NAME_INVALID / NAME_UNKNOWN otherwise).
+
+    With ``images``, also ``<publisher>/<catalog>/<image path>`` (see ``_image_repository``).
+    """
+    if handler is None:
+        return lambda h: _with_repository(h, images=images)
 
     @wraps(handler)
     def wrapper(request: HttpRequest, name: str, **kwargs: str) -> HttpResponse:
@@ -104,6 +139,9 @@ def _with_repository(handler: Callable[..., HttpResponse]) -> Callable[..., Http
                 f"invalid repository name {name!r}: repository names are lower case",
                 detail={"name": name},
             )
+        image = _image_repository(name, kwargs) if images else None
+        if image is not None:
+            return handler(request, *image, **kwargs)
         if not _ANY_NAME.match(name):
             if not NAME_RE.match(name):
                 raise NameInvalidError(f"invalid repository name {name!r}", detail={"name": name})
@@ -185,7 +223,7 @@ def _content_headers(response: HttpResponseBase, *, digest: str, size: int) -> H
     return response
 
 
-@_with_repository
+@_with_repository(images=True)
 def _manifest_get(request: HttpRequest, publisher: str, catalog: str, reference: str):
     name = f"{publisher}/{catalog}"
     _check_pull(request, name)
@@ -243,7 +281,7 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None | Literal[Fal
     return start, end
 
 
-@_with_repository
+@_with_repository(images=True)
 def _blob_get(request: HttpRequest, publisher: str, catalog: str, digest: str):
     name = f"{publisher}/{catalog}"
     if "HTTP_AUTHORIZATION" in request.META:

@@ -34,7 +34,8 @@ class MirrorSourceForm(forms.Form):
     sigstore_identity = forms.CharField(max_length=1024, required=False, label="sigstore identity")
     sigstore_issuer = forms.CharField(max_length=1024, required=False, label="sigstore issuer")
     mirror_runtimes = forms.BooleanField(
-        required=False, label="Mirror runtimes (exec binaries and starlark scripts)"
+        required=False,
+        label="Mirror runtimes (exec binaries, starlark scripts and container images)",
     )
     enabled = forms.BooleanField(required=False, initial=True, label="Sync on a schedule")
     interval_minutes = forms.IntegerField(

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from catalogs.exceptions import AlreadyExistsError, NotAllowedError, RegistryError
 from catalogs.mirroring import forms
 from catalogs.mirroring import services as mirrors
+from catalogs.mirroring.images import mirrored_images
 from catalogs.mirroring.models import DriftEvent, SyncRun
 from catalogs.pages import domain_errors, page_render
 
@@ -44,7 +45,8 @@ def _last_success(runs) -> SyncRun | None:
 @login_required
 @domain_errors
 def mirror_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """One source: settings, verification, run history with reasons, drift events."""
+    """One source: settings, verification, run history with reasons, drift events, the container
+    images its served version names here."""
     _require_operator(request)
     source = mirrors.mirror_source_get(pk=pk)
     runs = mirrors.sync_run_list(source=source)
@@ -53,6 +55,7 @@ def mirror_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "last_success": _last_success(runs),
         "runs": runs[:50],
         "drift": DriftEvent.objects.filter(source=source).select_related("run")[:50],
+        "images": mirrored_images(version=source.catalog.latest_version),
     }
     return page_render(request, "mirror_detail.html", context)
 

@@ -15,7 +15,7 @@ import tempfile
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -41,6 +41,7 @@ from catalogs.exceptions import (
     SyncInProgressError,
 )
 from catalogs.jobs import job_enqueue_on_commit
+from catalogs.mirroring import images as container_images
 from catalogs.mirroring.fetchers import FetchOptions, Limits, fetch, fetcher_for
 from catalogs.mirroring.fetchers.base import (
     COSIGN_BLOB_SIGNATURE_SUFFIX,
@@ -400,6 +401,8 @@ class _Outcome:
     last_modified: str = ""
     not_modified: bool = False
     downloaded: int = 0  # bytes read upstream: the document plus runtime artifacts
+    # Container images read and verified (catalogs/mirroring/images.py), stored at commit.
+    container_images: list[container_images.StagedImage] = field(default_factory=list)
 
 
 def sync_run_admit(*, run_pk: int) -> Deferral | None:
@@ -570,12 +573,28 @@ def _sync_fetch_and_verify(
     content = fetched.content
     staged: list[_Staged] = []
     images: dict[str, str] = {}
+    mirrored: list[container_images.StagedImage] = []
     if source.mirror_runtimes:
         doc = parsed.to_dict()
         staged = _runtime_artifacts_stage(
             doc=doc, base_url=source.url, scratch=scratch, limits=limits, progress=progress
         )
-        images = _container_images_resolve(doc=doc, limits=limits, provenance=provenance)
+        mirrored = container_images.container_images_stage(
+            doc=doc,
+            catalog=source.catalog,
+            scratch=scratch,
+            limits=limits,
+            cosign_public_key=source.cosign_public_key,
+            progress=progress,
+        )
+        downloaded = {b.digest: b for image in mirrored for b in image.blobs if b.path}
+        staged += [
+            _Staged(uri=b.uri, digest=b.digest, size=b.size, path=b.path)
+            for b in downloaded.values()
+        ]
+        images = container_images.tag_digests(mirrored)
+        if mirrored:
+            provenance["images"] = container_images.image_records(mirrored)
         content = dump_canonical(doc).encode("utf-8")
         # Blob URLs are longer than most upstream ones: the rewrite must still be publishable.
         _catalog_parsed(content, rewritten=True)
@@ -590,6 +609,7 @@ def _sync_fetch_and_verify(
         etag=base.etag,
         last_modified=base.last_modified,
         downloaded=len(fetched.content) + sum(s.size for s in staged),
+        container_images=mirrored,
     )
 
 
@@ -617,7 +637,11 @@ def _unchanged(base: _Outcome, *, source: MirrorSource, limits: Limits) -> _Outc
     if source.mirror_runtimes and latest is not None:
         served = services.catalog_document_parse(content=catalog_version_bytes(version=latest))
         base.images = _container_images_resolve(
-            doc=served.to_dict(), limits=limits, provenance=base.provenance
+            doc=served.to_dict(),
+            limits=limits,
+            provenance=base.provenance,
+            # Mirrored images are served pinned: resolve the upstream tags they came from.
+            also=container_images.mirrored_tag_references(version=latest),
         )
     return base
 
@@ -716,26 +740,34 @@ def _runtime_artifacts_stage(
 
 
 def _container_images_resolve(
-    *, doc: dict[str, Any], limits: Limits, provenance: dict[str, Any]
+    *,
+    doc: dict[str, Any],
+    limits: Limits,
+    provenance: dict[str, Any],
+    also: list[str] | None = None,
 ) -> dict[str, str]:
-    """Resolve each tagged container image to its digest at its registry (best effort)."""
+    """Resolve each tagged container image (of ``doc``, and ``also``) to its digest at its
+    registry (best effort)."""
     images: dict[str, str] = {}
     errors: dict[str, str] = {}
-    for function in doc["spec"]["krmFunctions"]:
-        for version in function["versions"]:
-            container = (version.get("runtime") or {}).get("container")
-            if not container or "@" in container["image"] or container["image"] in images:
-                continue
-            image = container["image"]
-            host, sep, name = image.partition("/")
-            if not sep or not ("." in host or ":" in host or host == "localhost"):
-                host, name = "registry-1.docker.io", image if sep else f"library/{image}"
-            if ":" not in name.rpartition("/")[2]:
-                name += ":latest"
-            try:
-                images[image] = OciClient(host, limits=limits).resolve(name)
-            except SyncError as exc:
-                errors[image] = exc.message
+    named = [
+        container["image"]
+        for function in doc["spec"]["krmFunctions"]
+        for version in function["versions"]
+        if (container := (version.get("runtime") or {}).get("container"))
+    ]
+    for image in [*named, *(also or [])]:
+        if "@" in image or image in images:
+            continue
+        host, sep, name = image.partition("/")
+        if not sep or not ("." in host or ":" in host or host == "localhost"):
+            host, name = "registry-1.docker.io", image if sep else f"library/{image}"
+        if ":" not in name.rpartition("/")[2]:
+            name += ":latest"
+        try:
+            images[image] = OciClient(host, limits=limits).resolve(name)
+        except SyncError as exc:
+            errors[image] = exc.message
     if errors:
         # Unreachable image registries do not block the catalog: the digest is informative.
         provenance["image_errors"] = errors
@@ -803,6 +835,9 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
                     },
                 )
                 artifact.catalog_versions.add(version)
+            container_images.container_images_store(
+                catalog=catalog, version=version, images=outcome.container_images
+            )
             _record_images(source=source, run=run, images=outcome.images)
             source.last_digest = outcome.fetched_digest
             source.last_etag = outcome.etag

@@ -376,6 +376,8 @@ LOGGING = {
 # Largest catalog document and largest runtime artifact a sync downloads.
 MIRROR_MAX_BYTES = env_int("MIRROR_MAX_BYTES", CATALOG_MAX_BYTES)
 MIRROR_ARTIFACT_MAX_BYTES = env_int("MIRROR_ARTIFACT_MAX_BYTES", 256 * 1024 * 1024)
+# Largest container image a sync mirrors: configs and layers of all its platforms together.
+MIRROR_IMAGE_MAX_BYTES = env_int("MIRROR_IMAGE_MAX_BYTES", 1024 * 1024 * 1024)
 MIRROR_TIMEOUT = float(env("MIRROR_TIMEOUT", default="30"))
 MIRROR_MAX_REDIRECTS = env_int("MIRROR_MAX_REDIRECTS", 5)
 # Runtime artifacts a sync downloads at the same time (one pooled HTTPS client).

@@ -689,8 +689,10 @@ def test_jail_run_limits_and_host_root_mode(tmp_path):
         ["python3", "-c", "bytearray(600 << 20)"], b"", limits=JailLimits(memory_bytes=256 << 20)
     )
     assert big.exit_code == 1 and big.stderr.endswith(b"MemoryError\n")
-    # a mount is the only host path it sees; read-only unless writable
+    # a mount is the only host path it sees; read-only unless writable (and then writable as
+    # nobody would find it, as with docker's --user 65534: this one is open to all)
     (tmp_path / "m").mkdir()
+    (tmp_path / "m").chmod(0o777)
     ro = jail_run(["sh", "-c", "echo x > /m/f"], b"", mounts=[Mount(str(tmp_path / "m"), "/m")])
     assert ro.exit_code != 0 and b"Read-only file system" in ro.stderr
     rw = jail_run(

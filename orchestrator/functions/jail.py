@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import resource
 import selectors
 import shutil
@@ -585,13 +586,6 @@ def _limit(limits: JailLimits, nproc: bool) -> None:
 
 # Running -----------------------------------------------------------------------------------
 
-# Joins the run's cgroup(s) before anything else starts, so that every process it makes is in
-# them: "$1" files to write this shell's pid to, then the command.
-_JOIN = (
-    'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; n=$((n-1)); shift; done;'
-    ' exec "$@"'
-)
-
 
 def jail_run(
     argv: Sequence[str],
@@ -639,10 +633,17 @@ def jail_run(
             limits=limits,
             rootfs_view=stage.rootfs_view if stage else None,
         )
+        cgroup = _new_cgroup(limits)
+        handshake = None
+        if cgroup is not None:
+            # bwrap tells the sandbox's first process's pid, then waits for a byte before it
+            # runs the program: time to put that process in the cgroup (what it forks follows).
+            handshake = (*os.pipe(), *os.pipe())  # info read/write, block read/write
+            command[1:1] = ["--info-fd", str(handshake[1]), "--block-fd", str(handshake[2])]
         command = _drop() + command
         if stage is not None:
             command = stage.prefix + command
-        result = _communicate(command, stdin, limits)
+        result = _communicate(command, stdin, limits, cgroup, handshake)
     finally:
         if stage is not None:
             with contextlib.suppress(OSError):
@@ -657,23 +658,29 @@ def jail_run(
     return result
 
 
-def _communicate(command: list[str], stdin: bytes, limits: JailLimits) -> JailResult:
-    start = time.monotonic()
+def _new_cgroup(limits: JailLimits) -> _Cgroup | None:
     base = _cgroup_base()
-    cgroup: _Cgroup | None = None
-    if isinstance(base, _CgroupBase):
-        try:
-            cgroup = _Cgroup(base, limits)
-        except OSError as exc:
-            raise FunctionError(f"cannot make the jail's cgroup: {exc}") from None
+    if not isinstance(base, _CgroupBase):
+        return None
+    try:
+        return _Cgroup(base, limits)
+    except OSError as exc:
+        raise FunctionError(f"cannot make the jail's cgroup: {exc}") from None
+
+
+def _communicate(
+    command: list[str],
+    stdin: bytes,
+    limits: JailLimits,
+    cgroup: _Cgroup | None,
+    handshake: tuple[int, int, int, int] | None,
+) -> JailResult:
+    start = time.monotonic()
     preexec = None
     if shutil.which("prlimit"):
         command = _prlimit(limits, nproc=cgroup is None) + command
     else:
         preexec = lambda: _limit(limits, nproc=cgroup is None)  # noqa: E731
-    if cgroup is not None:
-        files = cgroup.procs_files()
-        command = ["/bin/sh", "-c", _JOIN, "sh", str(len(files)), *files, *command]
     try:
         proc = subprocess.Popen(
             command,
@@ -682,18 +689,60 @@ def _communicate(command: list[str], stdin: bytes, limits: JailLimits) -> JailRe
             stderr=subprocess.PIPE,
             start_new_session=True,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            pass_fds=(handshake[1], handshake[2]) if handshake else (),
             preexec_fn=preexec,  # noqa: PLW1509 - setrlimit only
         )
     except BaseException:
+        if handshake is not None:
+            for fd in handshake:
+                os.close(fd)
         if cgroup is not None:
             cgroup.remove()
         raise
     try:
+        if cgroup is not None and handshake is not None:
+            _join(proc, cgroup, handshake, start + limits.wall_seconds)
         result = _exchange(proc, stdin, limits, start, cgroup)
     finally:
         if cgroup is not None:
             cgroup.remove()
     return result
+
+
+def _join(
+    proc: subprocess.Popen[bytes],
+    cgroup: _Cgroup,
+    handshake: tuple[int, int, int, int],
+    deadline: float,
+) -> None:
+    """Put the sandbox's first process in the run's cgroup before it runs anything, then let
+    it go on. When bwrap failed before telling its pid, there is nothing to put: it exits."""
+    info, info_w, block_r, block = handshake
+    os.close(info_w)
+    os.close(block_r)
+    told = b""
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(info, selectors.EVENT_READ)
+            while b"}" not in told and sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                chunk = os.read(info, 4096)
+                if not chunk:
+                    break
+                told += chunk
+        match = re.search(rb'"child-pid":\s*(\d+)', told)
+        if match is not None:
+            try:
+                for path in cgroup.procs_files():
+                    with open(path, "w") as f:
+                        f.write(match.group(1).decode())
+            except OSError as exc:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                raise FunctionError(f"cannot put the jail in its cgroup: {exc}") from None
+            os.write(block, b"1")
+    finally:
+        os.close(info)
+        os.close(block)
 
 
 def _exchange(

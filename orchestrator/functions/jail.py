@@ -472,7 +472,11 @@ class _Cgroup:
     def __init__(self, base: _CgroupBase, limits: JailLimits) -> None:
         self.kind = base.kind
         name = f"krm-jail-{os.getpid()}-{next(_RUNS)}"
-        self.dirs = {c: os.path.join(p, name) for c, p in base.parents.items()}
+        self.dirs = {
+            c: os.path.join(p, name)
+            for c, p in base.parents.items()
+            if c != "cpu" or limits.cpu_cores is not None  # v1's cpu only when it limits
+        }
         pids = str(limits.max_processes or DEFAULT_PIDS)
         memory = str(limits.memory_bytes)
         try:

@@ -32,7 +32,7 @@ def _python(code: str) -> list[str]:
 
 
 @as_root
-def test_as_root_the_program_is_nobody_outside_and_owns_no_root_file(tmp_path):
+def test_as_root_the_program_is_nobody_outside_and_owns_no_root_file(tmp_path, monkeypatch):
     # A root-owned directory under pytest's root-only temporary directory (nobody could not
     # even reach it: the jail stages it), open to all, holding a root-owned file.
     shared = tmp_path / "shared"
@@ -50,6 +50,14 @@ def test_as_root_the_program_is_nobody_outside_and_owns_no_root_file(tmp_path):
         echo made > /m/new
         """
     )
+    staged: list[str] = []
+    mkdtemp = tempfile.mkdtemp
+
+    def recorded(*args: str, **kwargs: str) -> str:
+        staged.append(mkdtemp(*args, **kwargs))
+        return staged[-1]
+
+    monkeypatch.setattr(jail.tempfile, "mkdtemp", recorded)
     out = jail_run(["sh", "-c", script], b"", mounts=[Mount(str(shared), "/m", writable=True)])
     assert out.exit_code == 0, out.stderr
     assert out.stdout.decode().split() == ["65534"]  # nothing above succeeded but the id
@@ -59,7 +67,7 @@ def test_as_root_the_program_is_nobody_outside_and_owns_no_root_file(tmp_path):
     made = shared / "new"
     assert made.read_text() == "made\n"
     assert (made.stat().st_uid, made.stat().st_gid) == jail.NOBODY
-    assert not list(Path(tempfile.gettempdir()).glob("krm-jail-stage-*"))  # staging is gone
+    assert len(staged) == 1 and not os.path.exists(staged[0])  # staged, then cleaned up
 
 
 @as_root

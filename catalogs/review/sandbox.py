@@ -170,7 +170,7 @@ def _run_jailed(
         status = "output_limit"
     elif result.timed_out or code == -signal.SIGXCPU or code == 128 + signal.SIGXCPU:
         status = "timeout"
-    elif code != 0:
+    elif code != 0 or result.memory_limited:  # a process of it was killed: not a good run
         status = "failed"
     else:
         status = "ok"

@@ -9,6 +9,7 @@
 #   git              git sources for the mirroring tests
 #   bwrap            bubblewrap, the jail of the builtin container runtime and of the trial
 #                    sandbox (orchestrator/functions/jail.py, used by catalogs/review/sandbox.py)
+#   setpriv          util-linux: run as root, the jail starts bwrap as nobody with it
 #   nginx            the deployed serving path in front of gunicorn (tests/deploy/test_nginx.py,
 #                    bench/serve_catalog.py run deploy/nginx/krm-registry.conf.template)
 #   wrk              the HTTP load generator of the serving benchmarks (their parser's tests)
@@ -16,7 +17,7 @@
 # kubectl (the kustomize oracle) is part of this project's machine image; its absence is reported.
 set -euo pipefail
 
-declare -A need=([docker-registry]=docker-registry [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [chromium]="chromium chromium-driver" [git]=git [bwrap]=bubblewrap [nginx]=nginx-light [wrk]=wrk [zsh]=zsh [fish]=fish)
+declare -A need=([docker-registry]=docker-registry [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [chromium]="chromium chromium-driver" [git]=git [bwrap]=bubblewrap [setpriv]=util-linux [nginx]=nginx-light [wrk]=wrk [zsh]=zsh [fish]=fish)
 missing=()
 for cmd in "${!need[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=(${need[$cmd]})

@@ -4,12 +4,14 @@ There is one jail, the engine's (``orchestrator.functions.jail``, used through i
 new user, mount, network, PID, IPC and UTS namespaces made by ``bwrap``; a read-only root (the
 host's ``/usr`` and ``/etc`` for exec programs and starlark, the image's unpacked rootfs for
 container functions); a size-limited private tmpfs at ``/tmp``; the function as nobody with no
-capabilities and only the environment given; CPU time, data size and process limits set by
-``prlimit`` before ``bwrap`` starts; an output limit and a wall-clock timeout that kill the
-whole process group. This module chooses what each runtime sees in it: an exec program is a
-private read-only copy at ``/fn/function``, ``$HOME`` an empty read-only ``/home/fn``; a starlark
-script runs in a Python subprocess in the jail (``catalogs/review/sandbox_starlark.py``, the
-engine's starlark runtime, never in the worker); a container image is pulled, verified and
+capabilities and only the environment given (nobody outside the namespace too when the worker
+runs as root); memory, process and CPU limits on the whole jail with a cgroup where the worker
+may make one (else per process, with ``prlimit``: the run record says which); an output limit
+and a wall-clock timeout that kill the whole run. This module chooses what each runtime sees in
+it: an exec program is a private read-only copy at ``/fn/function``, ``$HOME`` an empty
+read-only ``/home/fn``; a starlark script runs in a Python subprocess in the jail
+(``catalogs/review/sandbox_starlark.py``, the engine's starlark runtime, never in the worker);
+a container image is pulled, verified and
 unpacked by the engine's ``image_prepare`` and runs as its config says, with no network.
 
 What a function *tried* is read from the errors it got (no strace, no seccomp log): with no
@@ -22,14 +24,11 @@ errors is therefore contained but not recorded; the jail, not the detection, is 
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
 import os
 import re
 import shutil
 import signal
-import stat
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -44,6 +43,12 @@ from orchestrator.functions.image import image_prepare
 from orchestrator.functions.options import FnOptions, FunctionError
 
 JAIL = "the engine's jail: bwrap (user/mount/net/pid/ipc/uts namespaces) + prlimit"
+
+
+def _jail_text() -> str:
+    """The jail's description with what holds its memory and processes here."""
+    return f"{JAIL}; {jail.confinement()}"
+
 
 _NETWORK_PATTERNS = re.compile(
     r"Network is unreachable|ENETUNREACH|Errno 101\b|Temporary failure in name resolution|"
@@ -62,8 +67,9 @@ class SandboxUnavailable(RegistryError):
 @dataclass(frozen=True)
 class SandboxLimits:
     cpu_seconds: int = 10
-    memory_bytes: int = 1024 * 1024 * 1024  # RLIMIT_AS
-    max_processes: int = 64  # RLIMIT_NPROC of the sandbox uid
+    memory_bytes: int = 1024 * 1024 * 1024  # the whole jail (cgroup), and each process's data
+    max_processes: int = 64  # the whole jail (cgroup), else RLIMIT_NPROC of the sandbox uid
+    cpu_cores: float = 1.0  # CPU bandwidth of the whole jail (cgroup only)
     max_output: int = 8 * 1024 * 1024  # stdout bytes read before the run is killed
     max_stderr: int = 64 * 1024  # stderr bytes kept
     scratch_bytes: int = 16 * 1024 * 1024  # tmpfs size of /tmp, and RLIMIT_FSIZE
@@ -113,48 +119,8 @@ def _jail_limits(limits: SandboxLimits) -> jail.JailLimits:
         max_stderr=limits.max_stderr,
         tmp_bytes=limits.scratch_bytes,
         max_processes=limits.max_processes,
+        cpu_cores=limits.cpu_cores,
     )
-
-
-@functools.cache
-def _root_only() -> tuple[tuple[str, bool], ...]:
-    """(path, is a directory) of what under /etc only root may read: files others cannot read,
-    directories others cannot enter. Read once per process."""
-    found: list[tuple[str, bool]] = []
-    for top, dirs, files in os.walk("/etc"):
-        for name in list(dirs):
-            path = os.path.join(top, name)
-            with contextlib.suppress(OSError):
-                st = os.lstat(path)
-                if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IXOTH:
-                    found.append((path, True))
-                    dirs.remove(name)
-        for name in files:
-            path = os.path.join(top, name)
-            with contextlib.suppress(OSError):
-                st = os.lstat(path)
-                if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IROTH:
-                    found.append((path, False))
-    return tuple(found)
-
-
-def _masks(staging: str) -> list[jail.Mount]:
-    """Mounts hiding root-only host files when the worker runs as root.
-
-    The engine's jail runs the function as nobody inside a user namespace, which the kernel
-    maps to the caller's uid: run by root, the function would own every root-owned file it
-    sees (``/etc/shadow`` among them). Each such path is covered by an empty, mode 000 file or
-    directory, so the function is denied them as an unprivileged user would be.
-    """
-    if os.geteuid() != 0:
-        return []
-    empty_dir = os.path.join(staging, "masked-dir")
-    empty_file = os.path.join(staging, "masked-file")
-    os.mkdir(empty_dir, 0o000)
-    with open(empty_file, "wb"):
-        pass
-    os.chmod(empty_file, 0o000)
-    return [jail.Mount(empty_dir if d else empty_file, path) for path, d in _root_only()]
 
 
 def _run_jailed(
@@ -167,11 +133,13 @@ def _run_jailed(
     rootfs: str | None = None,
     cwd: str = "/tmp",
     user: tuple[int, int] = jail.NOBODY,
-) -> tuple[str, int | None, bytes, bytes, bool, float]:
-    """(status, exit code, stdout, stderr, stderr truncated, seconds) of one jailed process.
+) -> tuple[str, int | None, bytes, bytes, bool, float, str]:
+    """(status, exit code, stdout, stderr, stderr truncated, seconds, the jail-wide limit hit
+    or "") of one jailed process.
 
-    The host's root (``rootfs=None``) gets an empty read-only ``$HOME`` at ``/home/fn`` and,
-    when the worker runs as root, the masks of :func:`_masks`; an image's root is used as is.
+    The host's root (``rootfs=None``) gets an empty read-only ``$HOME`` at ``/home/fn``; an
+    image's root is used as is. Root-only host files stay closed to the function when the
+    worker runs as root: the jail runs it as nobody outside its namespace too.
     """
     with tempfile.TemporaryDirectory(prefix="krm-trial-jail-") as staging:
         os.chmod(staging, 0o755)
@@ -179,7 +147,7 @@ def _run_jailed(
         if rootfs is None:
             home = os.path.join(staging, "home")
             os.mkdir(home, 0o555)
-            extra = [jail.Mount(home, "/home/fn"), *_masks(staging)]
+            extra = [jail.Mount(home, "/home/fn")]
         try:
             result = jail.jail_run(
                 argv,
@@ -197,15 +165,16 @@ def _run_jailed(
         except FunctionError as exc:
             raise SandboxUnavailable(exc.message) from None
     code = result.exit_code
+    hit = jail.limit_message(result, _jail_limits(limits)) or ""
     if result.output_limited:
         status = "output_limit"
     elif result.timed_out or code == -signal.SIGXCPU or code == 128 + signal.SIGXCPU:
         status = "timeout"
-    elif code != 0:
+    elif code != 0 or result.memory_limited:  # a process of it was killed: not a good run
         status = "failed"
     else:
         status = "ok"
-    return status, code, result.stdout, result.stderr, result.stderr_truncated, result.seconds
+    return status, code, result.stdout, result.stderr, result.stderr_truncated, result.seconds, hit
 
 
 def _resource_id(obj: dict[str, Any]) -> str:
@@ -296,7 +265,7 @@ def run_exec(
         shutil.copyfile(program, copy)
         os.chmod(copy, 0o555)
         os.chmod(staging, 0o755)
-        status, code, out, err, truncated, seconds = _run_jailed(
+        status, code, out, err, truncated, seconds, hit = _run_jailed(
             ["/fn/function"],
             rl.encode(items, function_config),
             limits=limits,
@@ -309,7 +278,8 @@ def run_exec(
         stderr=err.decode("utf-8", errors="replace"),
         stderr_truncated=truncated,
         duration=seconds,
-        jail=JAIL,
+        detail=hit,
+        jail=_jail_text(),
     )
     return _finish(outcome, items, _decoded(outcome, status, out, limits))
 
@@ -347,7 +317,7 @@ def run_starlark(
         },
         "timeout": limits.wall_seconds,
     }
-    status, code, out, err, truncated, seconds = _run_jailed(
+    status, code, out, err, truncated, seconds, hit = _run_jailed(
         [python, "-s", "/krm/runner.py"],
         json.dumps(doc).encode("utf-8"),
         limits=limits,
@@ -360,7 +330,8 @@ def run_starlark(
         stderr=err.decode("utf-8", errors="replace"),
         stderr_truncated=truncated,
         duration=seconds,
-        jail=JAIL + "; starlark in a subprocess",
+        detail=hit,
+        jail=_jail_text() + "; starlark in a subprocess",
     )
     decoded = None
     if status == "ok":
@@ -409,7 +380,7 @@ def run_container(
     env = dict(img.env)
     env.setdefault("PATH", DEFAULT_PATH)
     env.setdefault("HOME", "/")
-    status, code, out, err, truncated, seconds = _run_jailed(
+    status, code, out, err, truncated, seconds, hit = _run_jailed(
         img.argv,
         rl.encode(items, function_config),
         limits=limits,
@@ -425,6 +396,7 @@ def run_container(
         stderr=err.decode("utf-8", errors="replace"),
         stderr_truncated=truncated,
         duration=seconds,
-        jail=f"{JAIL}; image {img.ref} as uid {img.user[0]}",
+        detail=hit,
+        jail=f"{_jail_text()}; image {img.ref} as uid {img.user[0]}",
     )
     return _finish(outcome, items, _decoded(outcome, status, out, limits))

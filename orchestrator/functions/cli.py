@@ -100,7 +100,7 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         choices=["docker", "podman", "builtin"],
         help="container engine for container functions: docker, podman, or builtin (pull the "
         "pinned image and run it in bubblewrap; no daemon); default: docker, else podman, "
-        "else builtin",
+        "whichever can run a container here, else builtin",
     )
     p.add_argument(
         "--offline",

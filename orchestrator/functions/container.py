@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 
 from orchestrator.functions.options import FnOptions, FunctionError
 
@@ -18,20 +19,90 @@ RUNTIMES = (*ENGINES, BUILTIN)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+# Asked once per process and engine: whether it can run a container here.
+PROBES = {
+    "docker": ["version", "--format", "{{.Server.Version}}"],  # fails when no daemon answers
+    "podman": ["info", "--format", "{{.Host.Arch}}"],  # fails when it cannot set up storage
+}
+PROBE_SECONDS = 5.0
+_PROBED: dict[str, str | None] = {}
+_NOTICES: set[str] = set()
+
+
+def engine_problem(engine: str) -> str | None:
+    """None when ``engine`` (on PATH) can run containers here, else its first error line.
+
+    Cached per process and executable: ``docker version`` asks the daemon (tens of ms)."""
+    path = shutil.which(engine)
+    if path is None:
+        return "not on PATH"
+    if path in _PROBED:
+        return _PROBED[path]
+    import subprocess
+
+    problem: str | None
+    try:
+        proc = subprocess.run(
+            [path, *PROBES[engine]],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        problem = f"no answer within {PROBE_SECONDS:g}s"
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    else:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        problem = None
+        if proc.returncode != 0:
+            problem = lines[-1] if lines else f"exit code {proc.returncode}"
+    _PROBED[path] = problem
+    return problem
+
+
+def notice(text: str) -> None:
+    """One line on stderr, once per process (the engine has no notice channel below the
+    build facade)."""
+    if text in _NOTICES:
+        return
+    _NOTICES.add(text)
+    from orchestrator.terminal import lines
+
+    sys.stderr.write(lines(f"Notice: {text}\n"))
+
+
 def detect_engine(options: FnOptions) -> str:
-    """--container-runtime if given, else docker, else podman on PATH, else the builtin one."""
+    """--container-runtime if given, else docker, else podman if it can run a container here,
+    else the builtin one (saying so when docker or podman is there but cannot)."""
     if options.container_runtime:
-        if options.container_runtime not in RUNTIMES:
+        engine = options.container_runtime
+        if engine not in RUNTIMES:
             raise FunctionError(
-                "--container-runtime must be docker, podman or builtin, got "
-                f"{options.container_runtime!r}"
+                f"--container-runtime must be docker, podman or builtin, got {engine!r}"
             )
-        if options.container_runtime != BUILTIN and shutil.which(options.container_runtime) is None:
-            raise FunctionError(f"container runtime {options.container_runtime!r} is not on PATH")
-        return options.container_runtime
+        if engine != BUILTIN and shutil.which(engine) is None:
+            raise FunctionError(f"container runtime {engine!r} is not on PATH")
+        if engine != BUILTIN and (problem := engine_problem(engine)) is not None:
+            raise FunctionError(
+                f"container runtime {engine!r} cannot run containers here: {problem} "
+                "(--container-runtime builtin runs them without a daemon)"
+            )
+        return engine
+    unusable: list[str] = []
     for engine in ENGINES:
-        if shutil.which(engine):
+        if shutil.which(engine) is None:
+            continue
+        problem = engine_problem(engine)
+        if problem is None:
             return engine
+        unusable.append(f"{engine} ({problem})")
+    if unusable:
+        notice(
+            f"{' and '.join(unusable)} cannot run containers here; "
+            "using the builtin container runtime"
+        )
     return BUILTIN
 
 
@@ -50,7 +121,13 @@ def run_builtin(
     """
     from orchestrator.functions.fetch import FetchError
     from orchestrator.functions.image import image_prepare
-    from orchestrator.functions.jail import JailLimits, Mount, jail_run
+    from orchestrator.functions.jail import (
+        JailLimits,
+        Mount,
+        cgroup_check,
+        jail_run,
+        limit_message,
+    )
 
     if shutil.which("bwrap") is None:  # before any download: it could not run anyway
         engines = "" if options.container_runtime == BUILTIN else "no docker or podman, and "
@@ -67,6 +144,7 @@ def run_builtin(
     env.setdefault("PATH", DEFAULT_PATH)
     env.setdefault("HOME", "/")
     env.update(options.env_pairs())
+    limits = JailLimits(wall_seconds=options.timeout)
     try:
         result = jail_run(
             img.argv,
@@ -77,15 +155,19 @@ def run_builtin(
             user=img.user,
             network=require_network and options.network,
             mounts=mounts,
-            limits=JailLimits(wall_seconds=options.timeout),
+            limits=limits,
         )
     except FunctionError as exc:
         raise FunctionError(f"{function}: {exc.message}") from None
+    if result.confinement == "rlimits only":
+        notice(f"the jail's limits hold per process, not for its whole tree: {cgroup_check()}")
     stderr = result.stderr.decode("utf-8", errors="replace")
     if result.timed_out:
         raise FunctionError(f"{function}: timed out after {options.timeout:g}s")
     if result.output_limited:
         raise FunctionError(f"{function}: wrote more than the limit to its standard output")
+    if result.exit_code != 0 and (hit := limit_message(result, limits)) is not None:
+        raise FunctionError(f"{function}: {hit}")
     if result.exit_code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
         raise FunctionError(f"{function}: stopped at its CPU time limit ({options.timeout:g}s)")
     if result.exit_code != 0:

@@ -15,6 +15,7 @@ import pytest
 
 from catalogs.review import sandbox
 from catalogs.review.sandbox import SandboxLimits
+from orchestrator.functions import jail
 from orchestrator.functions.options import FnOptions
 from tests.catalogs.review.container_fixtures import (  # noqa: F401 (fixtures)
     needs_image_tools,
@@ -246,3 +247,28 @@ def test_memory_beyond_the_limit_is_refused(tmp_path, unharmed):
     outcome = sandbox.run_exec(fn, ITEMS, limits=limits)
     assert outcome.status == "failed"
     assert "MemoryError" in outcome.stderr
+
+
+def test_the_run_record_says_what_held_the_jail(tmp_path, unharmed):
+    fn = _program(tmp_path, "cat\n")
+    outcome = sandbox.run_exec(fn, ITEMS, limits=FAST)
+    assert outcome.status == "ok", outcome
+    assert outcome.jail == f"{sandbox.JAIL}; {jail.confinement()}"
+    assert jail.confinement() in {"cgroup v2", "cgroup v1", "rlimits only"}
+
+
+@pytest.mark.skipif(jail.cgroup_check() is not None, reason=f"no cgroup: {jail.cgroup_check()}")
+def test_a_memory_hog_across_processes_is_stopped_and_the_limit_named(tmp_path, unharmed):
+    # Three processes of 64 MiB each: each one is under the per-process limit, together they
+    # pass the jail's 128 MiB.
+    fn = _program(
+        tmp_path,
+        "for i in 1 2 3; do\n"
+        "  /usr/bin/python3 -c 'import time; b = b\"x\" * (64 << 20); time.sleep(3)' &\n"
+        "done\nwait\ncat\n",
+    )
+    limits = SandboxLimits(cpu_seconds=5, wall_seconds=15, memory_bytes=128 * 1024 * 1024)
+    outcome = sandbox.run_exec(fn, ITEMS, limits=limits)
+    assert outcome.status == "failed"  # even though the script itself exited 0
+    assert outcome.detail == "killed at the jail's memory limit (128 MiB for all its processes)"
+    assert outcome.jail.endswith(jail.confinement())

@@ -174,6 +174,44 @@ def test_builtin_is_also_chosen_explicitly_and_warm_start_needs_no_registry(
     assert again.stdout == first.stdout
 
 
+def test_a_docker_that_cannot_run_containers_leaves_the_builtin_runtime_to_run(
+    tmp_path, pushed, bare_path
+):
+    """docker on PATH, its daemon unreachable (as on this machine): the builtin runtime runs the
+    image, and says so in one line; asked for explicitly, docker is a clear error."""
+    dead = Path(bare_path) / "docker"
+    dead.write_text(
+        "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+        "Is the docker daemon running?' >&2\nexit 1\n"
+    )
+    dead.chmod(0o755)
+    image = pushed[2]["one"]
+    cat = _catalog(tmp_path, image.ref, image.digest)
+    proc = _krm(tmp_path, str(_app(tmp_path)), "--trusted-catalog", str(cat), bare_path=bare_path)
+    assert proc.returncode == 0, proc.stderr
+    assert _probe(proc.stdout)["uid"] == "65534"
+    notices = [line for line in proc.stderr.splitlines() if "docker" in line]
+    assert notices == [
+        "Notice: docker (Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+        "Is the docker daemon running?) cannot run containers here; using the builtin container "
+        "runtime"
+    ]
+    explicit = _krm(
+        tmp_path,
+        str(_app(tmp_path)),
+        "--trusted-catalog",
+        str(cat),
+        "--container-runtime",
+        "docker",
+        bare_path=bare_path,
+    )
+    assert explicit.returncode == 1
+    assert "container runtime 'docker' cannot run containers here: Cannot connect" in (
+        explicit.stderr
+    )
+    assert explicit.stdout == ""
+
+
 def test_tag_without_digest_is_refused_and_nothing_is_pulled(tmp_path, pushed, bare_path):
     image = pushed[2]["one"]
     cat = _catalog(tmp_path, image.ref, None)
@@ -689,8 +727,10 @@ def test_jail_run_limits_and_host_root_mode(tmp_path):
         ["python3", "-c", "bytearray(600 << 20)"], b"", limits=JailLimits(memory_bytes=256 << 20)
     )
     assert big.exit_code == 1 and big.stderr.endswith(b"MemoryError\n")
-    # a mount is the only host path it sees; read-only unless writable
+    # a mount is the only host path it sees; read-only unless writable (and then writable as
+    # nobody would find it, as with docker's --user 65534: this one is open to all)
     (tmp_path / "m").mkdir()
+    (tmp_path / "m").chmod(0o777)
     ro = jail_run(["sh", "-c", "echo x > /m/f"], b"", mounts=[Mount(str(tmp_path / "m"), "/m")])
     assert ro.exit_code != 0 and b"Read-only file system" in ro.stderr
     rw = jail_run(

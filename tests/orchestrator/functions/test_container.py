@@ -14,15 +14,32 @@ import sys
 
 import pytest
 
-from orchestrator.functions import CatalogSet, FunctionError, TrustConfig, run_function_config
+from orchestrator.functions import (
+    CatalogSet,
+    FunctionError,
+    TrustConfig,
+    container,
+    run_function_config,
+)
 from orchestrator.resource import Resource
 
 STAND_IN = f"""#!{sys.executable}
 import json, os, sys
+if sys.argv[1:2] in (["version"], ["info"]):  # krm's probe: can it run containers?
+    print("24.0.0")
+    sys.exit(0)
 data = sys.stdin.buffer.read()
 with open(os.environ["RECORD"], "w") as f:
     json.dump({{"argv": sys.argv, "name": os.path.basename(sys.argv[0])}}, f)
 sys.stdout.buffer.write(data)
+"""
+
+# What docker prints with no daemon to talk to, for any command; it counts its calls.
+DEAD = """#!/bin/sh
+echo "$*" >> "$CALLS"
+echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon \\
+running?" >&2
+exit 1
 """
 
 SHA = "a" * 64
@@ -142,3 +159,48 @@ def test_no_engine_and_no_bwrap_is_a_clear_error(tmp_path, monkeypatch, options)
         "needs bubblewrap (bwrap) on PATH; refusing to run it unsandboxed"
     )
     assert not (tmp_path / "cache" / "images").exists()
+
+
+@pytest.fixture
+def dead_docker(tmp_path, monkeypatch):
+    """A docker whose daemon cannot be reached, alone on PATH (no podman, no bubblewrap)."""
+    bindir = tmp_path / "dead-bin"
+    bindir.mkdir()
+    (bindir / "docker").write_text(DEAD)
+    (bindir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir))
+    monkeypatch.setenv("CALLS", str(tmp_path / "calls"))
+    monkeypatch.setattr(container, "_PROBED", {})
+    monkeypatch.setattr(container, "_NOTICES", set())
+    return tmp_path / "calls"
+
+
+def test_a_docker_that_cannot_run_containers_falls_back_to_builtin(
+    tmp_path, dead_docker, options, capsys
+):
+    opts = options(cache_dir=str(tmp_path / "cache"))
+    for _ in range(2):
+        with pytest.raises(FunctionError) as exc:
+            _run(tmp_path, _catalog(tmp_path), opts)
+        # the builtin runtime was chosen: it is the one asking for bubblewrap
+        assert "the builtin container runtime needs bubblewrap (bwrap) on PATH" in str(exc.value)
+    assert capsys.readouterr().err == (
+        "Notice: docker (Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+        "Is the docker daemon running?) cannot run containers here; using the builtin "
+        "container runtime\n"
+    )  # once per process
+    # docker was asked once (the probe, cached), and never asked to run anything
+    assert dead_docker.read_text() == "version --format {{.Server.Version}}\n"
+
+
+def test_an_explicit_docker_that_cannot_run_containers_is_a_clear_error(
+    tmp_path, dead_docker, options
+):
+    with pytest.raises(FunctionError) as exc:
+        _run(tmp_path, _catalog(tmp_path), options(container_runtime="docker"))
+    assert str(exc.value) == (
+        "container runtime 'docker' cannot run containers here: Cannot connect to the Docker "
+        "daemon at unix:///var/run/docker.sock. Is the docker daemon running? "
+        "(--container-runtime builtin runs them without a daemon)"
+    )
+    assert dead_docker.read_text() == "version --format {{.Server.Version}}\n"

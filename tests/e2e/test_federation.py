@@ -63,6 +63,7 @@ def test_registry_mirrors_another_over_oci_with_its_key(
     assert run.verification["sha256"] == "sha256:" + hashlib.sha256(upstream_bytes).hexdigest()
     assert run.provenance["verification"] == "tuf"
     root = httpx.get(f"{base}/tuf/root.json").content
+    source.refresh_from_db()
     assert source.upstream_tuf["pinned"]["sha256"] == hashlib.sha256(root).hexdigest()
     version = source.catalog.versions.get()
     assert bytes(version.content) == upstream_bytes
@@ -105,4 +106,5 @@ def test_mirror_with_another_key_is_refused_and_publishes_nothing(
         "cosign public key: that key is not a root key of the upstream."
     )
     assert not source.catalog.versions.exists()
+    source.refresh_from_db()
     assert source.upstream_tuf == {}

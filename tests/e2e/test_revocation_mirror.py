@@ -168,9 +168,9 @@ revocations.revocation_create(catalog=cat, actor=None, group="tools.example.co",
 
 def test_a_run_whose_carry_fails_publishes_nothing(tmp_path, settings, live_server):
     """Fault 4: A publishes version 2 and revokes Fmt, then the stored list is damaged (its
-    object store lost the bytes): A cannot serve the list it signed, so the carry fails, and so does the
-    run, which publishes nothing. B keeps serving version 1, as before the run (the version
-    used to stay published, and served, while the run said "failed")."""
+    object store lost the bytes): A cannot serve the list it signed, so the carry fails, and
+    so does the run, which publishes nothing. B keeps serving version 1, as before the run
+    (the version used to stay published, and served, while the run said "failed")."""
     import sqlite3
 
     from catalogs.mirroring import services as mirrors

@@ -99,7 +99,7 @@ def test_root_digest_needs_a_registry_url(mirror_settings):
 
 
 def test_pinned_upstream_that_stops_serving_tuf_is_refused(
-    oci_settings, oci_upstream, sync, snapshot
+    oci_settings, oci_upstream, sync, snapshot, client, staff_user
 ):
     """Once an upstream's root is pinned, metadata that disappears (a proxy answering 404, or
     an upstream swapped for a plain OCI registry) fails the run rather than fall back to
@@ -142,6 +142,12 @@ def test_pinned_upstream_that_stops_serving_tuf_is_refused(
     assert snapshot(source) == before
     source.refresh_from_db()
     assert source.upstream_tuf == state
+    # The mirror's page shows the root pinned, for an operator to compare.
+    client.force_login(staff_user)
+    page = client.get(f"/mirrors/{source.pk}/").content.decode()
+    assert (
+        f'<code class="small">sha256:{"ab" * 32}</code> (version 1, pinned by first use)' in page
+    )
 
 
 @pytest.mark.parametrize(

@@ -145,9 +145,7 @@ def test_pinned_upstream_that_stops_serving_tuf_is_refused(
     # The mirror's page shows the root pinned, for an operator to compare.
     client.force_login(staff_user)
     page = client.get(f"/mirrors/{source.pk}/").content.decode()
-    assert (
-        f'<code class="small">sha256:{"ab" * 32}</code> (version 1, pinned by first use)' in page
-    )
+    assert f'<code class="small">sha256:{"ab" * 32}</code> (version 1, pinned by first use)' in page
 
 
 @pytest.mark.parametrize(

@@ -625,8 +625,9 @@ def _sync_fetch_and_verify(
 def _upstream_list(trusted: Any, source: MirrorSource) -> UpstreamList:
     """The upstream's revocation list: the TUF target already verified, else fetched now."""
     if trusted is not None:
-        return upstream_list_parse(content=trusted.revocations, url=trusted.revocations_url,
-                                   how="tuf")  # fmt: skip
+        return upstream_list_parse(
+            content=trusted.revocations, url=trusted.revocations_url, how="tuf"
+        )
     return upstream_list_fetch(source=source)
 
 

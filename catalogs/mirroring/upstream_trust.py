@@ -314,8 +314,8 @@ def upstream_trust_check(
     metadata = os.path.join(scratch, "tuf-metadata")
     targets = os.path.join(scratch, "tuf-targets")
     os.makedirs(targets, exist_ok=True)
-    _seed(metadata, state if pinned.get("sha256") == state.get("pinned", {}).get("sha256") else {},
-          upstream.registry)  # fmt: skip
+    same_pin = pinned.get("sha256") == state.get("pinned", {}).get("sha256")
+    _seed(metadata, state if same_pin else {}, upstream.registry)
     try:
         updater = Updater(
             metadata,

@@ -104,6 +104,7 @@ class MirrorSourceSerializer(serializers.ModelSerializer):
             "cosign_public_key",
             "sigstore_identity",
             "sigstore_issuer",
+            "upstream_root_sha256",
             "mirror_runtimes",
             "enabled",
             "interval_minutes",
@@ -163,6 +164,9 @@ class MirrorSourceCreateSerializer(serializers.Serializer):
     sigstore_issuer = serializers.CharField(
         max_length=1024, required=False, allow_blank=True, default=""
     )
+    upstream_root_sha256 = serializers.CharField(
+        max_length=64, required=False, allow_blank=True, default=""
+    )
     mirror_runtimes = serializers.BooleanField(required=False, default=False)
     enabled = serializers.BooleanField(required=False, default=True)
     interval_minutes = serializers.IntegerField(required=False, min_value=1, max_value=525600)
@@ -176,6 +180,7 @@ class MirrorSourceUpdateSerializer(serializers.Serializer):
     cosign_public_key = serializers.CharField(required=False, allow_blank=True)
     sigstore_identity = serializers.CharField(max_length=1024, required=False, allow_blank=True)
     sigstore_issuer = serializers.CharField(max_length=1024, required=False, allow_blank=True)
+    upstream_root_sha256 = serializers.CharField(max_length=64, required=False, allow_blank=True)
     mirror_runtimes = serializers.BooleanField(required=False)
     enabled = serializers.BooleanField(required=False)
     interval_minutes = serializers.IntegerField(required=False, min_value=1, max_value=525600)

@@ -33,6 +33,13 @@ class MirrorSourceForm(forms.Form):
     )
     sigstore_identity = forms.CharField(max_length=1024, required=False, label="sigstore identity")
     sigstore_issuer = forms.CharField(max_length=1024, required=False, label="sigstore issuer")
+    upstream_root_sha256 = forms.CharField(
+        max_length=64,
+        required=False,
+        label="Upstream TUF root sha256",
+        help_text="Optional, for a registry of this kind: the sha256 of its /tuf/root.json to "
+        "pin (else pinned on the first sync, or by the cosign key when it signs the root).",
+    )
     mirror_runtimes = forms.BooleanField(
         required=False,
         label="Mirror runtimes (exec binaries, starlark scripts and container images)",

@@ -18,6 +18,12 @@ class MirrorSource(models.Model):
     cosign_public_key = models.TextField(blank=True)
     sigstore_identity = models.CharField(max_length=1024, blank=True)
     sigstore_issuer = models.CharField(max_length=1024, blank=True)
+    # An upstream registry of this kind (it serves /tuf/): the sha256 of the TUF root to pin;
+    # empty: pinned on first sync (or by cosign_public_key, when that key signs the root).
+    upstream_root_sha256 = models.CharField(max_length=64, blank=True)
+    # The upstream's TUF metadata trusted after the last good sync (catalogs.mirroring.
+    # upstream_trust): the pinned root and how, the newest root, timestamp and snapshot.
+    upstream_tuf = models.JSONField(default=dict, blank=True)
     mirror_runtimes = models.BooleanField(default=False)
     enabled = models.BooleanField(default=True)
     interval_minutes = models.PositiveIntegerField(default=60)

@@ -1,15 +1,19 @@
 """Mirrors carry their upstream's revocations: the list of an upstream that is a registry of this
-kind is fetched after each good sync, verified with the source's key, and appended to the mirror
-catalog's own list (``catalogs.trust.revocations``)."""
+kind is fetched and verified with the catalog (through the upstream's TUF metadata, see
+``upstream_trust``, else with the source's cosign key), and appended to the mirror catalog's own
+list (``catalogs.trust.revocations``) in the same transaction that publishes the version, so a
+list that cannot be carried fails the run and publishes nothing."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 from django.conf import settings
 
+from catalogs.exceptions import SyncError
 from catalogs.mirroring.limits import mirror_limits
 from catalogs.trust.revocations import KIND, revocation_list_import, revocations_url_for
 
@@ -55,13 +59,47 @@ def _get_limited(url: str, limits: Any) -> bytes | None:
     return resp.content
 
 
-def revocation_list_mirror(*, source: Any) -> dict[str, Any]:
-    """Fetch the upstream list of a mirror source and append what is new to its catalog.
+class RevocationCarryError(SyncError):
+    """The upstream's revocation list could not be fetched, verified or read: the run fails
+    and publishes nothing (``outcome`` goes in the run's provenance)."""
 
-    With the source's cosign key, the list's ``.sig`` must verify with it, else nothing is
-    carried. Returns what happened, for the sync run's provenance; never raises for the
-    upstream's faults (the catalog sync itself already succeeded).
-    """
+    def __init__(self, outcome: dict[str, Any]):
+        self.outcome = outcome
+        super().__init__(
+            f"The upstream revocation list {outcome.get('url', '?')} was not carried "
+            f"({outcome['status']}): nothing was published, and the mirror keeps serving its "
+            "previous version (a mirror without an upstream revocation would run what "
+            "upstream revoked)."
+        )
+
+
+@dataclass
+class UpstreamList:
+    """An upstream revocation list, verified, to carry in the sync's commit."""
+
+    outcome: dict[str, Any]  # for the run's provenance
+    entries: list[dict[str, Any]] | None = None  # None: nothing upstream to carry
+
+
+def upstream_list_parse(*, content: bytes, url: str, how: str) -> UpstreamList:
+    """A verified list's entries; RevocationCarryError when it is not a RevocationList."""
+    try:
+        doc = yaml.safe_load(content)
+    except yaml.YAMLError as exc:
+        raise RevocationCarryError({"url": url, "status": f"failed: not YAML: {exc}"}) from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise RevocationCarryError({"url": url, "status": f"refused: not a {KIND}"})
+    entries = doc.get("revocations") or []
+    if not isinstance(entries, list):
+        raise RevocationCarryError({"url": url, "status": "refused: revocations is not a list"})
+    outcome = {"url": url, "verified": how, "upstream_sequence": doc.get("sequence")}
+    return UpstreamList(outcome=outcome, entries=entries)
+
+
+def upstream_list_fetch(*, source: Any) -> UpstreamList:
+    """The list of an upstream of this kind without TUF metadata, verified with the source's
+    cosign key when it has one (its ``.sig``); RevocationCarryError when it cannot be read or
+    does not verify. Nothing is written."""
     import base64
 
     import httpx
@@ -76,28 +114,36 @@ def revocation_list_mirror(*, source: Any) -> dict[str, Any]:
         source.url, plain_http_hosts=tuple(settings.MIRROR_OCI_PLAIN_HTTP_HOSTS)
     )
     if url is None:
-        return {"status": "not a registry of this kind"}
+        return UpstreamList(outcome={"status": "not a registry of this kind"})
     limits = mirror_limits(max_bytes=MAX_MIRRORED_LIST_BYTES)
     try:
         content = _get_limited(url, limits)
         if content is None:
-            return {"url": url, "status": "none upstream"}
+            return UpstreamList(outcome={"url": url, "status": "none upstream"})
+        how = "none"
         if source.cosign_public_key:
             key = cosign_public_key_load(source.cosign_public_key)
             signature = _get_limited(url + ".sig", limits)
             if signature is None:
-                return {"url": url, "status": "refused: no signature"}
+                raise RevocationCarryError({"url": url, "status": "refused: no signature"})
             try:
                 key.verify(base64.b64decode(signature), content, ec.ECDSA(hashes.SHA256()))
             except (InvalidSignature, ValueError):
-                return {"url": url, "status": "refused: bad signature"}
-        doc = yaml.safe_load(content)
-        if not isinstance(doc, dict) or doc.get("kind") != KIND:
-            return {"url": url, "status": f"refused: not a {KIND}"}
-        added = revocation_list_import(
-            catalog=source.catalog, entries=list(doc.get("revocations") or [])
-        )
-    except (RegistryError, yaml.YAMLError, httpx.HTTPError, ValueError) as exc:
-        return {"url": url, "status": f"failed: {exc}"}
-    sequence = doc.get("sequence")
-    return {"url": url, "status": "carried", "added": added, "upstream_sequence": sequence}
+                raise RevocationCarryError(
+                    {"url": url, "status": "refused: bad signature"}
+                ) from None
+            how = "cosign"
+    except RevocationCarryError:
+        raise
+    except (RegistryError, httpx.HTTPError, ValueError) as exc:
+        raise RevocationCarryError({"url": url, "status": f"failed: {exc}"}) from None
+    return upstream_list_parse(content=content, url=url, how=how)
+
+
+def upstream_list_carry(*, source: Any, upstream: UpstreamList) -> dict[str, Any]:
+    """Append what is new in ``upstream`` to the mirror catalog's list, in the caller's
+    transaction (the sync's commit); the outcome for the run's provenance."""
+    if upstream.entries is None:
+        return upstream.outcome
+    added = revocation_list_import(catalog=source.catalog, entries=upstream.entries)
+    return {**upstream.outcome, "status": "carried", "added": added}

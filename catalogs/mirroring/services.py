@@ -42,6 +42,7 @@ from catalogs.exceptions import (
 )
 from catalogs.jobs import job_enqueue_on_commit
 from catalogs.mirroring import images as container_images
+from catalogs.mirroring.drift import catalog_tag_drift_record
 from catalogs.mirroring.fetchers import FetchOptions, Limits, fetch, fetcher_for
 from catalogs.mirroring.fetchers.base import (
     COSIGN_BLOB_SIGNATURE_SUFFIX,
@@ -55,13 +56,20 @@ from catalogs.mirroring.fetchers.https import HttpsSession
 from catalogs.mirroring.fetchers.oci import OciClient, parse_oci_ref
 from catalogs.mirroring.limits import mirror_limits
 from catalogs.mirroring.models import DriftEvent, MirrorSource, RuntimeArtifact, SyncRun
-from catalogs.mirroring.revocations import revocation_list_mirror
+from catalogs.mirroring.revocations import (
+    RevocationCarryError,
+    UpstreamList,
+    upstream_list_carry,
+    upstream_list_fetch,
+    upstream_list_parse,
+)
 from catalogs.mirroring.signatures import (
     cosign_blob_verify,
     cosign_public_key_load,
     cosign_verify,
     sigstore_verify,
 )
+from catalogs.mirroring.upstream_trust import upstream_of, upstream_trust_check
 from catalogs.publishing import blobstore, services
 from catalogs.publishing.content import catalog_version_bytes
 from catalogs.publishing.events import CatalogWriteRequested
@@ -81,9 +89,6 @@ FINISHED = (SyncRun.Status.SUCCEEDED, SyncRun.Status.UNCHANGED, SyncRun.Status.F
 TRANSITIONS: dict[str, set[str]] = {
     SyncRun.Status.QUEUED: {SyncRun.Status.RUNNING, SyncRun.Status.FAILED},
     SyncRun.Status.RUNNING: set(SyncRun.Status),
-    # The catalog was committed, then carrying the upstream's revocation list failed.
-    SyncRun.Status.SUCCEEDED: {SyncRun.Status.FAILED},
-    SyncRun.Status.UNCHANGED: {SyncRun.Status.FAILED},
 }
 
 
@@ -155,7 +160,13 @@ def _check_operator(actor: Actor) -> None:
 
 
 def _source_checked(
-    *, url: str, digest: str, cosign_public_key: str, sigstore_identity: str, sigstore_issuer: str
+    *,
+    url: str,
+    digest: str,
+    cosign_public_key: str,
+    sigstore_identity: str,
+    sigstore_issuer: str,
+    upstream_root_sha256: str = "",
 ) -> str:
     """Validate a source's URL, pin and signature policy; return the URL's kind."""
     if url_has_credentials(url):
@@ -215,6 +226,18 @@ def _source_checked(
             "A sigstore identity verifies https and git sources (a bundle beside the catalog); "
             "use a cosign public key for OCI sources."
         )
+    if upstream_root_sha256:
+        if not re.fullmatch(r"[0-9a-f]{64}", upstream_root_sha256):
+            raise InvalidInputError(
+                "upstream_root_sha256 is the sha256 of the upstream's TUF root.json: "
+                "64 lower-case hexadecimal characters."
+            )
+        if upstream_of(url) is None:
+            raise InvalidInputError(
+                "upstream_root_sha256 pins the TUF root of a registry of this kind; the URL "
+                "must name one of its catalogs (https://host/c/<publisher>/<catalog>/"
+                "catalog.yaml or oci://host/<publisher>/<catalog>:tag)."
+            )
     return kind
 
 
@@ -244,6 +267,7 @@ def mirror_source_create(
     cosign_public_key: str = "",
     sigstore_identity: str = "",
     sigstore_issuer: str = "",
+    upstream_root_sha256: str = "",
     mirror_runtimes: bool = False,
     enabled: bool = True,
     interval_minutes: int | None = None,
@@ -257,6 +281,7 @@ def mirror_source_create(
         cosign_public_key=cosign_public_key,
         sigstore_identity=sigstore_identity,
         sigstore_issuer=sigstore_issuer,
+        upstream_root_sha256=upstream_root_sha256,
     )
     if MirrorSource.objects.filter(name=name).exists():
         raise AlreadyExistsError(f"Mirror source '{name}' already exists.")
@@ -277,6 +302,7 @@ def mirror_source_create(
                 cosign_public_key=cosign_public_key,
                 sigstore_identity=sigstore_identity,
                 sigstore_issuer=sigstore_issuer,
+                upstream_root_sha256=upstream_root_sha256,
                 mirror_runtimes=mirror_runtimes,
                 enabled=enabled,
                 interval_minutes=interval_minutes or settings.MIRROR_DEFAULT_INTERVAL_MINUTES,
@@ -293,6 +319,7 @@ MIRROR_SOURCE_FIELDS = (
     "cosign_public_key",
     "sigstore_identity",
     "sigstore_issuer",
+    "upstream_root_sha256",
     "mirror_runtimes",
     "enabled",
     "interval_minutes",
@@ -308,6 +335,7 @@ def mirror_source_update(*, source: MirrorSource, actor: Actor, **changes: Any) 
         raise InvalidInputError(f"Cannot change: {', '.join(unknown)}.")
     locked = MirrorSource.objects.select_for_update().get(pk=source.pk)
     old_url = locked.url
+    old_anchor = (locked.url, locked.cosign_public_key, locked.upstream_root_sha256)
     for key, value in changes.items():
         setattr(locked, key, value)
     _source_checked(
@@ -316,9 +344,13 @@ def mirror_source_update(*, source: MirrorSource, actor: Actor, **changes: Any) 
         cosign_public_key=locked.cosign_public_key,
         sigstore_identity=locked.sigstore_identity,
         sigstore_issuer=locked.sigstore_issuer,
+        upstream_root_sha256=locked.upstream_root_sha256,
     )
     # What was verified before no longer speaks for the new settings: force a full sync.
     locked.last_digest = locked.last_etag = locked.last_modified = ""
+    if (locked.url, locked.cosign_public_key, locked.upstream_root_sha256) != old_anchor:
+        # The upstream's TUF root is pinned again, by the new settings.
+        locked.upstream_tuf = {}
     locked.save()
     if locked.url != old_url:
         # The description made at creation names the URL; it must not keep the old one.
@@ -403,6 +435,10 @@ class _Outcome:
     downloaded: int = 0  # bytes read upstream: the document plus runtime artifacts
     # Container images read and verified (catalogs/mirroring/images.py), stored at commit.
     container_images: list[container_images.StagedImage] = field(default_factory=list)
+    # The upstream's revocation list, verified, carried in the commit that publishes.
+    revocations: UpstreamList | None = None
+    # The upstream's TUF metadata trusted now (kept on the source once the run commits).
+    upstream_tuf: dict[str, Any] | None = None
 
 
 def sync_run_admit(*, run_pk: int) -> Deferral | None:
@@ -441,8 +477,11 @@ def sync_run_execute(
     with tempfile.TemporaryDirectory(prefix="krm-sync-") as scratch:
         try:
             outcome = _sync_fetch_and_verify(source=source, scratch=scratch, progress=progress)
-            run = _sync_commit(run_pk=run.pk, outcome=outcome)
-            return _revocations_carry(source=source, run=run)
+            return _sync_commit(run_pk=run.pk, outcome=outcome)
+        except RevocationCarryError as exc:
+            return _sync_fail(
+                run_pk=run.pk, reason=exc.message, provenance={"revocations": exc.outcome}
+            )
         except (SyncError, StorageError) as exc:
             return _sync_fail(run_pk=run.pk, reason=exc.message)
         except Exception as exc:  # noqa: BLE001  (a run must end with a reason, whatever broke)
@@ -450,35 +489,11 @@ def sync_run_execute(
             return _sync_fail(run_pk=run.pk, reason=f"Internal error: {type(exc).__name__}: {exc}")
 
 
-def _revocations_carry(*, source: MirrorSource, run: SyncRun) -> SyncRun:
-    """After a good sync, carry the upstream's revocation list (see revocation_list_mirror).
-
-    A carry that fails or is refused fails the run: the mirror's list may lack an upstream
-    revocation, and a run that says "succeeded" would hide it.
-    """
-
-    try:
-        outcome = revocation_list_mirror(source=MirrorSource.objects.get(pk=source.pk))
-    except Exception as exc:  # noqa: BLE001  (the catalog sync succeeded; say why, keep it)
-        logger.exception("carrying the revocations of source %s failed", source.pk)
-        outcome = {"status": f"failed: {type(exc).__name__}: {exc}"}
-    run.provenance = {**(run.provenance or {}), "revocations": outcome}
-    run.save(update_fields=["provenance"])
-    status = str(outcome.get("status", ""))
-    if status.startswith(("failed", "refused")):
-        return _sync_fail(
-            run_pk=run.pk,
-            reason=f"The catalog was mirrored, but the upstream revocation list "
-            f"{outcome.get('url', '?')} was not carried ({status}): the mirror's list may lack "
-            "an upstream revocation.",
-        )
-    return run
-
-
-def _sync_fail(*, run_pk: int, reason: str) -> SyncRun:
+def _sync_fail(*, run_pk: int, reason: str, provenance: dict[str, Any] | None = None) -> SyncRun:
     with transaction.atomic():
         run = SyncRun.objects.select_for_update().get(pk=run_pk)
-        _transition(run, SyncRun.Status.FAILED, reason=reason, finished_at=timezone.now())
+        extra = {"provenance": {**(run.provenance or {}), **provenance}} if provenance else {}
+        _transition(run, SyncRun.Status.FAILED, reason=reason, finished_at=timezone.now(), **extra)
         MirrorSource.objects.filter(pk=run.source_id).update(last_synced_at=run.finished_at)
     return run
 
@@ -521,7 +536,9 @@ def _sync_fetch_and_verify(
         last_modified=str(provenance.get("last_modified", "")),
     )
     if fetched.not_modified:
-        return _unchanged(base, source=source, limits=limits)
+        return _upstream_checked(
+            _unchanged(base, source=source, limits=limits), source, None, limits, scratch
+        )
     pin = _pin_of(source)
     if pin and pin != fetched.digest:
         if COMMIT_RE.fullmatch(pin):
@@ -533,8 +550,17 @@ def _sync_fetch_and_verify(
             f"Digest pin mismatch: pinned {pin}, upstream has {fetched.digest}."
         )
     if has_version and fetched.digest == source.last_digest:
-        return _unchanged(base, source=source, limits=limits)
-    if source.cosign_public_key and source.url.startswith("oci://"):
+        return _upstream_checked(
+            _unchanged(base, source=source, limits=limits), source, None, limits, scratch
+        )
+    trusted = upstream_trust_check(
+        source=source, content=fetched.content, limits=limits, scratch=scratch
+    )
+    if trusted is not None:
+        # A registry of this kind with TUF metadata: what it signed is what is mirrored, and
+        # the cosign key, when given, anchored its root (see upstream_trust).
+        verification = trusted.verification
+    elif source.cosign_public_key and source.url.startswith("oci://"):
         verification = cosign_verify(
             public_key_pem=source.cosign_public_key,
             signatures=fetched.cosign_signatures,
@@ -598,6 +624,7 @@ def _sync_fetch_and_verify(
         content = dump_canonical(doc).encode("utf-8")
         # Blob URLs are longer than most upstream ones: the rewrite must still be publishable.
         _catalog_parsed(content, rewritten=True)
+    provenance["verification"] = verification["type"]
     return _Outcome(
         content=content,
         fetched_digest=fetched.digest,
@@ -610,7 +637,28 @@ def _sync_fetch_and_verify(
         last_modified=base.last_modified,
         downloaded=len(fetched.content) + sum(s.size for s in staged),
         container_images=mirrored,
+        revocations=_upstream_list(trusted, source),
+        upstream_tuf=trusted.state if trusted is not None else None,
     )
+
+
+def _upstream_list(trusted: Any, source: MirrorSource) -> UpstreamList:
+    """The upstream's revocation list: the TUF target already verified, else fetched now."""
+    if trusted is not None:
+        return upstream_list_parse(
+            content=trusted.revocations, url=trusted.revocations_url, how="tuf"
+        )
+    return upstream_list_fetch(source=source)
+
+
+def _upstream_checked(
+    base: _Outcome, source: MirrorSource, content: bytes | None, limits: Limits, scratch: str
+) -> _Outcome:
+    """An unchanged catalog still carries the upstream's list, through TUF when it has it."""
+    trusted = upstream_trust_check(source=source, content=content, limits=limits, scratch=scratch)
+    base.revocations = _upstream_list(trusted, source)
+    base.upstream_tuf = trusted.state if trusted is not None else None
+    return base
 
 
 def _catalog_parsed(content: bytes, *, rewritten: bool = False) -> ParsedCatalog:
@@ -790,6 +838,16 @@ def _store_blobs(staged: list[_Staged], created: list[str]) -> dict[str, str]:
     return names
 
 
+def _carry(*, source: MirrorSource, outcome: _Outcome) -> None:
+    """Carry the upstream's revocation list and keep its TUF state (in the commit)."""
+    if outcome.revocations is not None:
+        outcome.provenance["revocations"] = upstream_list_carry(
+            source=source, upstream=outcome.revocations
+        )
+    if outcome.upstream_tuf is not None:
+        source.upstream_tuf = outcome.upstream_tuf
+
+
 def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
     """Store blobs, publish the version and finish the run, all in one transaction."""
     created_files: list[str] = []
@@ -799,6 +857,7 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
             source = MirrorSource.objects.select_for_update().get(pk=run.source_id)
             now = timezone.now()
             if outcome.not_modified:
+                _carry(source=source, outcome=outcome)
                 _transition(
                     run,
                     SyncRun.Status.UNCHANGED,
@@ -814,7 +873,9 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
                 )
                 _record_images(source=source, run=run, images=outcome.images)
                 source.last_synced_at = now
-                source.save(update_fields=["last_synced_at", "image_digests", "updated_at"])
+                source.save(
+                    update_fields=["last_synced_at", "image_digests", "upstream_tuf", "updated_at"]
+                )
                 return run
             names = _store_blobs(outcome.staged, created_files)
             catalog = Catalog.objects.select_related("publisher").get(pk=source.catalog_id)
@@ -838,7 +899,10 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
             container_images.container_images_store(
                 catalog=catalog, version=version, images=outcome.container_images
             )
+            # In the transaction that publishes: a list that cannot be carried publishes nothing.
+            _carry(source=source, outcome=outcome)
             _record_images(source=source, run=run, images=outcome.images)
+            catalog_tag_drift_record(source=source, run=run, digest=outcome.fetched_digest)
             source.last_digest = outcome.fetched_digest
             source.last_etag = outcome.etag
             source.last_modified = outcome.last_modified

@@ -29,10 +29,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextmanager
-def registry_a(data: Path, *, shell: str | None = None) -> Iterator[tuple[str, int]]:
-    """Start registry A; yields its base URL and port, stops it on exit."""
-    port = free_port()
+def _env(data: Path, port: int) -> dict[str, str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "DJANGO_SETTINGS_MODULE": "registry.settings.base",
@@ -44,6 +41,26 @@ def registry_a(data: Path, *, shell: str | None = None) -> Iterator[tuple[str, i
     }
     if "PYTHONPATH" in os.environ:
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+def registry_a_shell(data: Path, port: int, code: str) -> None:
+    """Run ``code`` (``manage.py shell -c``) against registry A's database while it serves."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", code],
+        env=_env(data, port),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@contextmanager
+def registry_a(data: Path, *, shell: str | None = None) -> Iterator[tuple[str, int]]:
+    """Start registry A; yields its base URL and port, stops it on exit."""
+    port = free_port()
+    env = _env(data, port)
     manage = [sys.executable, str(ROOT / "manage.py")]
 
     def run(*args: str, stdin: str | None = None) -> None:

@@ -12,7 +12,6 @@ import hashlib
 
 import httpx
 import pytest
-from cryptography.hazmat.primitives import serialization
 
 from tests.catalogs.trust.test_signing import independently_verified
 from tests.e2e.registry_a import registry_a
@@ -51,22 +50,21 @@ def test_registry_mirrors_another_over_oci_with_its_key(
 
     base, port = upstream
     a_pub = httpx.get(f"{base}/signing-key.pub").text
-    a_key = serialization.load_pem_public_key(a_pub.encode())
-    a_fingerprint = (
-        "sha256:"
-        + hashlib.sha256(
-            a_key.public_bytes(
-                serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-        ).hexdigest()
-    )
     upstream_bytes = httpx.get(f"{base}/c/upstream/tools/catalog.yaml").content
     url = f"oci://127.0.0.1:{port}/upstream/tools:latest"
 
     source, run = _sync("upstream-tools", url, a_pub)
     assert run.status == SyncRun.Status.SUCCEEDED, run.reason
-    assert run.verification["type"] == "cosign"
-    assert run.verification["key"] == a_fingerprint
+    # A serves TUF metadata: its root, signed by A's key (the source's cosign key), is pinned,
+    # and the catalog is the target A signed for its latest pointer.
+    assert run.verification["type"] == "tuf", run.verification
+    assert run.verification["root"]["how"] == "cosign public key"
+    assert run.verification["target"] == "upstream/tools/catalog.yaml"
+    assert run.verification["sha256"] == "sha256:" + hashlib.sha256(upstream_bytes).hexdigest()
+    assert run.provenance["verification"] == "tuf"
+    root = httpx.get(f"{base}/tuf/root.json").content
+    source.refresh_from_db()
+    assert source.upstream_tuf["pinned"]["sha256"] == hashlib.sha256(root).hexdigest()
     version = source.catalog.versions.get()
     assert bytes(version.content) == upstream_bytes
 
@@ -98,17 +96,15 @@ def test_mirror_with_another_key_is_refused_and_publishes_nothing(
 ):
     from catalogs.mirroring.models import SyncRun
 
-    _base, port = upstream
-    # B's own key is not the key A signs with.
+    base, port = upstream
+    # B's own key is not the key A signs with: it is no root key of A's TUF root.
     b_pub = httpx.get(f"{live_server.url}/signing-key.pub").text
-    digest = httpx.head(
-        f"http://127.0.0.1:{port}/v2/upstream/tools/manifests/latest",
-        headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
-    ).headers["Docker-Content-Digest"]
     source, run = _sync("wrong-key", f"oci://127.0.0.1:{port}/upstream/tools:latest", b_pub)
     assert run.status == SyncRun.Status.FAILED
-    tag = digest.replace(":", "-") + ".sig"
     assert run.reason == (
-        f"No cosign signature in {tag} verifies with the source's public key (1 checked)."
+        f"The TUF root of upstream registry {base} (version 1) is not signed by the source's "
+        "cosign public key: that key is not a root key of the upstream."
     )
     assert not source.catalog.versions.exists()
+    source.refresh_from_db()
+    assert source.upstream_tuf == {}

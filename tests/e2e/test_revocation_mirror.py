@@ -1,5 +1,7 @@
-"""Mirrors carry revocations: registry B mirrors registry A's catalog over ``oci://`` and, after
-the sync, A's signed revocation list (verified with A's key) is republished by B, signed by B.
+"""Mirrors carry revocations: registry B mirrors registry A's catalog over ``oci://`` and, in the
+same commit as the catalog, A's revocation list (a TUF target of A, whose root A's key signed)
+is republished by B, signed by B; a list that cannot be carried fails the run and publishes
+nothing.
 
 Registry A runs as a subprocess (its own database and key under the test's tmp dir), as in
 ``test_federation.py``; B is this process's ``live_server``.
@@ -12,7 +14,7 @@ import pytest
 import yaml
 
 from tests.catalogs.trust.test_signing import independently_verified
-from tests.e2e.registry_a import registry_a
+from tests.e2e.registry_a import registry_a, registry_a_shell
 from tests.e2e.test_federation import _sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,10 +48,12 @@ def test_mirror_carries_upstream_revocations(upstream_revoked, settings, live_se
     assert run.status == SyncRun.Status.SUCCEEDED, run.reason
     assert run.provenance["revocations"] == {
         "url": f"{base}/c/upstream/tools/revocations.yaml",
+        "verified": "tuf",
         "status": "carried",
         "added": 1,
         "upstream_sequence": 1,
     }
+    assert run.verification["revocations"]["target"] == "upstream/tools/revocations.yaml"
     served = httpx.get(f"{live_server.url}/c/mirrors/upstream-tools/revocations.yaml")
     assert served.status_code == 200
     doc = yaml.safe_load(served.content)
@@ -73,8 +77,8 @@ def test_mirror_carries_upstream_revocations(upstream_revoked, settings, live_se
 
 
 def test_list_that_does_not_verify_is_not_carried(upstream_revoked, settings, live_server):
-    """The source's key signs the catalog but a forged list: nothing is carried (the catalog
-    sync itself stays good)."""
+    """Without TUF metadata upstream, the list's ``.sig`` must verify with the source's key:
+    a key that did not sign it carries nothing (RevocationCarryError, which fails a run)."""
     from catalogs.mirroring.models import SyncRun
     from catalogs.trust.models import Revocation
 
@@ -94,10 +98,11 @@ def test_list_that_does_not_verify_is_not_carried(upstream_revoked, settings, li
     source.cosign_public_key = other.public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     ).decode()
-    from catalogs.mirroring.revocations import revocation_list_mirror
+    from catalogs.mirroring.revocations import RevocationCarryError, upstream_list_fetch
 
-    outcome = revocation_list_mirror(source=source)
-    assert outcome["status"] == "refused: bad signature"
+    with pytest.raises(RevocationCarryError) as caught:
+        upstream_list_fetch(source=source)
+    assert caught.value.outcome["status"] == "refused: bad signature"
     assert not Revocation.objects.exists()
 
 
@@ -131,6 +136,7 @@ def test_mirror_carries_three_new_entries_at_once(tmp_path, settings, live_serve
     assert run.status == SyncRun.Status.SUCCEEDED, run.reason
     assert run.provenance["revocations"] == {
         "url": f"{base}/c/upstream/tools/revocations.yaml",
+        "verified": "tuf",
         "status": "carried",
         "added": 3,
         "upstream_sequence": 3,
@@ -147,32 +153,70 @@ def test_mirror_carries_three_new_entries_at_once(tmp_path, settings, live_serve
     assert sorted(e["kind"] for e in served["revocations"]) == ["Fmt", "Lint", "Vet"]
 
 
-def test_a_run_whose_carry_fails_is_a_failed_run(tmp_path, settings, live_server):
-    """Registry A's stored list is damaged (its object store lost the bytes): A answers an
-    error for the list, the carry fails, and so does the run, saying why."""
+PUBLISH_V2_AND_REVOKE = """
+from catalogs.publishing import selectors, services
+from catalogs.trust import revocations
+from tests.catalogs.factories import catalog_yaml
+cat = selectors.catalog_get(publisher_slug="upstream", name="tools")
+services.catalog_version_publish(catalog=cat, actor=None, content=catalog_yaml(
+    ("tools.example.co", "Lint", "v1"), ("tools.example.co", "Fmt", "v1"),
+    ("tools.example.co", "Vet", "v1")))
+revocations.revocation_create(catalog=cat, actor=None, group="tools.example.co", kind="Fmt",
+    version="v1", reason="compromised")
+"""
+
+
+def test_a_run_whose_carry_fails_publishes_nothing(tmp_path, settings, live_server):
+    """Fault 4: A publishes version 2 and revokes Fmt, then the stored list is damaged (its
+    object store lost the bytes): A cannot serve the list it signed, so the carry fails, and
+    so does the run, which publishes nothing. B keeps serving version 1, as before the run
+    (the version used to stay published, and served, while the run said "failed")."""
     import sqlite3
 
+    from catalogs.mirroring import services as mirrors
     from catalogs.mirroring.models import SyncRun
     from catalogs.publishing.blobstore import blob_name
 
     data = tmp_path / "registry-a"
     with registry_a(data, shell=REVOKE) as (base, port):
-        with sqlite3.connect(data / "db.sqlite3") as conn:
-            [(digest,)] = conn.execute(
-                "SELECT digest FROM catalogs_revocationlist WHERE sequence = 1"
-            ).fetchall()
-        (data / "media" / blob_name(digest)).write_bytes(b"not the list")
         settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
         settings.MIRROR_OCI_PLAIN_HTTP_HOSTS = [f"127.0.0.1:{port}"]
         a_pub = httpx.get(f"{base}/signing-key.pub").text
-        answer = httpx.get(f"{base}/c/upstream/tools/revocations.yaml")
         oci = f"oci://127.0.0.1:{port}/upstream/tools:latest"
-        source, run = _sync("upstream-tools", oci, a_pub)
+        source, first = _sync("upstream-tools", oci, a_pub)
+        assert first.status == SyncRun.Status.SUCCEEDED, first.reason
+        served_v1 = httpx.get(f"{live_server.url}/c/mirrors/upstream-tools/catalog.yaml")
+        assert served_v1.status_code == 200
+
+        registry_a_shell(data, port, PUBLISH_V2_AND_REVOKE)
+        with sqlite3.connect(data / "db.sqlite3") as conn:
+            [(digest,)] = conn.execute(
+                "SELECT digest FROM catalogs_revocationlist WHERE sequence = 2"
+            ).fetchall()
+        (data / "media" / blob_name(digest)).write_bytes(b"not the list")
+        second = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
+        second = mirrors.sync_run_execute(run_pk=second.pk)
     url = f"{base}/c/upstream/tools/revocations.yaml"
-    assert run.status == SyncRun.Status.FAILED
-    status = run.provenance["revocations"]["status"]
-    assert status == f"failed: {url}: HTTP {answer.status_code}"
-    assert run.reason == (
-        f"The catalog was mirrored, but the upstream revocation list {url} was not carried "
-        f"({status}): the mirror's list may lack an upstream revocation."
+    assert second.status == SyncRun.Status.FAILED
+    status = second.provenance["revocations"]["status"]
+    # A notices its damaged bytes and answers 503: the signed list cannot be fetched.
+    assert status == f"failed: {url}: HTTP 503; a missing list is not an empty one"
+    assert second.reason == (
+        f"The upstream revocation list {url} was not carried ({status}): nothing was "
+        "published, and the mirror keeps serving its previous version (a mirror without an "
+        "upstream revocation would run what upstream revoked)."
     )
+    # Nothing of the run is kept: one version, still the one served, and the run names none.
+    source.refresh_from_db()
+    assert second.catalog_version is None
+    assert [v.number for v in source.catalog.versions.all()] == [1]
+    assert source.catalog.latest_version.number == 1
+    assert source.last_digest == first.digest
+    served = httpx.get(f"{live_server.url}/c/mirrors/upstream-tools/catalog.yaml")
+    assert served.content == served_v1.content
+    assert "Vet" not in served.text
+    # The mirror's list is the one the first run carried (Lint), untouched.
+    listed = yaml.safe_load(
+        httpx.get(f"{live_server.url}/c/mirrors/upstream-tools/revocations.yaml").content
+    )
+    assert [e["kind"] for e in listed["revocations"]] == ["Lint"]

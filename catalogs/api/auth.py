@@ -67,3 +67,50 @@ class TokenAuthentication(authentication.TokenAuthentication):
         )
         token.user = user
         return (user, token)
+
+
+class BearerTokenAuthentication(TokenAuthentication):
+    """``Authorization: Bearer <key>``: the same API tokens under the scheme most clients send."""
+
+    keyword = "Bearer"
+
+
+def user_from_request(request: Any) -> Any:
+    """Who sends ``request`` to a plain Django view (``/c/…``, ``/tuf/…``): the owner of the API
+    token in ``Authorization: Token|Bearer <key>`` or ``Basic <user:key>`` (what curl and krm
+    send from a ``.netrc``), else the session's user (maybe anonymous).
+
+    Credentials that do not check out raise ``AuthenticationFailed``, whatever is asked for, so
+    that a refusal never tells a private name from a missing one.
+    """
+    import base64
+    import binascii
+
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if not header:
+        return getattr(request, "user", None) or _anonymous()
+    scheme, _, value = header.strip().partition(" ")
+    value = value.strip()
+    if scheme.lower() in ("token", "bearer") and value and " " not in value:
+        return TokenAuthentication().authenticate_credentials(value)[0]
+    if scheme.lower() == "basic":
+        try:
+            username, sep, key = base64.b64decode(value, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            sep = ""
+        if sep and key:
+            user = TokenAuthentication().authenticate_credentials(key)[0]
+            if user.get_username() == username:
+                return user
+        raise exceptions.AuthenticationFailed(
+            _("Invalid credentials: use your user name and an API token as the password.")
+        )
+    raise exceptions.AuthenticationFailed(
+        _("Unsupported Authorization header: send 'Bearer <token>', 'Token <token>' or Basic.")
+    )
+
+
+def _anonymous() -> Any:
+    from django.contrib.auth.models import AnonymousUser
+
+    return AnonymousUser()

@@ -317,9 +317,6 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
     version_url = serializers.SerializerMethodField()
     digest_url = serializers.SerializerMethodField()
     signature = serializers.SerializerMethodField()
-    private = serializers.BooleanField(
-        read_only=True, help_text="The catalog or its publisher is private."
-    )
 
     class Meta:
         model = CatalogVersion

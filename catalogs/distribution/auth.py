@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AuthUser
 from django.core import signing
 from django.http import HttpRequest
@@ -117,7 +118,9 @@ def _granted(user: AuthUser | None, repository: str, actions: list[str]) -> list
         publisher, _, name = repository.partition("/")
         access = serving_access(publisher_slug=publisher, catalog_name=name)
         if access is None or visible_to(
-            viewer=user, private=access.private, publisher_id=access.publisher_id
+            viewer=user or AnonymousUser(),  # None would be the system
+            private=access.private,
+            publisher_id=access.publisher_id,
         ):
             granted.append("pull")
     if "push" in actions and user is not None:

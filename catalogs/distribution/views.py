@@ -15,6 +15,7 @@ from typing import Literal, cast
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 from django.core.files.storage import default_storage
 from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -133,7 +134,11 @@ def _check_visible(request: HttpRequest, repository: str) -> None:
         return
     if not (
         identity.may(repository, "pull")
-        and visible_to(viewer=identity.user, private=True, publisher_id=access.publisher_id)
+        and visible_to(
+            viewer=identity.user or AnonymousUser(),  # None would be the system
+            private=True,
+            publisher_id=access.publisher_id,
+        )
     ):
         raise NameUnknownError(
             f"repository name not known to registry: {repository}",

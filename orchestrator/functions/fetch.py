@@ -116,9 +116,23 @@ def netrc_authorization(url: str) -> str | None:
     return "Basic " + base64.b64encode(pair).decode()
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port
+def same_origin(url: str, other: str) -> bool:
+    """Whether two URLs have the same scheme, host and port (credentials may go to both)."""
+    a, b = urlsplit(url), urlsplit(other)
+    return (a.scheme, (a.hostname or "").lower(), a.port) == (
+        b.scheme,
+        (b.hostname or "").lower(),
+        b.port,
+    )
+
+
+def access_hint(url: str, *, sent: bool) -> str:
+    """What a 401/403/404 may mean for a registry's private catalog, and where krm looked."""
+    host = (urlsplit(url).hostname or "").lower()
+    how = f"sent the credentials of machine {host}" if sent else f"no entry for machine {host}"
+    return (
+        f"not found or you lack access; krm reads credentials from ~/.netrc ({netrc_path()}: {how})"
+    )
 
 
 def _ssl_context(options: FnOptions) -> Any:
@@ -170,7 +184,7 @@ def http_get(
             check_url(current)
             sent = dict(headers or {})
             # The credentials are the first URL's host's: never sent to another after a redirect.
-            if authorization is not None and _origin(current) == _origin(url):
+            if authorization is not None and same_origin(current, url):
                 sent["Authorization"] = authorization
             try:
                 with client.stream("GET", current, headers=sent) as resp:
@@ -183,15 +197,9 @@ def http_get(
                     if resp.status_code == 404 and missing_ok:
                         return Response(404, None, None, current)
                     if resp.status_code in (401, 403, 404):
-                        sent_how = (
-                            f"sent the credentials of machine {_origin(url)[1]}"
-                            if "Authorization" in sent
-                            else f"no entry for machine {_origin(current)[1]}"
-                        )
                         raise FetchError(
-                            f"downloading {url}: HTTP {resp.status_code}: not found or you lack "
-                            f"access; krm reads credentials from ~/.netrc ({netrc_path()}: "
-                            f"{sent_how})"
+                            f"downloading {url}: HTTP {resp.status_code}: "
+                            + access_hint(current, sent="Authorization" in sent)
                         )
                     if resp.status_code != 200:
                         raise FetchError(f"downloading {url}: HTTP {resp.status_code}")

@@ -1,0 +1,96 @@
+"""A private catalog pulled from a live registry (gunicorn) by the real ``krm`` CLI with a
+``.netrc``, and by ``skopeo`` with credentials; refused to both without them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from tests.catalogs.factories import catalog_yaml
+from tests.live_registry import ROOT, live_registry
+
+
+def _krm(*args: str, netrc: str, tmp_path, cache: str = "cache") -> subprocess.CompletedProcess:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(tmp_path / "home"),
+        "XDG_CACHE_HOME": str(tmp_path / cache),
+        "NETRC": netrc,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    with live_registry(tmp_path_factory.mktemp("private"), workers=1, threads=4) as server:
+        auth = {"Authorization": f"Bearer {server.token}"}
+        published = httpx.post(
+            f"{server.base}/api/v1/catalogs/acme/fns/versions/",
+            content=catalog_yaml(("secret.example", "Hidden", "v1")),
+            headers={**auth, "Content-Type": "application/yaml"},
+            timeout=120,
+        )
+        assert published.status_code == 201, published.text
+        private = httpx.patch(
+            f"{server.base}/api/v1/catalogs/acme/fns/",
+            json={"visibility": "private"},
+            headers=auth,
+            timeout=60,
+        )
+        assert private.json()["visibility"] == "private"
+        yield server
+
+
+def test_krm_pulls_a_private_catalog_with_a_netrc(registry, tmp_path):
+    url = f"{registry.base}/c/acme/fns/catalog.yaml"
+    assert httpx.get(url).status_code == 404
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f"machine 127.0.0.1 login alice password {registry.token}\n")
+    os.chmod(netrc, 0o600)
+    shown = _krm("view", "catalog", url, netrc=str(netrc), tmp_path=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "Hidden" in shown.stdout
+
+    # A fresh cache: the first run's verified copy would answer without the network.
+    refused = _krm(
+        "view", "catalog", url, netrc=str(tmp_path / "none"), tmp_path=tmp_path, cache="cache2"
+    )
+    assert refused.returncode != 0
+    assert "HTTP 404: not found or you lack access; krm reads credentials from ~/.netrc" in (
+        refused.stderr
+    )
+    assert "Hidden" not in refused.stdout
+
+
+def test_skopeo_pulls_a_private_repository_with_credentials(registry, tmp_path):
+    if shutil.which("skopeo") is None:
+        pytest.fail("skopeo is missing: scripts/system-packages.sh installs it")
+    host = registry.base.removeprefix("http://")
+    ref = f"docker://{host}/acme/fns:latest"
+    base = ["skopeo", "inspect", "--raw", "--tls-verify=false"]
+    env = {**os.environ, "HOME": str(tmp_path), "REGISTRY_AUTH_FILE": str(tmp_path / "auth.json")}
+    ok = subprocess.run(
+        [*base, "--creds", f"alice:{registry.token}", ref],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "application/vnd.cncf.krm" in ok.stdout or '"layers"' in ok.stdout
+    anonymous = subprocess.run([*base, ref], capture_output=True, text=True, env=env, timeout=120)
+    assert anonymous.returncode != 0
+    assert "not known to registry" in anonymous.stderr or "unknown" in anonymous.stderr.lower()

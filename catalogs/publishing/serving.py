@@ -2,7 +2,8 @@
 
 A published version never changes, so a pinned URL (``versions/<n>/`` or ``sha256/<hex>/``) maps
 to the same digest and bytes forever: this process keeps the mapping, the bytes and the response
-headers in memory, and a warm pinned request runs no database query at all.
+headers in memory, and a warm pinned request of a public catalog runs no database query (but
+one per catalog every VISIBILITY_RECHECK_SECONDS, below).
 
 What can change goes through the ``serving`` cache (``CACHES["serving"]``, shared between
 processes when ``CACHE_URL`` names Redis): which version ``latest`` is (a publish changes it) and a

@@ -1,7 +1,9 @@
 """Serving catalog versions as YAML: the URLs users pass to ``krm build --trusted-catalog``.
 
-Kept minimal on purpose (no DRF, no templates): the digest, bytes and headers come from the serving
-cache (``catalogs.publishing.serving``), so a warm pinned URL runs no database query.
+Kept minimal on purpose (no DRF views, no templates): the digest, bytes and headers come from the
+serving cache (``catalogs.publishing.serving``), so a warm pinned URL of a public catalog runs no
+database query (but one every VISIBILITY_RECHECK_SECONDS, to learn whether it became private).
+A private catalog is served only to its publisher's owners and staff (``visible_only``).
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class FunctionCollisionsView(viewsets.ViewSet):
         from catalogs.trust.collisions import function_collisions
 
         version = get_object_or_404(selectors.function_version_list(viewer=request.user), pk=pk)
-        found = function_collisions(version=version)
+        found = function_collisions(version=version, viewer=request.user)
         for item in found:
             item["function_url"] = request.build_absolute_uri(
                 reverse("api:function-detail", kwargs={"pk": item["function_id"]})

@@ -156,6 +156,7 @@ def function_detail(
         group=group,
         kind=kind,
         absolute_url=request.build_absolute_uri,
+        viewer=request.user,
     )
     return page_render(request, "function_detail.html", context)
 

@@ -542,7 +542,10 @@ class Session:
                     "or altered on the way); no function from this catalog runs"
                 ) from None
             except tuf_errors.DownloadHTTPError as exc:
-                hint = str(exc).partition(f"HTTP {exc.status_code}: ")[2]
+                # The catalog itself may be private; its revocation list is not, once it came.
+                hint = (
+                    str(exc).partition(f"HTTP {exc.status_code}: ")[2] if what == "catalog" else ""
+                )
                 raise TrustError(
                     f"catalog {catalog}: the signed {what} {path} cannot be fetched from "
                     f"{url} (HTTP {exc.status_code}{': ' + hint if hint else ''}); "

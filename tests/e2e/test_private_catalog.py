@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import shutil
 import subprocess
@@ -15,8 +17,11 @@ from tests.catalogs.factories import catalog_yaml
 from tests.live_registry import ROOT, live_registry
 
 
-def _krm(*args: str, netrc: str, tmp_path, cache: str = "cache") -> subprocess.CompletedProcess:
+def _krm(
+    *args: str, netrc: str, tmp_path, cache: str = "cache", docker_config: str = ""
+) -> subprocess.CompletedProcess:
     env = {
+        "DOCKER_CONFIG": docker_config or str(tmp_path / "no-docker-config"),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONPATH": str(ROOT),
         "HOME": str(tmp_path / "home"),
@@ -73,6 +78,23 @@ def test_krm_pulls_a_private_catalog_with_a_netrc(registry, tmp_path):
         refused.stderr
     )
     assert "Hidden" not in refused.stdout
+
+
+def test_krm_pulls_a_private_oci_catalog_with_the_docker_config(registry, tmp_path):
+    host = registry.base.removeprefix("http://")
+    ref = f"oci://{host}/acme/fns:latest"
+    config = tmp_path / "docker"
+    config.mkdir()
+    auth = base64.b64encode(f"alice:{registry.token}".encode()).decode()
+    (config / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))
+    none = str(tmp_path / "none")
+    shown = _krm("view", "catalog", ref, netrc=none, tmp_path=tmp_path, docker_config=str(config))
+    assert shown.returncode == 0, shown.stderr
+    assert "Hidden" in shown.stdout
+    refused = _krm("view", "catalog", ref, netrc=none, tmp_path=tmp_path, cache="cache2")
+    assert refused.returncode != 0
+    assert "Hidden" not in refused.stdout
+    assert "404" in refused.stderr, refused.stderr
 
 
 def test_skopeo_pulls_a_private_repository_with_credentials(registry, tmp_path):

@@ -287,3 +287,32 @@ def test_oci_token_flow_grants_pull_to_members_only(world):
         "/v2/acme/secret/manifests/latest", HTTP_AUTHORIZATION=f"Bearer {anonymous}"
     )
     assert denied.status_code == 404
+
+
+def test_members_see_the_private_badge_on_pages(world):
+    owner = Client()
+    owner.force_login(world["users"]["owner"])
+    assert ">private</span>" in owner.get("/catalogs/acme/secret/").content.decode()
+    assert ">private</span>" in owner.get("/catalogs/hidden/stuff/").content.decode()
+    assert ">private</span>" in owner.get("/publishers/hidden/").content.decode()
+    assert ">private</span>" not in owner.get("/catalogs/acme/open/").content.decode()
+    assert ">private</span>" not in owner.get("/publishers/acme/").content.decode()
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_collisions_name_no_private_catalog_to_outsiders(world, role):
+    """A public function whose GVK a private catalog defines too: the collision is the
+    members' to see; to outsiders the private catalog does not exist."""
+    services.catalog_version_publish(
+        catalog=Catalog.objects.get(name="secret"),
+        content=catalog_yaml(("secret.example", "Tool", "v1"), ("open.example", "Tool", "v1")),
+        actor=None,
+    )
+    client, _ = _client(world, role, "session")
+    open_fn = client.get("/api/v1/functions/?group=open.example").json()["results"]
+    public = next(f for f in open_fn if f["catalog"] == "acme/open")
+    found = client.get(f"/api/v1/functions/{public['id']}/collisions/").json()
+    names = {c["catalog"] for c in found}
+    assert ("acme/secret" in names) is (role in SEES)
+    page = client.get("/catalogs/acme/open/functions/open.example/Tool/").content.decode()
+    assert ("acme/secret" in page) is (role in SEES)

@@ -38,9 +38,9 @@ def _krm(
     )
 
 
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory):
-    with live_registry(tmp_path_factory.mktemp("private"), workers=1, threads=4) as server:
+def _private_registry(workdir, **env: str):
+    """A live registry whose catalog ``acme/fns`` has one version and is private."""
+    with live_registry(workdir, workers=1, threads=4, **env) as server:
         auth = {"Authorization": f"Bearer {server.token}"}
         published = httpx.post(
             f"{server.base}/api/v1/catalogs/acme/fns/versions/",
@@ -57,6 +57,19 @@ def registry(tmp_path_factory):
         )
         assert private.json()["visibility"] == "private"
         yield server
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    yield from _private_registry(tmp_path_factory.mktemp("private"))
+
+
+@pytest.fixture(scope="module")
+def registry_without_tuf(tmp_path_factory):
+    yield from _private_registry(
+        tmp_path_factory.mktemp("private-no-tuf"),
+        DJANGO_SETTINGS_MODULE="tests.e2e.settings_without_tuf",
+    )
 
 
 def test_krm_pulls_a_private_catalog_with_a_netrc(registry, tmp_path):
@@ -80,7 +93,10 @@ def test_krm_pulls_a_private_catalog_with_a_netrc(registry, tmp_path):
     assert "Hidden" not in refused.stdout
 
 
-def test_krm_pulls_a_private_oci_catalog_with_the_docker_config(registry, tmp_path):
+def test_krm_pulls_a_private_oci_catalog_with_the_docker_config(registry_without_tuf, tmp_path):
+    """A registry without TUF metadata: krm pulls the catalog over OCI itself, with the docker
+    config's credentials sent before any 401."""
+    registry = registry_without_tuf
     host = registry.base.removeprefix("http://")
     ref = f"oci://{host}/acme/fns:latest"
     config = tmp_path / "docker"
@@ -95,6 +111,19 @@ def test_krm_pulls_a_private_oci_catalog_with_the_docker_config(registry, tmp_pa
     assert refused.returncode != 0
     assert "Hidden" not in refused.stdout
     assert "404" in refused.stderr, refused.stderr
+
+
+def test_krm_pulls_an_oci_reference_of_a_tuf_registry_with_the_netrc(registry, tmp_path):
+    """A registry that serves TUF: the oci:// reference is verified through TUF, whose signed
+    target krm fetches over HTTP with the netrc's credentials."""
+    host = registry.base.removeprefix("http://")
+    ref = f"oci://{host}/acme/fns:latest"
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f"machine 127.0.0.1 login alice password {registry.token}\n")
+    os.chmod(netrc, 0o600)
+    shown = _krm("view", "catalog", ref, netrc=str(netrc), tmp_path=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "Hidden" in shown.stdout
 
 
 def test_skopeo_pulls_a_private_repository_with_credentials(registry, tmp_path):

@@ -197,6 +197,11 @@ def test_lists_counts_and_facets_never_show_private_objects(world, role):
     assert facets[("publisher", "acme")] == (2 if sees else 1)
     by_group = client.get("/api/v1/search/?group=secret.example").json()
     assert by_group["count"] == (1 if sees else 0)
+    acme_page = client.get("/publishers/acme/").content.decode()
+    assert ("/catalogs/acme/open/" in acme_page, "/catalogs/acme/secret/" in acme_page) == (
+        True,
+        sees,
+    )
     page = client.get("/?q=tool").content.decode()
     assert ("secret.example" in page) is sees
     assert ("hidden/stuff" in page or "stuff.example" in page) is sees

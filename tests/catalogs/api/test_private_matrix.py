@@ -80,6 +80,7 @@ def _requests(world) -> dict[str, tuple[str, str]]:
         "api-version": ("session", "/api/v1/catalogs/acme/secret/versions/1/"),
         "api-revocations": ("session", "/api/v1/catalogs/hidden/stuff/revocations/"),
         "api-catalog-bearer": ("bearer", "/api/v1/catalogs/acme/secret/"),
+        "api-tuf-role-template": ("session", "/api/v1/publishers/hidden/tuf/hidden.json"),
         # Pages
         "page-catalog": ("session", "/catalogs/acme/secret/"),
         "page-catalog-revocations": ("session", "/catalogs/acme/secret/revocations/"),
@@ -133,7 +134,7 @@ def _client(world, role: str, kind: str) -> tuple[Client, dict[str, str]]:
 
 
 def test_every_private_request_is_covered(world):
-    assert len(_requests(world)) == 32
+    assert len(_requests(world)) == 33
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -57,7 +57,7 @@ _WATCHED = re.compile(r'^\s*(?:insert\s+(?:or\s+\w+\s+)?into|update|delete\s+fro
 _WATCHED_TABLES = ("catalogs_", "auth_")
 _ALWAYS = re.compile(r"^\s*(?:truncate|rollback\s+to)", re.I)  # flushes, undone savepoints
 
-Scope = Literal["public", "user"]
+Scope = Literal["public", "user", "viewer"]
 
 
 Page = tuple[str, str, bytes]  # generation, content type, body
@@ -172,9 +172,10 @@ def install_everywhere() -> None:
 
 
 def _visibility(request: Request, scope: Scope) -> str:
-    if scope == "public":
-        return "public"
     user = request.user
+    signed = user is not None and user.is_authenticated
+    if scope == "public" or (scope == "viewer" and not signed):
+        return "public"
     return f"user:{user.pk}" if user is not None and user.is_authenticated else "anonymous"
 
 
@@ -202,7 +203,9 @@ def cached_list(scope: Scope) -> Callable:
     """Decorate a viewset's ``list`` (or another GET action answering a page of a list).
 
     ``scope="public"`` promises that the page is the same for every caller who may see it;
-    ``"user"`` keys it by the signed-in user. Permission checks ran before (DRF's ``initial``),
+    ``"user"`` keys it by the signed-in user; ``"viewer"`` (lists that hold private catalogs
+    for their members) shares one page among anonymous callers and keys the others by user.
+    Permission checks ran before (DRF's ``initial``),
     so a caller who may not see the list never reaches the cache. Only 200 JSON answers are
     stored; a hit is the stored bytes with the same headers as the first answer.
     """

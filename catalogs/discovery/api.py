@@ -165,7 +165,7 @@ class FunctionSearchView(GenericAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        return selectors.function_version_list()
+        return selectors.function_version_list(viewer=self.request.user)
 
     @extend_schema(
         operation_id="search_functions",

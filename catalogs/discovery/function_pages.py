@@ -33,6 +33,7 @@ from catalogs.discovery.revoked import catalog_revocations, revoked_versions
 from catalogs.exceptions import NotFoundError
 from catalogs.markdown import markdown_code_blocks, markdown_html
 from catalogs.publishing.models import Catalog, FunctionDefinition, FunctionVersion
+from catalogs.publishing.selectors import Viewer
 from catalogs.trust.collisions import function_collisions
 from orchestrator import yamlio
 from orchestrator.errors import KrmError
@@ -762,7 +763,12 @@ def _side_by_side(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def function_page(
-    *, catalog: Catalog, group: str, kind: str, absolute_url: Callable[[str], str]
+    *,
+    catalog: Catalog,
+    group: str,
+    kind: str,
+    absolute_url: Callable[[str], str],
+    viewer: Viewer = None,
 ) -> dict[str, Any]:
     """Everything the function page shows, for the function ``group``/``kind`` of the catalog's
     latest version; ``absolute_url`` turns a path into a URL (the request's host)."""
@@ -809,7 +815,7 @@ def function_page(
                     if schema
                     else None
                 ),
-                "collisions": function_collisions(version=v),
+                "collisions": function_collisions(version=v, viewer=viewer),
                 "config": config,
                 "config_file": f"{kebab(fn.kind)}.yaml",
                 "usage": _usage(v),

@@ -146,7 +146,9 @@ def _revoked_param(value: str | None) -> bool | None:
 def search_page(request: HttpRequest) -> HttpResponse:
     """One result per function over every catalog's latest version: facets, sorts, pages."""
     params = request.GET
-    flt = FunctionSearchFilter(params, queryset=selectors.function_version_list())
+    flt = FunctionSearchFilter(
+        params, queryset=selectors.function_version_list(viewer=request.user)
+    )
     notices = _filter_errors(flt)
     query = (params.get("q") or "").strip()
     found = search.function_search(
@@ -193,6 +195,8 @@ def search_page(request: HttpRequest) -> HttpResponse:
         ],
         "previous_href": _link(params, page=str(page.number - 1)) if page.has_previous() else "",
         "next_href": _link(params, page=str(page.number + 1)) if page.has_next() else "",
-        "catalogs": selectors.catalog_list().published()[:50] if not params else None,
+        "catalogs": selectors.catalog_list(viewer=request.user).published()[:50]
+        if not params
+        else None,
     }
     return page_render(request, "search.html", context)

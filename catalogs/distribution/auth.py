@@ -2,9 +2,10 @@
 
 Bearer tokens come from ``GET /v2/token`` (the Docker/OCI token flow): Django-signed, short-lived,
 and carrying the granted ``repository:<name>:<actions>`` scopes and a keyed fingerprint of the API
-token they were issued for, so deleting or replacing that API token revokes them at once. Every
-catalog is public, so pulls need no credentials; bad credentials are refused all the same (401),
-as other registries do.
+token they were issued for, so deleting or replacing that API token revokes them at once. A public
+catalog's pulls need no credentials; bad credentials are refused all the same (401),
+as other registries do. A private catalog's repository is seen only by its publisher's owners
+(and staff): anyone else is told the name is unknown, as for a repository that does not exist.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AuthUser
 from django.core import signing
 from django.http import HttpRequest
@@ -23,7 +25,8 @@ from rest_framework.authtoken.models import Token
 
 from catalogs.distribution.errors import UnauthorizedError
 from catalogs.publishing.models import Catalog
-from catalogs.publishing.selectors import user_is_owner_or_staff
+from catalogs.publishing.selectors import user_is_owner_or_staff, visible_to
+from catalogs.publishing.serving import serving_access
 
 _SALT = "catalogs.distribution.token"
 
@@ -108,10 +111,18 @@ def identity_from_request(request: HttpRequest) -> Identity:
 
 
 def _granted(user: AuthUser | None, repository: str, actions: list[str]) -> list[str]:
-    """What of ``actions`` the user may do on ``repository`` (pull is public; push for owners)."""
+    """What of ``actions`` the user may do on ``repository`` (pull: anyone on a public catalog,
+    members on a private one; push: owners)."""
     granted = []
     if "pull" in actions:
-        granted.append("pull")
+        publisher, _, name = repository.partition("/")
+        access = serving_access(publisher_slug=publisher, catalog_name=name)
+        if access is None or visible_to(
+            viewer=user or AnonymousUser(),  # None would be the system
+            private=access.private,
+            publisher_id=access.publisher_id,
+        ):
+            granted.append("pull")
     if "push" in actions and user is not None:
         publisher, _, name = repository.partition("/")
         catalog = Catalog.objects.select_related("publisher").filter(

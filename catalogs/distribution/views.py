@@ -15,6 +15,7 @@ from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 from django.core.files.storage import default_storage
 from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -43,7 +44,8 @@ from catalogs.distribution.errors import (
 )
 from catalogs.distribution.models import OciUpload
 from catalogs.exceptions import NotAllowedError, NotFoundError, RegistryError, StorageError
-from catalogs.publishing.serving import serving_stored_file
+from catalogs.publishing.selectors import visible_to
+from catalogs.publishing.serving import serving_access, serving_stored_file
 
 API_VERSION = ("Docker-Distribution-API-Version", "registry/2.0")
 NAME_RE = re.compile(r"^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$")
@@ -159,9 +161,33 @@ def _identity(request: HttpRequest) -> Identity:
     return identity_from_request(request) if "HTTP_AUTHORIZATION" in request.META else Identity()
 
 
+def _check_visible(request: HttpRequest, repository: str) -> None:
+    """NAME_UNKNOWN, as for a repository that does not exist, unless the caller may see it
+    (a private catalog: its publisher's owners and staff, by Basic or a bearer token granting
+    pull). Credentials are checked when given, for every repository."""
+    identity = _identity(request)
+    publisher, _, catalog = repository.partition("/")
+    access = serving_access(publisher_slug=publisher, catalog_name=catalog)
+    if access is None or not access.private:
+        return
+    if not (
+        identity.may(repository, "pull")
+        and visible_to(
+            viewer=identity.user or AnonymousUser(),  # None would be the system
+            private=True,
+            publisher_id=access.publisher_id,
+        )
+    ):
+        raise NameUnknownError(
+            f"repository name not known to registry: {repository}",
+            detail={"name": repository},
+        )
+
+
 def _pusher(request: HttpRequest, repository: str):
     """The authenticated user allowed to push to ``repository`` by their credentials, else 401."""
     identity = identity_from_request(request)
+    _check_visible(request, repository)
     if identity.user is None or not identity.may(repository, "push"):
         raise UnauthorizedError(
             f"authentication required to push to {repository}", detail={"repository": repository}
@@ -170,7 +196,8 @@ def _pusher(request: HttpRequest, repository: str):
 
 
 def _check_pull(request: HttpRequest, repository: str) -> None:
-    # Every catalog is public: credentials are optional, but checked when given.
+    # Credentials are optional for a public catalog, but checked when given.
+    _check_visible(request, repository)
     if "HTTP_AUTHORIZATION" in request.META:
         identity = identity_from_request(request)
         if not identity.may(repository, "pull"):
@@ -284,8 +311,7 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None | Literal[Fal
 @_with_repository(images=True)
 def _blob_get(request: HttpRequest, publisher: str, catalog: str, digest: str):
     name = f"{publisher}/{catalog}"
-    if "HTTP_AUTHORIZATION" in request.META:
-        _check_pull(request, name)
+    _check_pull(request, name)
     _check_digest_syntax(digest)
     blob = selectors.oci_blob_find(publisher_slug=publisher, catalog_name=catalog, digest=digest)
     if blob is None:

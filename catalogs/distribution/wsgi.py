@@ -4,7 +4,8 @@ A blob a process has served once is in its immutable cache (``catalogs.distribut
 plain
 anonymous ``GET``/``HEAD`` of it, for a host in ``ALLOWED_HOSTS``, is answered here, before
 Django's request machinery, with the same headers the view and the security middleware send.
-Anything else (ranges, conditionals, credentials, an unknown host, a cache miss) goes to Django
+Anything else (ranges, conditionals, credentials, an unknown host, a cache miss, a private
+catalog) goes to Django
 unchanged. ``on_served(method, seconds)`` lets the caller count what the fast path answered.
 """
 
@@ -19,6 +20,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from catalogs.distribution import selectors
+from catalogs.publishing.serving import serving_access
 
 _BLOB_PATH = re.compile(r"^/v2/([-\w.]+)/([-\w.]+)/blobs/(sha256:[a-f0-9]{64})$")
 _SLOW_HEADERS = ("HTTP_AUTHORIZATION", "HTTP_RANGE", "HTTP_IF_NONE_MATCH")
@@ -39,6 +41,11 @@ def _security_headers() -> list[tuple[str, str]]:
     if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
         headers.append(("Cross-Origin-Opener-Policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY))
     return headers
+
+
+def _private(publisher: str, catalog: str) -> bool:
+    access = serving_access(publisher_slug=publisher, catalog_name=catalog)
+    return access is None or access.private
 
 
 class OciBlobFastPath:
@@ -75,7 +82,8 @@ class OciBlobFastPath:
             match = _BLOB_PATH.match(environ.get("PATH_INFO", ""))
             if match is not None and self._host_allowed(environ):
                 content = selectors.oci_blob_cached(*match.groups())
-                if content is not None:
+                # A private catalog's blobs go through Django, which checks who asks.
+                if content is not None and not _private(match.group(1), match.group(2)):
                     digest = match.group(3)
                     start_response(
                         "200 OK",

@@ -7,6 +7,15 @@ from django.conf import settings
 from django.db import models
 
 
+class Visibility(models.TextChoices):
+    """Who may see a publisher or a catalog: everyone, or only the publisher's owners (and
+    staff). A private publisher makes every one of its catalogs private; the one rule is
+    ``catalogs.publishing.selectors.catalog_visible``."""
+
+    PUBLIC = "public", "Public"
+    PRIVATE = "private", "Private"
+
+
 class Publisher(models.Model):
     """An organisation or person that publishes catalogs; owners may write to it."""
 
@@ -16,6 +25,9 @@ class Publisher(models.Model):
         settings.AUTH_USER_MODEL, related_name="owned_publishers", blank=True
     )
     verified = models.BooleanField(default=False)
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -41,6 +53,9 @@ class Catalog(models.Model):
     publisher = models.ForeignKey(Publisher, on_delete=models.PROTECT, related_name="catalogs")
     name = models.SlugField(max_length=100)
     description = models.TextField(blank=True)
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC
+    )
     # Denormalised pointer so that serving "latest" and searching current functions is one lookup.
     latest_version = models.OneToOneField(
         "CatalogVersion",
@@ -64,6 +79,11 @@ class Catalog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.publisher.slug}/{self.name}"
+
+    @property
+    def private(self) -> bool:
+        """Whether only members see it: it, or its publisher, is private."""
+        return Visibility.PRIVATE in (self.visibility, self.publisher.visibility)
 
 
 class SigningKey(models.Model):

@@ -65,7 +65,9 @@ PAGE_SIZE = 50
 def _publisher_page(request: HttpRequest, publisher, status: int = 200, **forms_) -> HttpResponse:
     can_manage = selectors.user_is_owner_or_staff(publisher=publisher, user=request.user)
     # Bounded whatever the publisher holds: a page of catalogs, the newest entries of its log.
-    catalogs = Paginator(selectors.catalog_list(publisher_slug=publisher.slug), PAGE_SIZE)
+    catalogs = Paginator(
+        selectors.catalog_list(publisher_slug=publisher.slug, viewer=request.user), PAGE_SIZE
+    )
     page = catalogs.get_page(request.GET.get("page"))
     context = {
         "publisher": publisher,
@@ -89,7 +91,7 @@ def _publisher_page(request: HttpRequest, publisher, status: int = 200, **forms_
 @domain_errors
 def publisher_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """A publisher: its catalogs and owners; for owners, co-owners and the verified badge."""
-    return _publisher_page(request, selectors.publisher_get(slug=slug))
+    return _publisher_page(request, selectors.publisher_get(slug=slug, viewer=request.user))
 
 
 @login_required
@@ -97,7 +99,7 @@ def publisher_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def publisher_owner_add(request: HttpRequest, slug: str) -> HttpResponse:
     """An owner invites an existing user to co-own the publisher."""
-    publisher = selectors.publisher_get(slug=slug)
+    publisher = selectors.publisher_get(slug=slug, viewer=request.user)
     form = forms.OwnerAddForm(request.POST)
     if form.is_valid():
         try:
@@ -123,7 +125,7 @@ def publisher_owner_add(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def publisher_verification_request(request: HttpRequest, slug: str) -> HttpResponse:
     """An owner asks staff for the verified badge."""
-    publisher = selectors.publisher_get(slug=slug)
+    publisher = selectors.publisher_get(slug=slug, viewer=request.user)
     form = forms.VerificationRequestForm(request.POST)
     if form.is_valid():
         try:

@@ -10,13 +10,14 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModif
 from django.views.decorators.http import require_safe
 
 from catalogs.publishing import selectors
-from catalogs.publishing.views import IMMUTABLE_CACHE_CONTROL, _etag_matches
+from catalogs.publishing.views import IMMUTABLE_CACHE_CONTROL, _etag_matches, visible_only
 
 # A function's group in schema URLs; "_" stands for the core (empty) group.
 CORE_GROUP = "_"
 
 
 @require_safe
+@visible_only
 def function_schema(
     request: HttpRequest,
     publisher: str,

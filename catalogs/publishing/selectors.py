@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AuthUser
 from django.db import connection
-from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery, Sum
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from catalogs.exceptions import NotFoundError
@@ -21,6 +21,7 @@ from catalogs.publishing.models import (
     FunctionVersion,
     Publisher,
     SigningKey,
+    Visibility,
 )
 
 if TYPE_CHECKING:
@@ -61,31 +62,108 @@ def publisher_slug_is_reserved(slug: str) -> bool:
     return slug.lower() in reserved_publisher_slugs()
 
 
-def publisher_list() -> QuerySet[Publisher]:
-    """All publishers, with their owners."""
-    return Publisher.objects.prefetch_related("owners")
+# --- Visibility: the one rule of who sees a private publisher or catalog. ---
+# A public object is seen by everyone. A private publisher, and every catalog of it, and a
+# private catalog, are seen by the publisher's owners and by staff only; everyone else is told
+# it does not exist (404, never 403: a refusal would confirm the name). Every read a request
+# makes goes through ``viewer=`` below, or through ``catalog_visible``/``publisher_visible``.
+# ``viewer=None`` is the system (services, tasks), which sees everything.
+
+Viewer = AuthUser | AnonymousUser | None
+PRIVATE = Visibility.PRIVATE
 
 
-def publisher_get(*, slug: str) -> Publisher:
-    """The publisher ``slug`` or NotFoundError."""
+def _sees_everything(viewer: Viewer) -> bool:
+    return viewer is None or (signed_in(viewer) and viewer.is_staff)
+
+
+def _owned_publisher_ids(viewer: AuthUser) -> QuerySet:
+    # A subquery, not a join over owners: a join repeats a row once per owner of its publisher.
+    return Publisher.owners.through.objects.filter(user_id=viewer.pk).values("publisher_id")
+
+
+def publishers_visible_q(viewer: Viewer, *, prefix: str = "") -> Q:
+    """The condition on ``<prefix>``-publisher rows that ``viewer`` may see."""
+    if _sees_everything(viewer):
+        return Q()
+    seen = Q(**{f"{prefix}visibility": Visibility.PUBLIC})
+    if signed_in(viewer):
+        seen |= Q(**{f"{prefix}pk__in": _owned_publisher_ids(viewer)})
+    return seen
+
+
+def catalogs_visible_q(viewer: Viewer, *, prefix: str = "") -> Q:
+    """The condition on ``<prefix>``-catalog rows that ``viewer`` may see (the catalog and its
+    publisher public, or the viewer one of the publisher's owners, or staff)."""
+    if _sees_everything(viewer):
+        return Q()
+    seen = Q(
+        **{
+            f"{prefix}visibility": Visibility.PUBLIC,
+            f"{prefix}publisher__visibility": Visibility.PUBLIC,
+        }
+    )
+    if signed_in(viewer):
+        seen |= Q(**{f"{prefix}publisher_id__in": _owned_publisher_ids(viewer)})
+    return seen
+
+
+def catalogs_visible_to(viewer: Viewer) -> CatalogQuerySet:
+    """Every catalog ``viewer`` may see."""
+    return Catalog.objects.filter(catalogs_visible_q(viewer))
+
+
+def visible_to(*, viewer: Viewer, private: bool, publisher_id: int) -> bool:
+    """Whether ``viewer`` may see an object that is ``private`` (or not) under the publisher
+    ``publisher_id``: the rule the conditions above state in SQL."""
+    if not private or _sees_everything(viewer):
+        return True
+    if not signed_in(viewer):
+        return False
+    owners = Publisher.owners.through.objects
+    return owners.filter(publisher_id=publisher_id, user_id=viewer.pk).exists()
+
+
+def publisher_visible(*, viewer: Viewer, publisher: Publisher) -> bool:
+    """Whether ``viewer`` may see ``publisher`` (its page, its API record, its TUF role)."""
+    private = publisher.visibility == PRIVATE
+    return visible_to(viewer=viewer, private=private, publisher_id=publisher.pk)
+
+
+def catalog_visible(*, viewer: Viewer, catalog: Catalog) -> bool:
+    """Whether ``viewer`` may see ``catalog`` (and its versions, functions, files, revocations,
+    schemas and OCI repository)."""
+    return visible_to(viewer=viewer, private=catalog.private, publisher_id=catalog.publisher_id)
+
+
+def publisher_list(*, viewer: Viewer = None) -> QuerySet[Publisher]:
+    """Publishers ``viewer`` may see (every one for the system), with their owners."""
+    return Publisher.objects.filter(publishers_visible_q(viewer)).prefetch_related("owners")
+
+
+def publisher_get(*, slug: str, viewer: Viewer = None) -> Publisher:
+    """The publisher ``slug`` or NotFoundError (also when ``viewer`` may not see it)."""
     try:
-        return publisher_list().get(slug=slug)
+        return publisher_list(viewer=viewer).get(slug=slug)
     except Publisher.DoesNotExist:
         raise NotFoundError(f"Publisher '{slug}' does not exist.")
 
 
-def catalog_list(*, publisher_slug: str | None = None) -> CatalogQuerySet:
-    """Catalogs, optionally of one publisher, with their latest version and mirror joined in."""
+def catalog_list(*, publisher_slug: str | None = None, viewer: Viewer = None) -> CatalogQuerySet:
+    """Catalogs ``viewer`` may see, optionally of one publisher, with their latest version and
+    mirror joined in."""
     qs = Catalog.objects.select_related("publisher", "latest_version__signing_key", "mirror_source")
+    qs = qs.filter(catalogs_visible_q(viewer))
     if publisher_slug is not None:
         qs = qs.filter(publisher__slug=publisher_slug)
     return qs
 
 
-def catalog_get(*, publisher_slug: str, name: str) -> Catalog:
-    """The catalog ``publisher_slug/name`` or NotFoundError."""
+def catalog_get(*, publisher_slug: str, name: str, viewer: Viewer = None) -> Catalog:
+    """The catalog ``publisher_slug/name`` or NotFoundError (also when ``viewer`` may not see
+    it: the same words, so that a private catalog's name is not confirmed)."""
     try:
-        return catalog_list().get(publisher__slug=publisher_slug, name=name)
+        return catalog_list(viewer=viewer).get(publisher__slug=publisher_slug, name=name)
     except Catalog.DoesNotExist:
         raise NotFoundError(f"Catalog '{publisher_slug}/{name}' does not exist.")
 
@@ -119,16 +197,24 @@ def catalog_version_get(*, catalog: Catalog, number: int) -> CatalogVersion:
         raise NotFoundError(f"Catalog '{catalog}' has no version {number}.")
 
 
-def function_version_list(*, all_versions: bool = False) -> QuerySet[FunctionVersion]:
-    """Function versions, by default only those of each catalog's latest version."""
+def function_version_list(
+    *, all_versions: bool = False, viewer: Viewer = None
+) -> QuerySet[FunctionVersion]:
+    """Function versions of the catalogs ``viewer`` may see, by default only those of each
+    catalog's latest version."""
     qs = FunctionVersion.objects.select_related(
         "function", "catalog_version__catalog__publisher", "catalog_version__signing_key"
     )
+    visible = catalogs_visible_q(viewer)
     if not all_versions:
         # An IN over the latest versions' ids: the database looks up each catalog's rows by
         # their index instead of scanning every function version ever published.
-        latest = Catalog.objects.filter(latest_version__isnull=False).values("latest_version_id")
+        latest = Catalog.objects.filter(visible, latest_version__isnull=False).values(
+            "latest_version_id"
+        )
         qs = qs.filter(catalog_version_id__in=Subquery(latest))
+    elif visible:
+        qs = qs.filter(catalogs_visible_q(viewer, prefix="catalog_version__catalog__"))
     return qs
 
 
@@ -148,6 +234,22 @@ _SQL_BY_DIGEST = (
     f"SELECT v.digest FROM {_V} v JOIN {_C} c ON c.id = v.catalog_id "
     f"JOIN {_P} p ON p.id = c.publisher_id WHERE p.slug = %s AND c.name = %s AND v.digest = %s"
 )
+
+
+_SQL_ACCESS = (
+    f"SELECT c.visibility, p.visibility, p.id FROM {_C} c JOIN {_P} p ON p.id = c.publisher_id "
+    "WHERE p.slug = %s AND c.name = %s"
+)
+
+
+def catalog_serving_access(*, publisher_slug: str, catalog_name: str) -> tuple[bool, int] | None:
+    """(private, publisher id) of a catalog, or None when there is no such catalog."""
+    with connection.cursor() as cursor:
+        cursor.execute(_SQL_ACCESS, (publisher_slug, catalog_name))
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return PRIVATE in (row[0], row[1]), int(row[2])
 
 
 def _one_digest(sql: str, params: tuple) -> str | None:
@@ -230,14 +332,14 @@ def catalog_version_signature(*, digest: str) -> tuple[int, str, str] | None:
     return int(row[0]), row[1] or "", row[2] or ""
 
 
-def catalog_list_featured(*, limit: int = 6) -> CatalogQuerySet:
+def catalog_list_featured(*, limit: int = 6, viewer: Viewer = None) -> CatalogQuerySet:
     """Published catalogs for the landing page, with ``function_count`` of their latest version.
 
     The registry counts no downloads, so "most used" is approximated by what it knows: verified
     publishers first, then the most functions, the most versions, the latest publish.
     """
     return (
-        catalog_list()
+        catalog_list(viewer=viewer)
         .published()
         # A correlated count per catalog uses the definitions' catalog_version index; a join
         # with GROUP BY over every selected column took 10 ms over 1,000 functions.

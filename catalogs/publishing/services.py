@@ -45,6 +45,7 @@ from catalogs.publishing.models import (
     Publisher,
     PublisherEvent,
     PublisherEventAction,
+    Visibility,
 )
 from catalogs.publishing.selectors import (
     publisher_slug_is_reserved,
@@ -198,8 +199,10 @@ def publisher_update(
     actor: Actor,
     display_name: str | None = None,
     owners: list[str] | None = None,
+    visibility: str | None = None,
 ) -> Publisher:
-    """Change a publisher's display name and/or its owners (by user name).
+    """Change a publisher's display name, its owners (by user name) and/or its visibility
+    (``private`` hides it and every one of its catalogs from all but its owners and staff).
 
     Owners left out are removed; names that are not owners yet are invited (they own it once
     they accept: ``publishers.publisher_invitation_decide``). At least one current owner stays.
@@ -229,6 +232,8 @@ def publisher_update(
         for user in users:
             if user.pk not in current:
                 _owner_invite(publisher=publisher, user=user, actor=actor)
+    if visibility is not None:
+        _visibility_set(publisher=publisher, obj=publisher, visibility=visibility)
     if display_name is not None and display_name != publisher.display_name:
         changes.append(f"renamed from {publisher.display_name!r} to {display_name!r}")
         publisher.display_name = display_name
@@ -304,9 +309,44 @@ def catalog_create(
 
 
 @transaction.atomic
-def catalog_update(*, catalog: Catalog, actor: Actor, description: str | None = None) -> Catalog:
-    """Change a catalog's description (its versions never change)."""
+def _visibility_set(*, publisher: Publisher, obj: Publisher | Catalog, visibility: str) -> None:
+    """Set ``obj``'s visibility (``public`` or ``private``); the serving caches of this process
+    forget what they knew of the publisher's catalogs at once."""
+    if visibility not in Visibility.values:
+        raise InvalidInputError(
+            f"Visibility {visibility!r} is not one of: {', '.join(Visibility.values)}."
+        )
+    if publisher.slug.lower() == settings.MIRROR_PUBLISHER_SLUG.lower():
+        raise InvalidInputError(
+            f"The mirrored catalogs of publisher '{publisher.slug}' are public: a mirror cannot "
+            "be made private."
+        )
+    if obj.visibility == visibility:
+        return
+    obj.visibility = visibility
+    obj.save(update_fields=["visibility", "updated_at"])
+    names = list(Catalog.objects.filter(publisher=publisher).values_list("name", flat=True))
+    serving.serving_visibility_changed(publisher_slug=publisher.slug, catalog_names=names)
+    # After the commit too: a request between this write and the commit may have read the old
+    # visibility back into this process's memory.
+    transaction.on_commit(
+        lambda: serving.serving_visibility_changed(
+            publisher_slug=publisher.slug, catalog_names=names
+        )
+    )
+
+
+def catalog_update(
+    *,
+    catalog: Catalog,
+    actor: Actor,
+    description: str | None = None,
+    visibility: str | None = None,
+) -> Catalog:
+    """Change a catalog's description and/or its visibility (its versions never change)."""
     _check_can_write(publisher=catalog.publisher, actor=actor)
+    if visibility is not None:
+        _visibility_set(publisher=catalog.publisher, obj=catalog, visibility=visibility)
     if description is not None:
         catalog.description = description
         catalog.save(update_fields=["description", "updated_at"])

@@ -2,7 +2,8 @@
 
 A published version never changes, so a pinned URL (``versions/<n>/`` or ``sha256/<hex>/``) maps
 to the same digest and bytes forever: this process keeps the mapping, the bytes and the response
-headers in memory, and a warm pinned request runs no database query at all.
+headers in memory, and a warm pinned request of a public catalog runs no database query (but
+one per catalog every VISIBILITY_RECHECK_SECONDS, below).
 
 What can change goes through the ``serving`` cache (``CACHES["serving"]``, shared between
 processes when ``CACHE_URL`` names Redis): which version ``latest`` is (a publish changes it) and a
@@ -13,6 +14,13 @@ commit cannot leave a stale value behind (readers only ``add``). Entries live
 ``CATALOG_SERVING_CACHE_SECONDS``; 0 (the default without a shared cache, where one process could
 not tell the others) reads the database every time.
 
+Private catalogs: whether a catalog is private (and its publisher's id) is kept in this process
+for ``VISIBILITY_RECHECK_SECONDS`` (``serving_access``) and asked of the database again after
+that; the process that changes a visibility forgets it at once (``serving_visibility_changed``).
+Every answer for a private catalog, warm or not, first checks that the caller may see it. So in a
+deployment of several processes, a catalog made private may still be served, for at most that
+many seconds, by another process that served it while it was public: only bytes that were public.
+
 Keys carry a tag of the database's name: two test databases (pytest-xdist workers) or two
 deployments sharing one Redis never read each other's entries.
 """
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,6 +108,18 @@ class _ServedCache:
             self._size = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Whether a catalog is private, and the publisher whose owners may see it if it is."""
+
+    private: bool
+    publisher_id: int
+
+
+VISIBILITY_RECHECK_SECONDS = 5.0
+# (database tag, publisher, catalog) -> (Access, monotonic time to ask the database again).
+_access: dict[tuple[str, str, str], tuple[Access, float]] = {}
+
 _served = _ServedCache(max_bytes=64 * 1024 * 1024)
 # (database tag, publisher, catalog, "n<number>" or "d<hex>") -> digest: immutable once published.
 _pinned: dict[tuple[str, str, str, str], str] = {}
@@ -138,6 +159,33 @@ def _served_for(digest: str) -> Served | None:
         )
         _served.put(served)
     return served
+
+
+def serving_access(*, publisher_slug: str, catalog_name: str) -> Access | None:
+    """Whether ``publisher/catalog`` is private (None: no such catalog), from this process's
+    memory when it asked the database less than VISIBILITY_RECHECK_SECONDS ago."""
+    key = (_db_tag(), publisher_slug, catalog_name)
+    now = time.monotonic()
+    found = _access.get(key)
+    if found is not None and found[1] > now:
+        return found[0]
+    row = selectors.catalog_serving_access(publisher_slug=publisher_slug, catalog_name=catalog_name)
+    if row is None:
+        _access.pop(key, None)
+        return None
+    if len(_access) >= _PINNED_MAX:
+        _access.clear()
+    access = Access(private=row[0], publisher_id=row[1])
+    _access[key] = (access, now + VISIBILITY_RECHECK_SECONDS)
+    return access
+
+
+def serving_visibility_changed(*, publisher_slug: str, catalog_names: list[str]) -> None:
+    """A catalog (or a publisher, with all its catalogs) changed visibility: this process asks
+    the database again at its next request; others within VISIBILITY_RECHECK_SECONDS."""
+    tag = _db_tag()
+    for name in catalog_names:
+        _access.pop((tag, publisher_slug, name), None)
 
 
 def serving_pinned_digest(
@@ -262,6 +310,7 @@ def serving_caches_clear() -> None:
     """
     _served.clear()
     _pinned.clear()
+    _access.clear()
     cache = caches["serving"]
     if isinstance(cache, LocMemCache):
         cache.clear()

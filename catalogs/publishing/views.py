@@ -1,17 +1,24 @@
 """Serving catalog versions as YAML: the URLs users pass to ``krm build --trusted-catalog``.
 
-Kept minimal on purpose (no DRF, no templates): the digest, bytes and headers come from the serving
-cache (``catalogs.publishing.serving``), so a warm pinned URL runs no database query.
+Kept minimal on purpose (no DRF views, no templates): the digest, bytes and headers come from the
+serving cache (``catalogs.publishing.serving``), so a warm pinned URL of a public catalog runs no
+database query (but one every VISIBILITY_RECHECK_SECONDS, to learn whether it became private).
+A private catalog is served only to its publisher's owners and staff (``visible_only``).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.views.decorators.http import require_safe
+from rest_framework.exceptions import AuthenticationFailed
 
 from catalogs import events
-from catalogs.publishing import serving
+from catalogs.api.auth import user_from_request
+from catalogs.publishing import selectors, serving
 from catalogs.publishing.events import CatalogVersionSignatureRequested
 from catalogs.publishing.models import CatalogVersion
 
@@ -81,10 +88,59 @@ def _serve_signature(found: serving.ServedSignature | None, cache_control: str) 
     return response
 
 
+def catalog_access_check(request: HttpRequest, publisher: str, catalog: str) -> bool:
+    """Whether ``publisher/catalog`` is private; Http404 when the caller may not see it (the
+    same answer as for a catalog that does not exist). Credentials in the request that do not
+    check out raise AuthenticationFailed for every catalog, public, private or missing alike."""
+    viewer = None
+    if "HTTP_AUTHORIZATION" in request.META:
+        viewer = user_from_request(request)
+    access = serving.serving_access(publisher_slug=publisher, catalog_name=catalog)
+    if access is None or not access.private:
+        return False
+    if viewer is None:
+        viewer = user_from_request(request)  # the session's user, for a signed-in browser
+    if not selectors.visible_to(viewer=viewer, private=True, publisher_id=access.publisher_id):
+        raise Http404("No such catalog version.")
+    return True
+
+
+def unauthorized(err: AuthenticationFailed) -> HttpResponse:
+    """401 for credentials that do not check out, with the schemes the registry takes."""
+    response = HttpResponse(f"{err.detail}\n", status=401, content_type="text/plain")
+    response["WWW-Authenticate"] = 'Basic realm="krm registry", charset="UTF-8"'
+    return response
+
+
+def private_cache_control(response: HttpResponse) -> HttpResponse:
+    """A private catalog's answer is for the caller only: no shared cache may keep it."""
+    value = response.get("Cache-Control", "")
+    if value:
+        response["Cache-Control"] = value.replace("public", "private")
+    response["Vary"] = "Authorization, Cookie"
+    return response
+
+
+def visible_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Serve ``view`` (kwargs ``publisher`` and ``catalog``) only to who may see the catalog."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            private = catalog_access_check(request, kwargs["publisher"], kwargs["catalog"])
+        except AuthenticationFailed as err:
+            return unauthorized(err)
+        response = view(request, *args, **kwargs)
+        return private_cache_control(response) if private else response
+
+    return wrapper
+
+
 # Each view serves catalog.yaml, or with ``signature=True`` (set by the URLconf) catalog.yaml.sig.
 
 
 @require_safe
+@visible_only
 def catalog_latest(
     request: HttpRequest, publisher: str, catalog: str, signature: bool = False
 ) -> HttpResponse:
@@ -94,6 +150,7 @@ def catalog_latest(
 
 
 @require_safe
+@visible_only
 def catalog_version_by_number(
     request: HttpRequest, publisher: str, catalog: str, number: int, signature: bool = False
 ) -> HttpResponse:
@@ -105,6 +162,7 @@ def catalog_version_by_number(
 
 
 @require_safe
+@visible_only
 def catalog_version_by_digest(
     request: HttpRequest, publisher: str, catalog: str, hexdigest: str, signature: bool = False
 ) -> HttpResponse:

@@ -256,7 +256,9 @@ class ContributionViewSet(viewsets.GenericViewSet):
         if filters.get("catalog"):
             # A well-formed name of no catalog is 404, like the catalog's own URL.
             publisher, _, name = filters["catalog"].partition("/")
-            filters["catalog"] = selectors.catalog_get(publisher_slug=publisher, name=name)
+            filters["catalog"] = selectors.catalog_get(
+                publisher_slug=publisher, name=name, viewer=request.user
+            )
         mine = filters["mine"] or not contributions.user_can_review(user=request.user)
         if mine:
             assert selectors.signed_in(request.user)  # IsAuthenticated
@@ -282,7 +284,9 @@ class ContributionViewSet(viewsets.GenericViewSet):
     def create(self, request: Request) -> Response:
         """Propose a function definition for a catalog; it waits for review."""
         data = _validated(ContributionCreateSerializer, request.data)
-        catalog = selectors.catalog_get(publisher_slug=data["publisher"], name=data["catalog"])
+        catalog = selectors.catalog_get(
+            publisher_slug=data["publisher"], name=data["catalog"], viewer=request.user
+        )
         contribution = contributions.contribution_submit(
             catalog=catalog, content=data["definition"], actor=request.user
         )

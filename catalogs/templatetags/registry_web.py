@@ -25,7 +25,7 @@ def landing(context: template.Context) -> dict[str, object]:
     user = context.get("user")
     if request is None or request.GET or (user is not None and user.is_authenticated):
         return {"show": False}
-    featured = list(selectors.catalog_list_featured())
+    featured = list(selectors.catalog_list_featured(viewer=user))
     top_url = ""
     if featured:
         top = featured[0]

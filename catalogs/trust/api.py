@@ -67,11 +67,13 @@ class RevocationViewSet(viewsets.GenericViewSet):
         if getattr(self, "swagger_fake_view", False):
             return Revocation.objects.none()
         catalog = selectors.catalog_get(
-            publisher_slug=self.kwargs["publisher"], name=self.kwargs["catalog"]
+            publisher_slug=self.kwargs["publisher"],
+            name=self.kwargs["catalog"],
+            viewer=self.request.user,
         )
         return revocations.revocation_list(catalog=catalog)
 
-    @cached_list("public")
+    @cached_list("viewer")
     def list(self, request: Request, publisher: str, catalog: str) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
@@ -80,7 +82,7 @@ class RevocationViewSet(viewsets.GenericViewSet):
     def create(self, request: Request, publisher: str, catalog: str) -> Response:
         from catalogs.publishing.services import publisher_check_can_write
 
-        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog, viewer=request.user)
         publisher_check_can_write(publisher=found.publisher, actor=request.user)
         serializer = RevocationCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -103,8 +105,8 @@ class FunctionCollisionsView(viewsets.ViewSet):
 
         from catalogs.trust.collisions import function_collisions
 
-        version = get_object_or_404(selectors.function_version_list(), pk=pk)
-        found = function_collisions(version=version)
+        version = get_object_or_404(selectors.function_version_list(viewer=request.user), pk=pk)
+        found = function_collisions(version=version, viewer=request.user)
         for item in found:
             item["function_url"] = request.build_absolute_uri(
                 reverse("api:function-detail", kwargs={"pk": item["function_id"]})
@@ -156,7 +158,7 @@ class PublisherKeyViewSet(viewsets.GenericViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return PublisherKey.objects.none()
-        publisher = selectors.publisher_get(slug=self.kwargs["publisher"])
+        publisher = selectors.publisher_get(slug=self.kwargs["publisher"], viewer=self.request.user)
         return PublisherKey.objects.filter(publisher=publisher)
 
     def list(self, request: Request, publisher: str) -> Response:
@@ -166,7 +168,7 @@ class PublisherKeyViewSet(viewsets.GenericViewSet):
     def create(self, request: Request, publisher: str) -> Response:
         from catalogs.publishing.services import publisher_check_can_write
 
-        found = selectors.publisher_get(slug=publisher)
+        found = selectors.publisher_get(slug=publisher, viewer=request.user)
         publisher_check_can_write(publisher=found, actor=request.user)
         serializer = PublisherKeyCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -193,7 +195,7 @@ class PublisherRoleView(APIView):
     parser_classes: list = []  # the body is read as bytes, exactly as signed
 
     def _publisher(self, publisher: str, role: str):
-        found = selectors.publisher_get(slug=publisher)
+        found = selectors.publisher_get(slug=publisher, viewer=self.request.user)
         if role != found.slug:
             raise NotFoundError(f"Publisher '{publisher}' signs only its own role '{publisher}'.")
         return found

@@ -10,13 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from catalogs.publishing.models import FunctionVersion
+from catalogs.publishing.selectors import Viewer, catalogs_visible_q
 
 
-def function_collisions(*, version: FunctionVersion) -> list[dict[str, Any]]:
-    """Other catalogs whose latest version defines ``version``'s group, kind and version."""
+def function_collisions(*, version: FunctionVersion, viewer: Viewer = None) -> list[dict[str, Any]]:
+    """Other catalogs ``viewer`` may see whose latest version defines ``version``'s group, kind
+    and version."""
     own_catalog = version.catalog_version.catalog_id
     others = (
         FunctionVersion.objects.filter(
+            catalogs_visible_q(viewer, prefix="catalog_version__catalog__"),
             group=version.group,
             kind=version.kind,
             name=version.name,

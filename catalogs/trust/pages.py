@@ -31,7 +31,7 @@ class RevocationForm(forms.Form):
 @domain_errors
 def catalog_revocations(request: HttpRequest, publisher: str, catalog: str) -> HttpResponse:
     """GET: the list; POST (owners and staff): revoke, then show the new sequence."""
-    cat = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+    cat = selectors.catalog_get(publisher_slug=publisher, name=catalog, viewer=request.user)
     can_revoke = selectors.user_is_owner_or_staff(publisher=cat.publisher, user=request.user)
     form = RevocationForm(request.POST or None, initial=request.GET or None)
     status = 200

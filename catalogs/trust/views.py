@@ -9,10 +9,19 @@ from django.conf import settings
 from django.db import IntegrityError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.views.decorators.http import require_safe
+from rest_framework.exceptions import AuthenticationFailed
 
+from catalogs.api.auth import user_from_request
 from catalogs.exceptions import NotFoundError
 from catalogs.publishing import selectors
-from catalogs.publishing.views import IMMUTABLE_CACHE_CONTROL, _etag_matches
+from catalogs.publishing.models import Publisher, Visibility
+from catalogs.publishing.views import (
+    IMMUTABLE_CACHE_CONTROL,
+    _etag_matches,
+    private_cache_control,
+    unauthorized,
+    visible_only,
+)
 from catalogs.trust import revocations, services, signing, tuf
 from catalogs.trust.models import RevocationList, TufMetadata
 
@@ -20,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 
 def _list(publisher: str, catalog: str, sequence: int | None) -> RevocationList:
+    # Who may see the catalog was checked (``visible_only``): read it as the system.
     try:
         found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
     except NotFoundError:
@@ -40,6 +50,7 @@ def _headers(response: HttpResponse, listed: RevocationList, pinned: bool) -> Ht
 
 
 @require_safe
+@visible_only
 def revocation_list_view(
     request: HttpRequest, publisher: str, catalog: str, sequence: int | None = None
 ) -> HttpResponse:
@@ -58,6 +69,7 @@ def revocation_list_view(
 
 
 @require_safe
+@visible_only
 def revocation_list_signature(
     request: HttpRequest, publisher: str, catalog: str, sequence: int | None = None
 ) -> HttpResponse:
@@ -103,6 +115,19 @@ def tuf_metadata(request: HttpRequest, version: int, role: str) -> HttpResponse:
     (consistent snapshots; immutable)."""
     if role == "timestamp":
         raise Http404("The timestamp is served only as timestamp.json.")
+    if role not in tuf.TOP_LEVEL:
+        # A publisher's role lists its targets: a private publisher's only for its members.
+        try:
+            viewer = user_from_request(request)
+        except AuthenticationFailed as err:
+            return unauthorized(err)
+        publisher = Publisher.objects.filter(slug=role).first()
+        if publisher is not None and publisher.visibility == Visibility.PRIVATE:
+            if not selectors.publisher_visible(viewer=viewer, publisher=publisher):
+                raise Http404("No such TUF metadata.")
+            return private_cache_control(
+                _tuf_response(_tuf_row(role, int(version)), immutable=True)
+            )
     return _tuf_response(_tuf_row(role, int(version)), immutable=True)
 
 

@@ -63,8 +63,9 @@ def image_digest(container: dict[str, Any] | None) -> str:
 CATALOG_PAGE_VERSIONS = 50
 
 
-def _catalog(publisher: str, catalog: str) -> Catalog:
-    return selectors.catalog_get(publisher_slug=publisher, name=catalog)
+def _catalog(request: HttpRequest, publisher: str, catalog: str) -> Catalog:
+    """The catalog, or NotFoundError when it does not exist or the user may not see it."""
+    return selectors.catalog_get(publisher_slug=publisher, name=catalog, viewer=request.user)
 
 
 def _owned_publishers(user) -> Any:
@@ -101,7 +102,7 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
     Bounded whatever the catalog's size: one page of its functions (CATALOG_PAGE_FUNCTIONS, read
     from the rows the publish stored, never by parsing the document) and its newest versions.
     """
-    cat = _catalog(publisher, catalog)
+    cat = _catalog(request, publisher, catalog)
     latest_url = request.build_absolute_uri(
         reverse("catalogs:latest", kwargs={"publisher": publisher, "catalog": catalog})
     )
@@ -151,10 +152,11 @@ def function_detail(
 ) -> HttpResponse:
     """One function of a catalog's latest version: how to use it, versions and what changed."""
     context = function_pages.function_page(
-        catalog=_catalog(publisher, catalog),
+        catalog=_catalog(request, publisher, catalog),
         group=group,
         kind=kind,
         absolute_url=request.build_absolute_uri,
+        viewer=request.user,
     )
     return page_render(request, "function_detail.html", context)
 
@@ -198,7 +200,7 @@ def catalog_create(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def catalog_publish(request: HttpRequest, publisher: str, catalog: str) -> HttpResponse:
     """Upload or paste a catalog; preview errors (path and line) and changes; then publish."""
-    cat = _catalog(publisher, catalog)
+    cat = _catalog(request, publisher, catalog)
     if not selectors.user_is_owner_or_staff(publisher=cat.publisher, user=request.user):
         raise NotAllowedError(f"Only owners of publisher '{cat.publisher.slug}' may publish here.")
     form = forms.PublishForm(request.POST or None, request.FILES or None)
@@ -258,7 +260,7 @@ def catalog_publish(request: HttpRequest, publisher: str, catalog: str) -> HttpR
 def contribution_create(request: HttpRequest) -> HttpResponse:
     """Any signed-in user proposes a function definition (YAML, or simple form fields)."""
     # Mirrored catalogs only serve what upstream publishes: they take no contributions.
-    catalogs = selectors.catalog_list().filter(mirror_source__isnull=True)
+    catalogs = selectors.catalog_list(viewer=request.user).filter(mirror_source__isnull=True)
     initial = {"catalog": request.GET["catalog"]} if request.GET.get("catalog") else {}
     by_fields = request.POST.get("mode") == "fields"
     post = request.POST or None

@@ -640,7 +640,7 @@ class CatalogStore:
         material = None
         try:
             container = client.get_container(ref.location)
-            client.auth.load_configs(container)
+            _oci_login(client, host, container.api_prefix, loopback=loopback)
             raw = self._oci_manifest(client, container)
             assert raw is not None
             manifest_digest = "sha256:" + hashlib.sha256(raw).hexdigest()
@@ -732,6 +732,47 @@ class CatalogStore:
             material.cosign.append((payload, str(signature)))
         material.found = bool(material.cosign)
         return material
+
+
+def _oci_login(client: Any, host: str, repository: str, *, loopback: bool) -> None:
+    """Give oras-py the docker config's credentials for ``host`` (krm's one reader of it,
+    ``oci.credentials``) and, when the registry offers the token flow, a pull token at once.
+
+    oras-py answers only a 401 with them; a registry that tells outsiders a private repository
+    does not exist (404, as the KRM registry does) never sends one. So, like containers/image,
+    ask ``/v2/`` for the challenge first, and only when there are credentials to send.
+    """
+    from oras.auth.utils import parse_auth_header
+
+    from orchestrator.functions.oci import credentials
+
+    creds = credentials(host)
+    if creds is None:
+        return
+    client.auth.set_basic_auth(*creds)
+    scheme = "http" if loopback else "https"
+    try:
+        ping = client.session.get(f"{scheme}://{host}/v2/", verify=client._tls_verify, timeout=60)
+    except Exception as exc:  # requests raises many types; one line for the user
+        raise FetchError(f"oci://{host}: {exc}") from None
+    challenge = ping.headers.get("Www-Authenticate", "")
+    if not challenge.lower().startswith("bearer "):
+        return  # Basic, or none: oras-py sends Basic itself after a 401
+    parsed = parse_auth_header(challenge)
+    parsed.scope = f"repository:{repository}:pull"
+    token = client.auth.request_token(parsed)
+    if not token:
+        raise FetchError(
+            f"oci://{host}/{repository}: the registry's token service refused the credentials "
+            f"for {host} in {_docker_config_path()}"
+        )
+    client.auth.set_token_auth(token)
+
+
+def _docker_config_path() -> str:
+    from orchestrator.functions.oci import docker_config_path
+
+    return docker_config_path()
 
 
 def _write_json(path: str, data: Any) -> None:

@@ -7,6 +7,10 @@ compared with the catalog's digest, and only then moved into the content-address
 
 Schemes: ``https://``; ``http://`` only to a loopback address (a local registry or test
 server); ``file://`` and absolute paths. Registry blob URLs are plain https/http URLs.
+
+Credentials: a ``~/.netrc`` (or ``$NETRC``) entry for the URL's host is sent as Basic
+authentication (private catalogs of a registry), to that host only, never after a redirect to
+another one.
 """
 
 from __future__ import annotations
@@ -77,6 +81,60 @@ def local_path(uri: str, base_dir: str | None = None) -> str | None:
     return os.path.join(base_dir, uri)
 
 
+def netrc_path() -> str:
+    """``$NETRC``, else ``~/.netrc``: where krm reads the credentials it sends over http(s)."""
+    return os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+
+
+def netrc_authorization(url: str) -> str | None:
+    """``Basic`` credentials for ``url``'s host from the netrc file (``machine <host> login
+    <user> password <token>``, as curl and git read it), or None.
+
+    Sent only over https, or plain http to loopback: never in clear text over a network. Read
+    with Python's ``netrc`` module, which refuses a ``~/.netrc`` with passwords that others can
+    read.
+    """
+    import base64
+    import netrc
+
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if not host or not (parts.scheme == "https" or (parts.scheme == "http" and is_loopback(host))):
+        return None
+    path = netrc_path()
+    if not os.path.isfile(path):
+        return None
+    try:
+        # No argument for the default file: the module checks its permissions then.
+        found = netrc.netrc(None if "NETRC" not in os.environ else path).authenticators(host)
+    except (netrc.NetrcParseError, OSError) as exc:
+        raise FetchError(f"cannot read credentials from {path}: {exc}") from None
+    if found is None:
+        return None
+    login, _account, password = found
+    pair = f"{login or ''}:{password or ''}".encode()
+    return "Basic " + base64.b64encode(pair).decode()
+
+
+def same_origin(url: str, other: str) -> bool:
+    """Whether two URLs have the same scheme, host and port (credentials may go to both)."""
+    a, b = urlsplit(url), urlsplit(other)
+    return (a.scheme, (a.hostname or "").lower(), a.port) == (
+        b.scheme,
+        (b.hostname or "").lower(),
+        b.port,
+    )
+
+
+def access_hint(url: str, *, sent: bool) -> str:
+    """What a 401/403/404 may mean for a registry's private catalog, and where krm looked."""
+    host = (urlsplit(url).hostname or "").lower()
+    how = f"sent the credentials of machine {host}" if sent else f"no entry for machine {host}"
+    return (
+        f"not found or you lack access; krm reads credentials from ~/.netrc ({netrc_path()}: {how})"
+    )
+
+
 def _ssl_context(options: FnOptions) -> Any:
     import ssl
 
@@ -120,11 +178,16 @@ def http_get(
         client_options["transport"] = options.http_transport
     else:
         client_options["verify"] = _ssl_context(options)
+    authorization = netrc_authorization(url)
     with httpx.Client(**client_options) as client:
         for _ in range(MAX_REDIRECTS + 1):
             check_url(current)
+            sent = dict(headers or {})
+            # The credentials are the first URL's host's: never sent to another after a redirect.
+            if authorization is not None and same_origin(current, url):
+                sent["Authorization"] = authorization
             try:
-                with client.stream("GET", current, headers=headers or {}) as resp:
+                with client.stream("GET", current, headers=sent) as resp:
                     if resp.status_code == 304:
                         return Response(304, None, resp.headers.get("etag"), current)
                     if resp.is_redirect:
@@ -133,6 +196,11 @@ def http_get(
                         continue
                     if resp.status_code == 404 and missing_ok:
                         return Response(404, None, None, current)
+                    if resp.status_code in (401, 403, 404):
+                        raise FetchError(
+                            f"downloading {url}: HTTP {resp.status_code}: "
+                            + access_hint(current, sent="Authorization" in sent)
+                        )
                     if resp.status_code != 200:
                         raise FetchError(f"downloading {url}: HTTP {resp.status_code}")
                     declared = resp.headers.get("content-length")

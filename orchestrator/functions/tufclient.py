@@ -204,8 +204,19 @@ class _Fetcher(FetcherInterface):
     def _request(self, url: str) -> Any:
         import urllib3
 
-        from orchestrator.functions.fetch import MAX_REDIRECTS, _ssl_context, check_url
+        from orchestrator.functions.fetch import (
+            MAX_REDIRECTS,
+            _ssl_context,
+            access_hint,
+            check_url,
+            netrc_authorization,
+            same_origin,
+        )
 
+        try:
+            authorization = netrc_authorization(url)
+        except FetchError as exc:
+            raise tuf_errors.DownloadError(exc.message) from None
         current = url
         for _ in range(MAX_REDIRECTS + 1):
             scheme = current.split(":", 1)[0]
@@ -217,8 +228,12 @@ class _Fetcher(FetcherInterface):
                 )
             try:
                 check_url(current)
+                # ~/.netrc credentials go to the first URL's host only, never after a redirect.
+                headers = {}
+                if authorization is not None and same_origin(current, url):
+                    headers["Authorization"] = authorization
                 resp = self._pools[scheme].request(
-                    "GET", current, preload_content=False, redirect=False
+                    "GET", current, preload_content=False, redirect=False, headers=headers
                 )
             except FetchError as exc:
                 raise tuf_errors.DownloadError(exc.message) from None
@@ -234,7 +249,10 @@ class _Fetcher(FetcherInterface):
             if resp.status != 200:
                 resp.drain_conn()
                 resp.release_conn()
-                raise tuf_errors.DownloadHTTPError(f"{url}: HTTP {resp.status}", resp.status)
+                message = f"{url}: HTTP {resp.status}"
+                if resp.status in (401, 403, 404):
+                    message += ": " + access_hint(current, sent="Authorization" in headers)
+                raise tuf_errors.DownloadHTTPError(message, resp.status)
             return resp
         raise tuf_errors.DownloadError(f"downloading {url}: more than {MAX_REDIRECTS} redirects")
 
@@ -524,9 +542,13 @@ class Session:
                     "or altered on the way); no function from this catalog runs"
                 ) from None
             except tuf_errors.DownloadHTTPError as exc:
+                # The catalog itself may be private; its revocation list is not, once it came.
+                hint = (
+                    str(exc).partition(f"HTTP {exc.status_code}: ")[2] if what == "catalog" else ""
+                )
                 raise TrustError(
                     f"catalog {catalog}: the signed {what} {path} cannot be fetched from "
-                    f"{url} (HTTP {exc.status_code}); "
+                    f"{url} (HTTP {exc.status_code}{': ' + hint if hint else ''}); "
                     + (
                         "no function from this catalog runs"
                         if what == "catalog"

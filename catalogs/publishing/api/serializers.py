@@ -17,6 +17,7 @@ from catalogs.publishing.models import (
     FunctionVersion,
     Publisher,
     SigningKey,
+    Visibility,
 )
 
 
@@ -144,7 +145,15 @@ class PublisherSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Publisher
-        fields = ["slug", "display_name", "verified", "owners", "created_at", "updated_at"]
+        fields = [
+            "slug",
+            "display_name",
+            "verified",
+            "visibility",
+            "owners",
+            "created_at",
+            "updated_at",
+        ]
         read_only_fields = fields
 
 
@@ -160,6 +169,11 @@ class PublisherUpdateSerializer(serializers.Serializer):
 
     display_name = serializers.CharField(max_length=200, required=False)
     owners = serializers.ListField(child=serializers.CharField(max_length=150), required=False)
+    visibility = serializers.ChoiceField(
+        choices=Visibility.choices,
+        required=False,
+        help_text="private: only the owners (and staff) see the publisher and all its catalogs.",
+    )
 
 
 # --- Catalogs ---
@@ -194,6 +208,9 @@ class CatalogSerializer(serializers.ModelSerializer):
     catalog_url = serializers.SerializerMethodField()
     mirror = CatalogMirrorSerializer(source="mirror_source", read_only=True, allow_null=True)
     signature = serializers.SerializerMethodField()
+    private = serializers.BooleanField(
+        read_only=True, help_text="The catalog or its publisher is private."
+    )
 
     class Meta:
         model = Catalog
@@ -201,6 +218,8 @@ class CatalogSerializer(serializers.ModelSerializer):
             "publisher",
             "name",
             "description",
+            "visibility",
+            "private",
             "latest_version",
             "latest_digest",
             "catalog_url",
@@ -237,6 +256,11 @@ class CatalogUpdateSerializer(serializers.Serializer):
     """Input of a catalog update."""
 
     description = serializers.CharField(required=False, allow_blank=True)
+    visibility = serializers.ChoiceField(
+        choices=Visibility.choices,
+        required=False,
+        help_text="private: only the publisher's owners (and staff) see the catalog.",
+    )
 
 
 # --- Versions and functions ---

@@ -33,15 +33,15 @@ class PublisherViewSet(viewsets.GenericViewSet):
     lookup_value_regex = r"[-\w]+"
 
     def get_queryset(self):
-        return selectors.publisher_list()
+        return selectors.publisher_list(viewer=self.request.user)
 
-    @cached_list("public")
+    @cached_list("viewer")
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def retrieve(self, request: Request, slug: str) -> Response:
-        publisher = selectors.publisher_get(slug=slug)
+        publisher = selectors.publisher_get(slug=slug, viewer=request.user)
         return Response(self.get_serializer(publisher).data)
 
     @extend_schema(request=serializers.PublisherCreateSerializer)
@@ -52,11 +52,15 @@ class PublisherViewSet(viewsets.GenericViewSet):
 
     @extend_schema(request=serializers.PublisherUpdateSerializer)
     def partial_update(self, request: Request, slug: str) -> Response:
-        publisher = selectors.publisher_get(slug=slug)
+        publisher = selectors.publisher_get(slug=slug, viewer=request.user)
         services.publisher_check_can_write(publisher=publisher, actor=request.user)
         data = _validated(serializers.PublisherUpdateSerializer, request.data)
         publisher = services.publisher_update(publisher=publisher, actor=request.user, **data)
-        return Response(self.get_serializer(selectors.publisher_get(slug=publisher.slug)).data)
+        return Response(
+            self.get_serializer(
+                selectors.publisher_get(slug=publisher.slug, viewer=request.user)
+            ).data
+        )
 
 
 class CatalogViewSet(viewsets.GenericViewSet):
@@ -66,16 +70,16 @@ class CatalogViewSet(viewsets.GenericViewSet):
     filterset_class = CatalogFilter
 
     def get_queryset(self):
-        return selectors.catalog_list()
+        return selectors.catalog_list(viewer=self.request.user)
 
-    @cached_list("public")
+    @cached_list("viewer")
     def list(self, request: Request) -> Response:
         queryset = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def retrieve(self, request: Request, publisher: str, catalog: str) -> Response:
-        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog, viewer=request.user)
         return Response(self.get_serializer(found).data)
 
     @extend_schema(request=serializers.CatalogCreateSerializer)
@@ -87,7 +91,7 @@ class CatalogViewSet(viewsets.GenericViewSet):
 
     @extend_schema(request=serializers.CatalogUpdateSerializer)
     def partial_update(self, request: Request, publisher: str, catalog: str) -> Response:
-        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog, viewer=request.user)
         services.publisher_check_can_write(publisher=found.publisher, actor=request.user)
         data = _validated(serializers.CatalogUpdateSerializer, request.data)
         updated = services.catalog_update(catalog=found, actor=request.user, **data)
@@ -109,18 +113,20 @@ class CatalogVersionViewSet(viewsets.GenericViewSet):
         if getattr(self, "swagger_fake_view", False):  # schema generation has no URL kwargs
             return CatalogVersion.objects.none()
         catalog = selectors.catalog_get(
-            publisher_slug=self.kwargs["publisher"], name=self.kwargs["catalog"]
+            publisher_slug=self.kwargs["publisher"],
+            name=self.kwargs["catalog"],
+            viewer=self.request.user,
         )
         return selectors.catalog_version_list(catalog=catalog)
 
-    @cached_list("public")
+    @cached_list("viewer")
     def list(self, request: Request, publisher: str, catalog: str) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(responses=serializers.CatalogVersionDetailSerializer)
     def retrieve(self, request: Request, publisher: str, catalog: str, number: int) -> Response:
-        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog, viewer=request.user)
         version = selectors.catalog_version_get(catalog=found, number=int(number))
         context = self.get_serializer_context()
         return Response(serializers.CatalogVersionDetailSerializer(version, context=context).data)
@@ -136,7 +142,7 @@ class CatalogVersionViewSet(viewsets.GenericViewSet):
         },
     )
     def create(self, request: Request, publisher: str, catalog: str) -> Response:
-        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog, viewer=request.user)
         # Permission before the body: a refused user gets 403, whatever they sent.
         services.publisher_check_can_write(publisher=found.publisher, actor=request.user)
         content = _publish_content(request)
@@ -167,9 +173,9 @@ class FunctionVersionViewSet(
     filterset_class = FunctionVersionFilter
 
     def get_queryset(self):
-        return selectors.function_version_list()
+        return selectors.function_version_list(viewer=self.request.user)
 
-    @cached_list("public")
+    @cached_list("viewer")
     def list(self, request: Request, *args, **kwargs) -> Response:
         return super().list(request, *args, **kwargs)
 

@@ -98,3 +98,29 @@ def test_the_fast_path_answers_only_allowed_hosts(published, settings):
     assert status.startswith("400") and bytes(published.content) not in body
     status, _, body = _call(path, HTTP_HOST="registry.example.co")
     assert status == "200 OK" and body == bytes(published.content)
+
+
+def test_a_private_catalogs_cached_blob_goes_to_django_and_is_404_to_outsiders(
+    published, owner, monkeypatch
+):
+    import base64
+
+    from rest_framework.authtoken.models import Token
+
+    from catalogs.distribution import selectors
+    from catalogs.publishing import services
+
+    path = f"/v2/example-co/functions/blobs/{published.digest}"
+    assert _call(path)[0] == "200 OK"  # public: cached by this process
+    assert selectors.oci_blob_cached("example-co", "functions", published.digest) is not None
+    services.catalog_update(catalog=published.catalog, actor=owner, visibility="private")
+    status, _headers, body = _call(path)
+    assert status.startswith("404")
+    assert b"NAME_UNKNOWN" in body and bytes(published.content) not in body
+    basic = base64.b64encode(f"owner:{Token.objects.create(user=owner).key}".encode()).decode()
+    status, _headers, body = _call(path, HTTP_AUTHORIZATION=f"Basic {basic}")
+    assert (status, body) == ("200 OK", bytes(published.content))
+    # Public again: the fast path answers again, without Django.
+    services.catalog_update(catalog=published.catalog, actor=owner, visibility="public")
+    monkeypatch.setattr(application, "application", lambda *args: pytest.fail("reached Django"))
+    assert _call(path)[2] == bytes(published.content)

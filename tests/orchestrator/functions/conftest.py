@@ -79,6 +79,7 @@ class Server:
     files: dict[str, bytes] = field(default_factory=dict)
     redirects: dict[str, str] = field(default_factory=dict)  # path -> Location (302)
     requests: list[tuple[str, str, int]] = field(default_factory=list)  # (path, INM, status)
+    authorizations: list[str] = field(default_factory=list)  # each request's Authorization
 
     def url(self, path: str) -> str:
         return f"{self.base}/{path.lstrip('/')}"
@@ -110,6 +111,7 @@ def _serve(tmp_path: Path, *, tls: bool) -> Iterator[Server]:
                     status, body = 200, data
                     headers["Content-Length"] = str(len(data))
             # Recorded before answering: a test may look as soon as its client has the answer.
+            state.authorizations.append(self.headers.get("Authorization") or "")
             state.requests.append((path, inm, status))
             self.send_response(status)
             for key, value in headers.items():

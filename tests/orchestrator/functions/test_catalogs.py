@@ -130,14 +130,21 @@ def test_explicit_runtime_wins_over_catalog(tmp_path, write, options):
     assert (r.spec["image"], r.origin) == ("img:annotation", "annotation")
 
 
-def test_unreachable_catalog_is_an_error_only_when_needed(tmp_path, https_server, options):
+def test_unreachable_catalog_is_an_error_only_when_needed(
+    tmp_path, https_server, options, monkeypatch
+):
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     url = https_server.url("missing.yaml")
     opts = options(ca_file=https_server.ca_file)
     cs = _set(tmp_path, [], [url], opts)  # building with no function never fetches it
     assert https_server.requests == []
     with pytest.raises(FunctionError) as exc:
         resolve(_cfg(), cs, opts)
-    assert str(exc.value) == f"cannot fetch catalog {url}: downloading {url}: HTTP 404"
+    assert str(exc.value) == (
+        f"cannot fetch catalog {url}: downloading {url}: HTTP 404: not found or you lack "
+        f"access; krm reads credentials from ~/.netrc ({tmp_path / 'no-netrc'}: no entry for "
+        "machine 127.0.0.1)"
+    )
 
 
 def test_https_catalog_etag_revalidation_and_offline(tmp_path, https_server, options):

@@ -1,0 +1,372 @@
+"""Kustomization trees packaged as OCI artifacts: ``oci://`` bases, components, build targets.
+
+A reference ``oci://HOST/REPO:TAG`` or ``oci://HOST/REPO@sha256:<hex>`` (optionally followed by
+``//DIR``, a directory inside the tree) names an OCI artifact in the format ``flux push artifact``
+writes: an image manifest with one layer of media type
+``application/vnd.cncf.flux.content.v1.tar+gzip`` (config ``application/vnd.cncf.flux.config.v1+
+json``). A manifest with one ``application/vnd.oci.image.layer.v1.tar+gzip`` layer (``oras push``
+of a tarball) is accepted too. The layer is a gzipped tar of the tree, files at its root.
+
+Pulls go through the engine's OCI client (:mod:`orchestrator.functions.oci`: credentials from the
+docker config, plain http only to loopback, the manifest checked against the digest asked for,
+the layer against the digest and size its manifest names) and the layer is unpacked by the exec
+archives' hardened unpacker (:func:`orchestrator.functions.fetch.unpack_tar`: nothing outside the
+tree, no link out of it, no special files, entry and byte limits), into
+``$XDG_CACHE_HOME/krm/oci/trees/<manifest hex>``, renamed into place only when complete. A
+reference by digest is served from there with no request at all; a tag is resolved with one
+manifest request per build, and its tree fetched only when the manifest is new; ``--offline``
+uses the manifest the tag named last time. The unpacked tree is a remote base: files there are
+restricted to the tree, and bases inside it may not leave it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from orchestrator.remote import RemoteError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+    from orchestrator.functions.oci import ImageRef
+    from orchestrator.functions.options import FnOptions
+
+SCHEME = "oci://"
+FLUX_CONTENT = "application/vnd.cncf.flux.content.v1.tar+gzip"
+FLUX_CONFIG = "application/vnd.cncf.flux.config.v1+json"
+OCI_TAR_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
+TREE_LAYERS = (FLUX_CONTENT, OCI_TAR_GZIP)
+
+
+def is_oci(path: str) -> bool:
+    """Whether ``path`` is an ``oci://`` reference."""
+    return path[:6].lower() == SCHEME
+
+
+class OciSpec:
+    """An ``oci://`` reference: the artifact and a directory inside its tree."""
+
+    __slots__ = ("raw", "ref", "subdir")
+
+    def __init__(self, raw: str, ref: ImageRef, subdir: str) -> None:
+        self.raw = raw
+        self.ref = ref
+        self.subdir = subdir
+
+    @property
+    def repository(self) -> str:
+        """``oci://HOST/REPO`` (the ``repo:`` of origin annotations)."""
+        return f"{SCHEME}{self.ref.registry}/{self.ref.repository}"
+
+    @property
+    def reference(self) -> str:
+        """The tag or digest asked for (the ``ref:`` of origin annotations)."""
+        return self.ref.digest or self.ref.tag or "latest"
+
+
+def parse_oci(raw: str) -> OciSpec:
+    """Parse ``oci://HOST/REPO[:TAG][@sha256:HEX][//DIR]``; RemoteError says what is wrong."""
+    from orchestrator.functions.fetch import FetchError
+    from orchestrator.functions.oci import parse_image
+
+    text = raw[len(SCHEME) :]
+    text, _, subdir = text.partition("//")
+    subdir = subdir.strip("/")
+    parts = [p for p in subdir.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise RemoteError(f"remote '{raw}': the directory {subdir!r} leaves the artifact's tree")
+    if "/" not in text:
+        raise RemoteError(f"remote '{raw}': expected oci://HOST/REPOSITORY[:TAG|@sha256:DIGEST]")
+    try:
+        ref = parse_image(text)
+    except FetchError as exc:
+        raise RemoteError(f"remote '{raw}': {exc.message}") from None
+    if ref.registry == "docker.io" and not text.startswith("docker.io/"):
+        raise RemoteError(f"remote '{raw}': name the registry host (oci://HOST/REPOSITORY:TAG)")
+    if ref.tag is None and ref.digest is None:
+        ref = type(ref)(ref.registry, ref.repository, "latest", None)
+    return OciSpec(raw, ref, "/".join(parts))
+
+
+def cache_root(options: FnOptions) -> str:
+    """``<krm cache>/oci``."""
+    return os.path.join(options.cache_root(), "oci")
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class OciCache:
+    """Unpacked trees of artifacts by manifest digest, and the manifest each tag named last."""
+
+    def __init__(self, options: FnOptions) -> None:
+        self.options = options
+        self.root = cache_root(options)
+
+    def _tree(self, digest: str) -> str:
+        return os.path.join(self.root, "trees", digest.removeprefix("sha256:"))
+
+    def _ref_file(self, spec: OciSpec) -> str:
+        import hashlib
+
+        key = f"{spec.ref.registry}/{spec.ref.repository}:{spec.ref.tag}".encode()
+        return os.path.join(self.root, "refs", hashlib.sha256(key).hexdigest())
+
+    def tree(self, spec: OciSpec) -> tuple[str, str]:
+        """(the unpacked tree's directory, its manifest digest), pulled if needed."""
+        digest = spec.ref.digest
+        if digest is not None:
+            tree = self._tree(digest)
+            if os.path.isdir(tree):
+                return tree, digest
+            if self.options.offline:
+                raise RemoteError(
+                    f"remote '{spec.raw}': {digest} is not in the cache ({self.root}) and "
+                    "--offline forbids pulling it"
+                )
+            return self._pull(spec, digest), digest
+        ref_file = self._ref_file(spec)
+        if self.options.offline:
+            try:
+                with open(ref_file, encoding="utf-8") as f:
+                    known = f.read().strip()
+            except OSError:
+                known = ""
+            if not known or not os.path.isdir(self._tree(known)):
+                raise RemoteError(
+                    f"remote '{spec.raw}': tag {spec.ref.tag!r} is not in the cache "
+                    f"({self.root}) and --offline forbids resolving it"
+                )
+            return self._tree(known), known
+        tree, digest = self._pull_tag(spec)
+        _write(ref_file, digest)
+        return tree, digest
+
+    def _pull_tag(self, spec: OciSpec) -> tuple[str, str]:
+        from orchestrator.functions.fetch import FetchError
+        from orchestrator.functions.oci import RegistryClient
+
+        try:
+            with RegistryClient(spec.ref, options=self.options) as client:
+                assert spec.ref.tag is not None
+                data, media_type, digest = client.manifest(spec.ref.tag)
+                tree = self._tree(digest)
+                if not os.path.isdir(tree):
+                    self._unpack(spec, client, data, media_type, digest)
+        except FetchError as exc:
+            raise RemoteError(f"remote '{spec.raw}': {exc.message}") from None
+        return tree, digest
+
+    def _pull(self, spec: OciSpec, digest: str) -> str:
+        from orchestrator.functions.fetch import FetchError
+        from orchestrator.functions.oci import RegistryClient
+
+        try:
+            with RegistryClient(spec.ref, options=self.options) as client:
+                data, media_type, _ = client.manifest(digest)  # checked against ``digest``
+                return self._unpack(spec, client, data, media_type, digest)
+        except FetchError as exc:
+            raise RemoteError(f"remote '{spec.raw}': {exc.message}") from None
+
+    def _layer(self, spec: OciSpec, data: bytes, media_type: str) -> dict[str, Any]:
+        """The tree's layer descriptor from a manifest's bytes, or a RemoteError saying why not."""
+        import json
+
+        from orchestrator.functions.fetch import normalise_sha256
+        from orchestrator.functions.oci import INDEX_TYPES, MANIFEST_TYPES
+
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            raise RemoteError(f"remote '{spec.raw}': the manifest is not JSON") from None
+        if not isinstance(doc, dict):
+            raise RemoteError(f"remote '{spec.raw}': the manifest is not a JSON object")
+        kind = doc.get("mediaType") or media_type
+        if kind in INDEX_TYPES or "manifests" in doc:
+            raise RemoteError(
+                f"remote '{spec.raw}': an image index, not an artifact of a kustomization tree "
+                f"(one layer of {FLUX_CONTENT})"
+            )
+        if kind and kind not in MANIFEST_TYPES:
+            raise RemoteError(f"remote '{spec.raw}': unsupported manifest media type {kind!r}")
+        layers = doc.get("layers")
+        found = [
+            str(layer.get("mediaType")) if isinstance(layer, dict) else repr(layer)
+            for layer in (layers if isinstance(layers, list) else [])
+        ]
+        if len(found) != 1 or found[0] not in TREE_LAYERS:
+            raise RemoteError(
+                f"remote '{spec.raw}': a kustomization artifact has exactly one layer of media "
+                f"type {FLUX_CONTENT} or {OCI_TAR_GZIP} (found {found or 'none'})"
+            )
+        assert isinstance(layers, list)
+        layer: dict[str, Any] = layers[0]
+        digest, size = layer.get("digest"), layer.get("size")
+        if not isinstance(digest, str) or not digest.startswith("sha256:"):
+            raise RemoteError(f"remote '{spec.raw}': the layer's digest {digest!r} is not sha256")
+        if normalise_sha256(digest) is None:
+            raise RemoteError(f"remote '{spec.raw}': the layer's digest {digest!r} is not sha256")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise RemoteError(f"remote '{spec.raw}': the layer has no valid size")
+        if size > self.options.max_download:
+            raise RemoteError(
+                f"remote '{spec.raw}': the layer is {size} bytes, over the limit of "
+                f"{self.options.max_download} bytes (--max-download)"
+            )
+        return layer
+
+    def _unpack(self, spec: OciSpec, client: Any, data: bytes, media_type: str, digest: str) -> str:
+        """Fetch the verified layer and unpack it into ``trees/<digest hex>``."""
+        import shutil
+        import tempfile
+
+        from orchestrator.functions.fetch import unpack_tar
+
+        layer = self._layer(spec, data, media_type)
+        trees = os.path.join(self.root, "trees")
+        os.makedirs(trees, exist_ok=True)
+        work = tempfile.mkdtemp(dir=trees, prefix=".partial-")
+        try:
+            blob = os.path.join(work, "layer")
+            with open(blob, "wb") as sink:
+                client.blob(layer["digest"], layer["size"], sink)  # size and digest checked
+            tree = os.path.join(work, "tree")
+            os.mkdir(tree, 0o755)
+            unpack_tar(blob, tree, f"{spec.raw} (layer {layer['digest']})", self.options)
+            final = self._tree(digest)
+            try:
+                os.rename(tree, final)
+            except OSError:
+                if not os.path.isdir(final):  # not a concurrent build that filed it first
+                    raise
+            return final
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def oci_tree(spec: OciSpec, options: FnOptions) -> tuple[str, str]:
+    """(the directory of ``spec``'s unpacked tree, its manifest digest)."""
+    return OciCache(options).tree(spec)
+
+
+# ---------------------------------------------------------------------------- krm push
+
+SKIPPED_DIRS = (".git",)
+
+
+def tree_pack(directory: str) -> bytes:
+    """A gzipped tar of ``directory``'s files and directories, the same bytes for the same tree
+    (sorted, no owners, times zero). A symbolic link or special file is refused: the artifact
+    holds what the tree holds, nothing a link would pull in."""
+    import gzip
+    import io
+    import stat
+    import tarfile
+
+    if not os.path.isdir(directory):
+        what = "is not a directory" if os.path.exists(directory) else "does not exist"
+        raise RemoteError(f"cannot push '{directory}': it {what}")
+    buf = io.BytesIO()
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for root, dirs, files in os.walk(directory):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+            rel_root = os.path.relpath(root, directory)
+            for name in [*dirs, *sorted(files)]:
+                path = os.path.join(root, name)
+                rel = name if rel_root == "." else f"{rel_root}/{name}"
+                st = os.lstat(path)
+                info = tarfile.TarInfo(rel)
+                info.mtime = 0
+                if stat.S_ISDIR(st.st_mode):
+                    if os.path.islink(path):  # not reached: lstat says directory
+                        continue
+                    info.type = tarfile.DIRTYPE
+                    info.mode = 0o755
+                    tar.addfile(info)
+                elif stat.S_ISREG(st.st_mode):
+                    info.size = st.st_size
+                    info.mode = 0o755 if st.st_mode & 0o111 else 0o644
+                    with open(path, "rb") as f:
+                        tar.addfile(info, f)
+                else:
+                    kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a special file"
+                    raise RemoteError(
+                        f"cannot push '{directory}': '{rel}' is {kind}; an artifact holds only "
+                        "regular files and directories"
+                    )
+    return buf.getvalue()
+
+
+def artifact_build(layer: bytes, *, source: str = "", revision: str = "") -> tuple[bytes, bytes]:
+    """(manifest, config) of a Flux-format artifact whose one layer is ``layer``."""
+    import hashlib
+    import json
+
+    config = b"{}"
+    annotations = {"org.opencontainers.image.created": "1970-01-01T00:00:00Z"}
+    if source:
+        annotations["org.opencontainers.image.source"] = source
+    if revision:
+        annotations["org.opencontainers.image.revision"] = revision
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": FLUX_CONFIG,
+            "digest": "sha256:" + hashlib.sha256(config).hexdigest(),
+            "size": len(config),
+        },
+        "layers": [
+            {
+                "mediaType": FLUX_CONTENT,
+                "digest": "sha256:" + hashlib.sha256(layer).hexdigest(),
+                "size": len(layer),
+            }
+        ],
+        "annotations": annotations,
+    }
+    return json.dumps(manifest, separators=(",", ":")).encode(), config
+
+
+def tree_push(
+    directory: str,
+    raw: str,
+    options: FnOptions,
+    *,
+    source: str = "",
+    revision: str = "",
+) -> str:
+    """Pack ``directory`` as a Flux-format artifact, push it to ``raw`` (``oci://HOST/REPO:TAG``)
+    with the docker config's credentials, and return the manifest's digest."""
+    from orchestrator.functions.fetch import FetchError
+    from orchestrator.functions.oci import MANIFEST_TYPES, RegistryClient
+
+    if not is_oci(raw):
+        raise RemoteError(f"cannot push to '{raw}': expected oci://HOST/REPOSITORY:TAG")
+    spec = parse_oci(raw)
+    if spec.subdir:
+        raise RemoteError(f"cannot push to '{raw}': a push target names no directory ('//')")
+    if spec.ref.digest is not None:
+        raise RemoteError(f"cannot push to '{raw}': push to a tag (the digest is computed)")
+    from orchestrator.fs import find_kustomization
+
+    find_kustomization(directory)  # a kustomization tree, with its one kustomization file
+    layer = tree_pack(directory)
+    manifest, config = artifact_build(layer, source=source, revision=revision)
+    try:
+        with RegistryClient(spec.ref, options=options, actions="pull,push") as client:
+            client.push_blob(config)
+            client.push_blob(layer)
+            assert spec.ref.tag is not None
+            return client.push_manifest(spec.ref.tag, manifest, MANIFEST_TYPES[0])
+    except FetchError as exc:
+        raise RemoteError(f"cannot push to '{raw}': {exc.message}") from None

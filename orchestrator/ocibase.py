@@ -280,7 +280,7 @@ def tree_pack(directory: str) -> bytes:
         for root, dirs, files in os.walk(directory):
             dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
             rel_root = os.path.relpath(root, directory)
-            for name in [*dirs, *sorted(files)]:
+            for name in [*sorted(files), *dirs]:
                 path = os.path.join(root, name)
                 rel = name if rel_root == "." else f"{rel_root}/{name}"
                 st = os.lstat(path)

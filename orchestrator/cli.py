@@ -156,6 +156,7 @@ _BUILD_DEFAULTS: dict[str, Any] = {
     "no_cache": False,
     "trusted_catalog": [],
     "catalog_key": [],
+    "base_key": [],
     "enable_exec": False,
     "enable_alpha_plugins": False,
     "network": False,
@@ -190,6 +191,7 @@ _VALUE_OPTIONS = {
 _APPEND_OPTIONS = {
     "--trusted-catalog": "trusted_catalog",
     "--catalog-key": "catalog_key",
+    "--base-key": "base_key",
     "--mount": "mount",
     "--env": "env",
     "-e": "env",

@@ -119,7 +119,100 @@ class OciCache:
         return os.path.join(self.root, "refs", hashlib.sha256(key).hexdigest())
 
     def tree(self, spec: OciSpec) -> tuple[str, str]:
-        """(the unpacked tree's directory, its manifest digest), pulled if needed."""
+        """(the unpacked tree's directory, its manifest digest), pulled if needed; with
+        ``--base-key``, only once its signature verified."""
+        tree, digest = self._tree_of(spec)
+        if self.options.base_keys:
+            self._verify(spec, digest)
+        return tree, digest
+
+    def _verify(self, spec: OciSpec, digest: str) -> None:
+        """Refuse the artifact unless a cosign signature of its manifest digest, stored at
+        ``sha256-<hex>.sig`` of its repository, verifies with one of the ``--base-key`` keys
+        (fetched each build; from the cache with ``--offline``)."""
+        import json
+
+        from orchestrator.functions.signatures import SignatureMaterial, cosign_verify, load_key
+
+        keys = [load_key(path, what="--base-key") for path in self.options.base_keys]
+        path = os.path.join(self.root, "signatures", digest.removeprefix("sha256:") + ".json")
+        tag = digest.replace(":", "-") + ".sig"
+        where = f"{SCHEME}{spec.ref.registry}/{spec.ref.repository}:{tag}"
+        if self.options.offline:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    material = SignatureMaterial.from_json(json.load(f))
+            except (OSError, ValueError, KeyError):
+                raise RemoteError(
+                    f"remote '{spec.raw}': its signature is not in the cache ({self.root}) and "
+                    "--offline forbids fetching it (--base-key applies to it)"
+                ) from None
+        else:
+            material = self._signatures(spec, digest, tag, where)
+            _write(path, json.dumps(material.to_json()))
+        status = cosign_verify(material, keys, what="artifact")
+        if status.status == "verified":
+            return
+        if status.status == "missing":
+            reason = f"has no signature ({where} not found)"
+        else:
+            reason = f"has a bad signature: {status.detail} ({where})"
+        raise RemoteError(
+            f"remote '{spec.raw}': {reason}; a --base-key applies to it, so it is not used"
+        )
+
+    def _signatures(self, spec: OciSpec, digest: str, tag: str, where: str) -> Any:
+        """cosign's simple-signing payloads at ``tag`` (none when the tag does not exist)."""
+        import io
+        import json
+
+        from orchestrator.functions.fetch import FetchError
+        from orchestrator.functions.oci import NotFoundError, RegistryClient
+        from orchestrator.functions.signatures import (
+            COSIGN_LAYER_MEDIA_TYPE,
+            COSIGN_SIGNATURE_ANNOTATION,
+            MAX_SIGNATURE_BYTES,
+            SignatureMaterial,
+        )
+
+        material = SignatureMaterial(
+            "cosign",
+            where,
+            manifest_digest=digest,
+            reference=f"{spec.ref.registry}/{spec.ref.repository}",
+        )
+        try:
+            with RegistryClient(spec.ref, options=self.options) as client:
+                try:
+                    data, _, _ = client.manifest(tag)
+                except NotFoundError:
+                    return material
+                try:
+                    layers = json.loads(data).get("layers") or []
+                except (ValueError, AttributeError):
+                    layers = []
+                for layer in layers if isinstance(layers, list) else []:
+                    if not isinstance(layer, dict):
+                        continue
+                    signature = (layer.get("annotations") or {}).get(COSIGN_SIGNATURE_ANNOTATION)
+                    size = layer.get("size")
+                    if (
+                        layer.get("mediaType") != COSIGN_LAYER_MEDIA_TYPE
+                        or not isinstance(signature, str)
+                        or not isinstance(size, int)
+                        or not 0 <= size <= MAX_SIGNATURE_BYTES
+                        or not str(layer.get("digest", "")).startswith("sha256:")
+                    ):
+                        continue
+                    sink = io.BytesIO()
+                    client.blob(str(layer["digest"]), size, sink)  # digest and size checked
+                    material.cosign.append((sink.getvalue(), signature))
+        except FetchError as exc:
+            raise RemoteError(f"remote '{spec.raw}': its signature: {exc.message}") from None
+        material.found = bool(material.cosign)
+        return material
+
+    def _tree_of(self, spec: OciSpec) -> tuple[str, str]:
         digest = spec.ref.digest
         if digest is not None:
             tree = self._tree(digest)

@@ -48,6 +48,10 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 _CHALLENGE_PARAM = re.compile(r'(\w+)="([^"]*)"')
 
 
+class NotFoundError(FetchError):
+    """The registry answered 404: no such manifest or blob (or repository)."""
+
+
 @dataclass(frozen=True)
 class ImageRef:
     """A parsed image reference: registry host, repository, tag and/or ``sha256:`` digest."""
@@ -256,6 +260,8 @@ class RegistryClient:
                             raise FetchError(f"pulling {what}: more than {MAX_REDIRECTS} redirects")
                         current = str(resp.url.join(resp.headers.get("location", "")))
                         continue
+                    if resp.status_code == 404:
+                        raise NotFoundError(f"pulling {what}: {_status_text(resp)}")
                     if resp.status_code != 200:
                         raise FetchError(f"pulling {what}: {_status_text(resp)}")
                     declared = resp.headers.get("content-length")

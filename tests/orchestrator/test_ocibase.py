@@ -407,3 +407,52 @@ def test_tree_pack_is_reproducible(tmp_path):
     assert tree_pack(str(tree)) == first
     with tarfile.open(fileobj=io.BytesIO(first)) as tar:
         assert tar.getnames() == ["kustomization.yaml", "sub", "sub/cm.yaml"]
+
+
+# ---------------------------------------------------------------- --base-key: cosign signatures
+
+
+def test_base_key_requires_a_cosign_signature_of_the_manifest(registry, tmp_path):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from tests.orchestrator.functions.test_oci_catalog import _cosign_sign
+
+    host, _ = registry
+    key = ec.generate_private_key(ec.SECP256R1())
+    pub = tmp_path / "base.pub"
+    pub.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    other = tmp_path / "other.pub"
+    other.write_bytes(
+        ec.generate_private_key(ec.SECP256R1())
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    layer = targz({"kustomization.yaml": KUSTOMIZATION, "cm.yaml": CM})
+    digest = oras_push(host, "signed/web:v1", layer, tmp_path / "a")
+    ref = f"oci://{host}/signed/web:v1"
+    where = f"oci://{host}/signed/web:{digest.replace(':', '-')}.sig"
+    unsigned = build_yaml(ref, tmp_path)  # no --base-key: digests only
+    with pytest.raises(KrmError) as exc:
+        build_yaml(ref, tmp_path, base_keys=[str(pub)])
+    assert str(exc.value) == (
+        f"remote '{ref}': has no signature ({where} not found); a --base-key applies to it, "
+        "so it is not used"
+    )
+    # A signature made for another repository (the same bytes pushed there) does not count.
+    _cosign_sign(host, "signed/web", digest, key, tmp_path, identity=f"{host}/other/web")
+    with pytest.raises(KrmError) as exc:
+        build_yaml(ref, tmp_path, base_keys=[str(pub)])
+    assert f"the signature is for {host}/other/web, not {host}/signed/web" in str(exc.value)
+    _cosign_sign(host, "signed/web", digest, key, tmp_path)
+    assert build_yaml(ref, tmp_path, base_keys=[str(pub)]) == unsigned
+    assert build_yaml(ref, tmp_path, base_keys=[str(pub)], offline=True) == unsigned
+    with pytest.raises(KrmError) as exc:
+        build_yaml(ref, tmp_path, base_keys=[str(other)])
+    assert str(exc.value).startswith(
+        f"remote '{ref}': has a bad signature: none of its 1 signature(s) verifies with "
+    )

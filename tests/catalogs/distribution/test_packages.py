@@ -133,6 +133,13 @@ def test_krm_push_then_build_it_from_the_registry(
         assert got.returncode == 0, got.stderr
         assert got.stdout == local.stdout
 
+    # --base-key with the registry's key: the signature it made verifies in krm.
+    key_file = tmp_path / "signing-key.pub"
+    key_file.write_bytes(public)
+    got = krm("build", "--base-key", str(key_file), str(overlay), env=env)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == local.stdout
+
     # The packages page lists it.
     page = httpx.get(f"{live_server.url}/catalogs/example-co/functions/packages/").text
     assert digest in page and "web-1" in page and "sub/notes.txt" in page

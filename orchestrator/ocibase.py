@@ -310,7 +310,7 @@ class OciCache:
         if size > self.options.max_download:
             raise RemoteError(
                 f"remote '{spec.raw}': the layer is {size} bytes, over the limit of "
-                f"{self.options.max_download} bytes (--max-download)"
+                f"{self.options.max_download} bytes"
             )
         return layer
 

@@ -506,7 +506,7 @@ def _push(args: Args, debug: bool) -> int:
     """``krm push DIR oci://HOST/REPO:TAG``: prints the pushed manifest's digest (stdout) and
     the reference pinned to it (stderr)."""
     from orchestrator.functions.options import FnOptions
-    from orchestrator.ocibase import tree_push
+    from orchestrator.ocipush import tree_push
 
     options = FnOptions(ca_file=args.ca_file)
     digest = tree_push(args.path, args.ref, options, source=args.source, revision=args.revision)

@@ -28,7 +28,8 @@ from orchestrator.accumulator import BuildOptions
 from orchestrator.build import build
 from orchestrator.errors import KrmError
 from orchestrator.functions.options import FnOptions
-from orchestrator.ocibase import FLUX_CONFIG, FLUX_CONTENT, OCI_TAR_GZIP, tree_pack
+from orchestrator.ocibase import FLUX_CONFIG, FLUX_CONTENT, OCI_TAR_GZIP
+from orchestrator.ocipush import tree_pack
 from tests.orchestrator.functions.conftest import REGISTRY, start_registry, stop_registry
 from tests.orchestrator.functions.images import registry_blob_path
 

@@ -72,6 +72,9 @@ class BuildOptions:
         "reorder",
         "enable_helm",
         "helm_command",
+        "helm_api_versions",
+        "helm_kube_version",
+        "helm_debug",
         "debug",
         "functions",
         "trusted_catalogs",
@@ -88,6 +91,9 @@ class BuildOptions:
         functions: Any = None,
         trusted_catalogs: list[str] | None = None,
         managed_by_label: bool = False,
+        helm_api_versions: list[str] | None = None,
+        helm_kube_version: str = "",
+        helm_debug: bool = False,
     ) -> None:
         # KRM functions: an orchestrator.functions.FnOptions (None: defaults) and the
         # --trusted-catalog references.
@@ -98,6 +104,10 @@ class BuildOptions:
         self.reorder = reorder
         self.enable_helm = enable_helm
         self.helm_command = helm_command
+        # --helm-api-versions, --helm-kube-version, --helm-debug: win over the charts' fields.
+        self.helm_api_versions: list[str] = list(helm_api_versions or [])
+        self.helm_kube_version = helm_kube_version
+        self.helm_debug = helm_debug
         self.debug = debug
         # --enable-managedby-label: what buildMetadata: [managedByLabel] does, for every build.
         self.managed_by_label = managed_by_label
@@ -670,10 +680,9 @@ class Target:
             raise ValidationError(f"{what} entries must be maps, got {args!r}", file=self.source)
 
     def helm(self, acc: Accumulator) -> list[Resource]:
-        """helmCharts: inflate each chart with ``helm template`` (needs --enable-helm)."""
+        """helmCharts: inflate each chart with helm as kustomize does (orchestrator.helm; needs
+        --enable-helm)."""
         import shutil
-        import subprocess
-        import tempfile
 
         opts = self.build.options
         self.build.side_effects += 1
@@ -681,53 +690,23 @@ class Target:
             raise NotSupportedError(
                 "must specify --enable-helm to use helmCharts", file=self.source
             )
-        helm = shutil.which(opts.helm_command)
-        if helm is None:
+        if shutil.which(opts.helm_command) is None:
             raise NotSupportedError(
                 f"helmCharts need the '{opts.helm_command}' binary, which is not on PATH",
                 file=self.source,
             )
+        from orchestrator import helm
+
+        try:
+            charts = helm.charts_of(self.k)
+        except ValidationError as exc:
+            exc.file = self.source
+            raise
+        inflator = helm.Inflator(self.loader, opts, self.source)
         out: list[Resource] = []
-        globals_ = self.k.get("helmGlobals") or {}
-        chart_home = os.path.join(self.loader.root, globals_.get("chartHome") or "charts")
-        for chart in self.k.get("helmCharts") or []:
-            name = chart.get("name")
-            if not name:
-                raise ValidationError("helmCharts entry needs a name", file=self.source)
-            chart_dir = os.path.join(chart_home, name)
-            cmd = [helm, "template", chart.get("releaseName") or "release-name"]
-            if os.path.isdir(chart_dir):
-                cmd.append(chart_dir)
-            elif chart.get("repo"):
-                cmd += [name, "--repo", chart["repo"]]
-                if chart.get("version"):
-                    cmd += ["--version", str(chart["version"])]
-            else:
-                raise LoadError(f"chart '{name}' not found under '{chart_home}'", file=self.source)
-            if chart.get("namespace"):
-                cmd += ["--namespace", chart["namespace"]]
-            if chart.get("includeCRDs"):
-                cmd.append("--include-crds")
-            with tempfile.TemporaryDirectory() as tmp:
-                if chart.get("valuesFile"):
-                    # Read through the loader (as kustomize does): helm itself would read any
-                    # path it is given.
-                    vfile = os.path.join(tmp, "values-file.yaml")
-                    with open(vfile, "wb") as f:
-                        f.write(self.loader.read(str(chart["valuesFile"])))
-                    cmd += ["--values", vfile]
-                if chart.get("valuesInline"):
-                    vpath = os.path.join(tmp, "values.yaml")
-                    with open(vpath, "w") as f:
-                        f.write(yamlio.dump(chart["valuesInline"]))
-                    cmd += ["--values", vpath]
-                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise KrmError(
-                    f"helm template failed for chart '{name}': {proc.stderr.strip()}",
-                    file=self.source,
-                )
-            out.extend(resources_from_bytes(proc.stdout.encode(), source=f"helm chart {name}"))
+        for chart in charts:
+            stdout = inflator.inflate(chart)
+            out.extend(resources_from_bytes(stdout, source=f"helm chart {chart['name']}"))
         return out
 
     # ------------------------------------------------------------------ transformers

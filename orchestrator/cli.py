@@ -86,6 +86,27 @@ def _parser() -> argparse.ArgumentParser:
         "--helm-command", default=_BUILD_DEFAULTS["helm_command"], help="helm binary to use"
     )
     b.add_argument(
+        "--helm-api-versions",
+        action="append",
+        default=[],
+        metavar="VERSION",
+        help="Kubernetes api versions used by Helm for Capabilities.APIVersions (repeatable; "
+        "each value is passed as it is, commas included, as kustomize does; win over a chart's "
+        "apiVersions)",
+    )
+    b.add_argument(
+        "--helm-kube-version",
+        default="",
+        metavar="VERSION",
+        help="Kubernetes version used by Helm for Capabilities.KubeVersion (wins over a chart's "
+        "kubeVersion)",
+    )
+    b.add_argument(
+        "--helm-debug",
+        action="store_true",
+        help="pass --debug to helm template (its stack trace and template in errors)",
+    )
+    b.add_argument(
         "--debug", "--stack-trace", action="store_true", dest="debug_cmd", help=argparse.SUPPRESS
     )
     b.add_argument(
@@ -151,6 +172,9 @@ _BUILD_DEFAULTS: dict[str, Any] = {
     "reorder": None,
     "enable_helm": False,
     "helm_command": "helm",
+    "helm_api_versions": [],
+    "helm_kube_version": "",
+    "helm_debug": False,
     "debug_cmd": False,
     "enable_managedby_label": False,
     "no_cache": False,
@@ -184,12 +208,14 @@ _VALUE_OPTIONS = {
     "--load-restrictor": "load_restrictor",
     "--reorder": "reorder",
     "--helm-command": "helm_command",
+    "--helm-kube-version": "helm_kube_version",
     "--results-dir": "results_dir",
     "--container-runtime": "container_runtime",
     "--network-name": "network_name",
 }
 _APPEND_OPTIONS = {
     "--trusted-catalog": "trusted_catalog",
+    "--helm-api-versions": "helm_api_versions",
     "--catalog-key": "catalog_key",
     "--base-key": "base_key",
     "--mount": "mount",
@@ -203,6 +229,7 @@ _FLAGS = {
     "--as-current-user": "as_current_user",
     "--no-cache": "no_cache",
     "--enable-helm": "enable_helm",
+    "--helm-debug": "helm_debug",
     "--enable-exec": "enable_exec",
     "--enable-alpha-plugins": "enable_alpha_plugins",
     "--network": "network",
@@ -420,6 +447,9 @@ def _build_options(args: Args, debug: bool) -> Any:
         reorder=args.reorder,
         enable_helm=args.enable_helm,
         helm_command=args.helm_command,
+        helm_api_versions=list(args.helm_api_versions),
+        helm_kube_version=args.helm_kube_version,
+        helm_debug=args.helm_debug,
         debug=debug,
         functions=_functions_cli().fn_options(args),
         trusted_catalogs=args.trusted_catalog,

@@ -171,9 +171,10 @@ def test_cli_import_is_light() -> None:
 # (Debian, PyPI), so this script plays it. It prints one ConfigMap recording its arguments
 # and the values file it was given, which is what krm's helmCharts support has to get right.
 FAKE_HELM = r"""#!/bin/sh
+if [ "$1" = version ]; then echo v3.16.2; exit 0; fi
 vals=""; prev=""
 for a in "$@"; do
-  if [ "$prev" = "--values" ]; then vals=$(tr '\n' ';' < "$a"); fi
+  if [ "$prev" = "-f" ]; then vals=$(tr '\n' ';' < "$a"); fi
   prev=$a
 done
 cat <<DOC
@@ -201,6 +202,7 @@ def test_enable_helm_inflates_charts_with_the_helm_binary(tree, tmp_path: Path) 
                   valuesInline: {replicas: 2}
             """,
             "app/charts/mychart/Chart.yaml": "name: mychart\n",
+            "app/charts/mychart/values.yaml": "replicas: 1\nimage: nginx\n",
         }
     )
     helm = tmp_path / "fake-helm"
@@ -214,8 +216,11 @@ def test_enable_helm_inflates_charts_with_the_helm_binary(tree, tmp_path: Path) 
     assert cm["metadata"]["name"] == "p-from-helm"
     args = cm["data"]["args"].split()
     assert args[:3] == ["template", "rel", str(root / "app" / "charts" / "mychart")]
-    assert args[3:7] == ["--namespace", "web", "--include-crds", "--values"]
-    assert cm["data"]["values"] == "replicas: 2;"
+    # kustomize's order: -f (the chart's values with the inline ones over them), then flags.
+    assert args[3:6] == ["--namespace", "web", "-f"]
+    assert args[6].endswith("/mychart-kustomize-values.yaml")
+    assert args[7:] == ["--include-crds"]
+    assert cm["data"]["values"] == "image: nginx;replicas: 2;"
 
 
 def test_helm_failure_is_one_error_line(tree, tmp_path: Path) -> None:
@@ -227,8 +232,8 @@ def test_helm_failure_is_one_error_line(tree, tmp_path: Path) -> None:
     assert p.returncode == 1
     assert p.stdout == ""
     assert p.stderr.strip().splitlines() == [
-        f"Error: {root / 'app' / 'kustomization.yaml'}: helm template failed for chart "
-        "'mychart': chart not found"
+        f"Error: {root / 'app' / 'kustomization.yaml'}: chart not found: unable to run: "
+        f"'{helm} version -c --short' (is '{helm}' installed?): exit status 3"
     ]
 
 

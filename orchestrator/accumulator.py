@@ -702,7 +702,7 @@ class Target:
         except ValidationError as exc:
             exc.file = self.source
             raise
-        inflator = helm.Inflator(self.loader, opts, self.source)
+        inflator = helm.Inflator(self.loader.read, self.loader.root, opts, self.source)
         out: list[Resource] = []
         for chart in charts:
             stdout = inflator.inflate(chart)
@@ -948,6 +948,8 @@ class Target:
                 "with sortOptions: instead)",
                 file=self.source,
             )
+        if kind == "HelmChartInflationGenerator" and generator:
+            return _HelmGenerator(config, self)
         cls = filters.lookup(kind)
         if cls is None:
             raise NotSupportedError(
@@ -956,6 +958,30 @@ class Target:
         if generator != (kind in filters.GENERATORS) and generator:
             raise ValidationError(f"{kind} is not a generator", file=self.source)
         return cls(config, self.ctx(acc))
+
+
+class _HelmGenerator:
+    """A HelmChartInflationGenerator config under ``generators:``: its fields are a
+    ``helmCharts`` entry's and ``helmGlobals``' inline (kustomize's plugin config)."""
+
+    def __init__(self, config: dict[str, Any], target: Target) -> None:
+        opts = target.build.options
+        if not opts.enable_helm:
+            raise NotSupportedError("must specify --enable-helm", file=target.source)
+        target.build.side_effects += 1
+        self.config = {
+            k: v for k, v in config.items() if k not in ("apiVersion", "kind", "metadata")
+        }
+        self.target = target
+
+    def generate(self) -> list[Resource]:
+        from orchestrator import helm
+
+        t = self.target
+        out = helm.Inflator(t.loader.read, t.loader.root, t.build.options, t.source).inflate(
+            self.config
+        )
+        return resources_from_bytes(out, source=f"helm chart {self.config.get('name')}")
 
 
 class _NoteWhenUnresolved:

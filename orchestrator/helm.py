@@ -31,9 +31,8 @@ from orchestrator.errors import KrmError, LoadError, ValidationError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
-
-    from orchestrator.fs import Loader
 
 DEFAULT_HOME = "charts"
 MERGE_OPTIONS = ("merge", "override", "replace")
@@ -97,8 +96,11 @@ def _merge(src: Any, dest: Any) -> Any:
 class Inflator:
     """Runs helm for one kustomization's charts (kustomize's plugin, one instance per chart)."""
 
-    def __init__(self, loader: Loader, options: Any, source: str) -> None:
-        self.loader = loader
+    def __init__(
+        self, read_file: Callable[[str], bytes], root: str, options: Any, source: str | None
+    ) -> None:
+        self.read_file = read_file  # under the load restrictor
+        self.root = root
         self.options = options
         self.source = source
         self.command = options.helm_command
@@ -150,12 +152,12 @@ class Inflator:
         additional = []
         for path in config.get("additionalValuesFiles") or []:
             try:
-                self.loader.read(str(path))  # the load restrictor applies, as in kustomize
+                self.read_file(str(path))  # the load restrictor applies, as in kustomize
             except LoadError as exc:
                 raise LoadError(
                     f"could not load additionalValuesFile: {exc.message}", file=self.source
                 ) from None
-            additional.append(os.path.join(self.loader.root, str(path)))
+            additional.append(os.path.join(self.root, str(path)))
         config["additionalValuesFiles"] = additional
         merge = config.get("valuesMerge") or "override"
         if merge not in MERGE_OPTIONS:
@@ -175,7 +177,7 @@ class Inflator:
     def _chart_home(self, config: dict[str, Any]) -> str:
         home = str(config.get("chartHome") or DEFAULT_HOME)
         if not os.path.isabs(home):
-            home = os.path.join(self.loader.root, home)
+            home = os.path.join(self.root, home)
         if config.get("version") and config.get("repo"):
             return os.path.join(home, f"{config['name']}-{config['version']}")
         return home
@@ -236,7 +238,7 @@ class Inflator:
             values = inline
             if config["valuesMerge"] in ("merge", "override"):
                 loaded = yamlio.load(
-                    self.loader.read(config["valuesFile"]), source=config["valuesFile"]
+                    self.read_file(config["valuesFile"]), source=config["valuesFile"]
                 )
                 chart_values = loaded if isinstance(loaded, dict) else {}
                 if config["valuesMerge"] == "override":
@@ -245,7 +247,7 @@ class Inflator:
                     values = _merge(chart_values, inline)
             data = yamlio.dump(values).encode()
         else:
-            data = self.loader.read(config["valuesFile"])
+            data = self.read_file(config["valuesFile"])
         with open(path, "wb") as f:
             f.write(data)
         return path

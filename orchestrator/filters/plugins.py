@@ -49,11 +49,12 @@ class SecretGenerator(ConfigMapGenerator):
 
 
 class HelmChartInflationGenerator:
-    """Not provided as a standalone plugin; use ``helmCharts`` with --enable-helm."""
+    """Registered so that ``generators:`` knows the kind; the kustomization's accumulator runs
+    it (it needs the build's options and resource reader: orchestrator.helm)."""
 
     def __init__(self, config: dict[str, Any], ctx: PluginContext):
         raise ValidationError(
-            "HelmChartInflationGenerator plugin configs are not supported; use helmCharts",
+            "HelmChartInflationGenerator runs only in a kustomization's generators",
             file=ctx.source,
         )
 

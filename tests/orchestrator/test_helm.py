@@ -134,6 +134,14 @@ CASES = {
     ),
 }
 
+# A HelmChartInflationGenerator config under generators: (helmCharts and helmGlobals fields
+# inline).
+GENERATOR = (
+    "apiVersion: builtin\nkind: HelmChartInflationGenerator\nmetadata:\n  name: h\n"
+    "name: web\nreleaseName: gen\nchartHome: other-charts\nvaluesInline:\n  replicas: 9\n"
+)
+CASES["generators-field"] = "generators:\n- helm.yaml\n"
+
 FLAG_CASES = {
     "cli-api-versions": ["--helm-api-versions", "v2,batch/v1", "--helm-api-versions", "x/v1"],
     "cli-kube-version": ["--helm-kube-version", "1.30"],
@@ -151,6 +159,7 @@ def _tree(root: Path, kustomization: str) -> None:
     (root / "extra").mkdir()
     (root / "extra" / "one.yaml").write_text("one: 1\n")
     (root / "extra" / "two.yaml").write_text("two: 2\n")
+    (root / "helm.yaml").write_text(GENERATOR)
 
 
 def _run(tool: list[str], root: Path, stand_in: Path, record: Path) -> tuple[str, list]:
@@ -191,3 +200,48 @@ def test_helm_calls_match_kustomize(case, tmp_path, stand_in):
     assert got["krm"][1] == got["kustomize"][1]
     assert got["krm"][0] == got["kustomize"][0]
     assert any(call["args"][0] == "template" for call in got["krm"][1])
+
+
+ERROR_CASES = {
+    "bad-merge": (
+        "helmCharts:\n- name: web\n  valuesMerge: bogus\n  valuesInline: {a: 1}\n",
+        "valuesMerge must be one of [merge override replace]",
+    ),
+    "no-chart-no-repo": (
+        "helmCharts:\n- name: missing\n",
+        "no repo specified for pull, no chart found at ''",
+    ),
+    "no-name": ("helmCharts:\n- releaseName: x\n", "chart name cannot be empty"),
+    "additional-values-outside": (
+        "helmCharts:\n- name: web\n  additionalValuesFiles: [../outside.yaml]\n",
+        "could not load additionalValuesFile",
+    ),
+}
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl (the kustomize oracle) is not installed")
+@pytest.mark.parametrize("case", ERROR_CASES)
+def test_helm_errors_match_kustomize(case, tmp_path, stand_in):
+    kustomization, reason = ERROR_CASES[case]
+    for name, tool in (
+        ("kustomize", [KUBECTL, "kustomize"]),
+        ("krm", [sys.executable, "-m", "orchestrator", "build", "--no-cache"]),
+    ):
+        root = tmp_path / name / "k"
+        _tree(root, kustomization)
+        (root.parent / "outside.yaml").write_text("x: 1\n")
+        env = {
+            **os.environ,
+            "HELM_RECORD": str(tmp_path / f"{name}.jsonl"),
+            "HELM_TEST_ROOT": str(root),
+        }
+        proc = subprocess.run(
+            [*tool, "--enable-helm", "--helm-command", str(stand_in), str(root)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert proc.returncode == 1, (name, proc.stdout)
+        assert reason in proc.stderr, (name, proc.stderr)
+        assert proc.stdout == ""

@@ -68,7 +68,7 @@ class OciSpec:
 def parse_oci(raw: str) -> OciSpec:
     """Parse ``oci://HOST/REPO[:TAG][@sha256:HEX][//DIR]``; RemoteError says what is wrong."""
     from orchestrator.functions.fetch import FetchError
-    from orchestrator.functions.oci import parse_image
+    from orchestrator.functions.oci import ImageRef, parse_image
 
     text = raw[len(SCHEME) :]
     text, _, subdir = text.partition("//")
@@ -76,16 +76,20 @@ def parse_oci(raw: str) -> OciSpec:
     parts = [p for p in subdir.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise RemoteError(f"remote '{raw}': the directory {subdir!r} leaves the artifact's tree")
-    if "/" not in text:
+    host, _, rest = text.partition("/")
+    if not host or not rest:
         raise RemoteError(f"remote '{raw}': expected oci://HOST/REPOSITORY[:TAG|@sha256:DIGEST]")
     try:
-        ref = parse_image(text)
+        # The first component is always the host (as for helm and flux), dotted or not: the
+        # rest is parsed under a stand-in host that the docker rules read as one.
+        parsed = parse_image(f"registry.invalid/{rest}")
     except FetchError as exc:
-        raise RemoteError(f"remote '{raw}': {exc.message}") from None
-    if ref.registry == "docker.io" and not text.startswith("docker.io/"):
-        raise RemoteError(f"remote '{raw}': name the registry host (oci://HOST/REPOSITORY:TAG)")
+        raise RemoteError(
+            f"remote '{raw}': {exc.message.replace('registry.invalid/', host + '/')}"
+        ) from None
+    ref = ImageRef(host.lower(), parsed.repository, parsed.tag, parsed.digest)
     if ref.tag is None and ref.digest is None:
-        ref = type(ref)(ref.registry, ref.repository, "latest", None)
+        ref = ImageRef(ref.registry, ref.repository, "latest", None)
     return OciSpec(raw, ref, "/".join(parts))
 
 

@@ -367,6 +367,7 @@ def test_bad_references(tmp_path):
         ("oci://h.io/r:v1//../x", "the directory '../x' leaves the artifact's tree"),
         ("oci://h.io/r@sha256:abc", "the digest is not 64 lower-case hex digits"),
         ("oci://h.io/UPPER:v1", "invalid repository name 'UPPER'"),
+        ("oci:///repo:v1", "expected oci://HOST/REPOSITORY"),
     ]:
         with pytest.raises(KrmError) as exc:
             build_yaml(ref, tmp_path)
@@ -455,4 +456,20 @@ def test_base_key_requires_a_cosign_signature_of_the_manifest(registry, tmp_path
         build_yaml(ref, tmp_path, base_keys=[str(other)])
     assert str(exc.value).startswith(
         f"remote '{ref}': has a bad signature: none of its 1 signature(s) verifies with "
+    )
+
+
+def test_the_first_component_is_always_the_host():
+    from orchestrator.ocibase import parse_oci
+
+    spec = parse_oci("oci://myregistry/team/app:v1//overlays/prod")
+    ref = spec.ref
+    assert (ref.registry, ref.repository, ref.tag) == ("myregistry", "team/app", "v1")
+    assert spec.subdir == "overlays/prod"
+    assert spec.repository == "oci://myregistry/team/app"
+    bare = parse_oci("oci://localhost:5000/app")
+    assert (bare.ref.registry, bare.ref.repository, bare.reference) == (
+        "localhost:5000",
+        "app",
+        "latest",
     )

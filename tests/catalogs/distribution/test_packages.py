@@ -181,6 +181,32 @@ def test_oras_pushed_flux_artifact_is_a_package(live_server, catalog, owner_toke
     got = build(f"oci://{host}/example-co/functions@{digest}", options).to_yaml()
     assert "name: pkg-one" in got
 
+    # A Component, pushed the same way, used under components:.
+    container = client.get_container(f"{host}/example-co/functions:comp-1")
+    comp_path = tmp_path / "comp.tar.gz"
+    comp_path.write_bytes(
+        targz(
+            {
+                "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\n"
+                "kind: Component\ncommonAnnotations:\n  from: component\n"
+            }
+        )
+    )
+    comp_layer = oras.oci.NewLayer(str(comp_path), m.OCI_TAR_GZIP)
+    client.upload_blob(str(comp_path), container, comp_layer)
+    comp_manifest = oras.oci.NewManifest()
+    comp_manifest["config"] = config
+    comp_manifest["layers"].append(comp_layer)
+    assert client.upload_manifest(comp_manifest, container).status_code == 201
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        f"resources:\n- oci://{host}/example-co/functions@{digest}\n"
+        f"components:\n- oci://{host}/example-co/functions:comp-1\n"
+    )
+    got = build(str(overlay), options).to_yaml()
+    assert "name: pkg-one" in got and "from: component" in got
+
 
 def _upload(client, basic, data: bytes) -> None:
     response = client.post(

@@ -17,6 +17,11 @@ reference by digest is served from there with no request at all; a tag is resolv
 manifest request per build, and its tree fetched only when the manifest is new; ``--offline``
 uses the manifest the tag named last time. The unpacked tree is a remote base: files there are
 restricted to the tree, and bases inside it may not leave it.
+
+With ``--base-key FILE`` (``FnOptions.base_keys``) an artifact is used only when a cosign
+simple-signing payload at ``sha256-<manifest hex>.sig`` of its repository, signed by one of the
+keys, names its manifest digest and repository (what this project's registry stores for every
+package, and ``cosign sign --key`` writes); without it only the digests above are checked.
 """
 
 from __future__ import annotations

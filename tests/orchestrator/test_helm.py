@@ -245,3 +245,31 @@ def test_helm_errors_match_kustomize(case, tmp_path, stand_in):
         assert proc.returncode == 1, (name, proc.stdout)
         assert reason in proc.stderr, (name, proc.stderr)
         assert proc.stdout == ""
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl (the kustomize oracle) is not installed")
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("v2.17.0+ga690bad", "this plugin requires helm V3 but got v2.17.0"),
+        ("no version here", "cannot find version string in no version here"),
+    ],
+)
+def test_helm_version_is_checked_like_kustomize(tmp_path, answer, reason):
+    helm = tmp_path / "helm2"
+    helm.write_text(f"#!/bin/sh\necho '{answer}'\n")
+    helm.chmod(0o755)
+    for name, tool in (
+        ("kustomize", [KUBECTL, "kustomize"]),
+        ("krm", [sys.executable, "-m", "orchestrator", "build", "--no-cache"]),
+    ):
+        root = tmp_path / name / "k"
+        _tree(root, "helmCharts:\n- name: web\n  releaseName: rel\n")
+        proc = subprocess.run(
+            [*tool, "--enable-helm", "--helm-command", str(helm), str(root)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 1 and proc.stdout == "", name
+        assert reason in proc.stderr, (name, proc.stderr)

@@ -21,7 +21,9 @@ restricted to the tree, and bases inside it may not leave it.
 With ``--base-key FILE`` (``FnOptions.base_keys``) an artifact is used only when a cosign
 simple-signing payload at ``sha256-<manifest hex>.sig`` of its repository, signed by one of the
 keys, names its manifest digest and repository (what this project's registry stores for every
-package, and ``cosign sign --key`` writes); without it only the digests above are checked.
+package, and ``cosign sign --key`` writes). Without it, an artifact from a registry of this
+project's kind whose TUF root is pinned here must be signed so by the online key that root names
+(refreshed through TUF, as catalogs are); from other registries only the digests are checked.
 """
 
 from __future__ import annotations
@@ -132,18 +134,53 @@ class OciCache:
         ``--base-key``, only once its signature verified."""
         tree, digest = self._tree_of(spec)
         if self.options.base_keys:
-            self._verify(spec, digest)
+            from orchestrator.functions.signatures import load_key
+
+            keys = [load_key(path, what="--base-key") for path in self.options.base_keys]
+            self._verify(spec, digest, keys, "a --base-key applies to it")
+        else:
+            registry_keys = self._registry_keys(spec)
+            if registry_keys is not None:
+                registry = registry_keys[0]
+                self._verify(
+                    spec,
+                    digest,
+                    registry_keys[1],
+                    f"registry {registry} is pinned in the trust store and its TUF root names "
+                    "the key that signs its packages",
+                )
         return tree, digest
 
-    def _verify(self, spec: OciSpec, digest: str) -> None:
+    def _registry_keys(self, spec: OciSpec) -> tuple[str, list[Any]] | None:
+        """(registry URL, its online keys) when the artifact's registry is one of this kind
+        whose TUF root is pinned here (by ``krm trust add``, a catalog, or krm.lock): its root,
+        refreshed and verified by TUF, names the key its package signatures are made with."""
+        from orchestrator.functions import tufcache, tufpaths
+
+        registry = tufpaths.oci_registry(spec.ref.registry)
+        if not tufcache.is_pinned(self.options, registry):
+            return None
+        from orchestrator.functions import tufclient
+
+        try:
+            session = tufclient.open_session(registry, options=self.options, catalog=spec.raw)
+            if session is None:
+                return None
+            session.refresh(spec.raw)
+            keys = tufclient.online_keys(session)
+        except tufclient.TrustError as exc:
+            reason = exc.message.removeprefix(f"catalog {spec.raw}: ")
+            raise RemoteError(f"remote '{spec.raw}': {reason}") from None
+        return registry, keys
+
+    def _verify(self, spec: OciSpec, digest: str, keys: list[Any], because: str) -> None:
         """Refuse the artifact unless a cosign signature of its manifest digest, stored at
-        ``sha256-<hex>.sig`` of its repository, verifies with one of the ``--base-key`` keys
-        (fetched each build; from the cache with ``--offline``)."""
+        ``sha256-<hex>.sig`` of its repository, verifies with one of ``keys`` (fetched each
+        build; from the cache with ``--offline``)."""
         import json
 
-        from orchestrator.functions.signatures import SignatureMaterial, cosign_verify, load_key
+        from orchestrator.functions.signatures import SignatureMaterial, cosign_verify
 
-        keys = [load_key(path, what="--base-key") for path in self.options.base_keys]
         path = os.path.join(self.root, "signatures", digest.removeprefix("sha256:") + ".json")
         tag = digest.replace(":", "-") + ".sig"
         where = f"{SCHEME}{spec.ref.registry}/{spec.ref.repository}:{tag}"
@@ -154,7 +191,7 @@ class OciCache:
             except (OSError, ValueError, KeyError):
                 raise RemoteError(
                     f"remote '{spec.raw}': its signature is not in the cache ({self.root}) and "
-                    "--offline forbids fetching it (--base-key applies to it)"
+                    f"--offline forbids fetching it ({because})"
                 ) from None
         else:
             material = self._signatures(spec, digest, tag, where)
@@ -166,9 +203,7 @@ class OciCache:
             reason = f"has no signature ({where} not found)"
         else:
             reason = f"has a bad signature: {status.detail} ({where})"
-        raise RemoteError(
-            f"remote '{spec.raw}': {reason}; a --base-key applies to it, so it is not used"
-        )
+        raise RemoteError(f"remote '{spec.raw}': {reason}; {because}, so it is not used")
 
     def _signatures(self, spec: OciSpec, digest: str, tag: str, where: str) -> Any:
         """cosign's simple-signing payloads at ``tag`` (none when the tag does not exist)."""

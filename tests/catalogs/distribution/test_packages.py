@@ -293,3 +293,58 @@ def test_oversized_packages_and_reserved_tags_are_refused(client, catalog, basic
     page = client.get("/catalogs/example-co/functions/packages/")
     assert page.status_code == 200
     assert digest in page.content.decode() and "big-1" in page.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_packages_of_a_pinned_registry_must_carry_its_signature(
+    live_server, catalog, owner, owner_token, signing, settings, tmp_path
+):
+    """Once the registry's TUF root is pinned here, krm verifies each package's cosign
+    signature with the online key that root names, with no --base-key (as for catalogs)."""
+    from catalogs.publishing.services import catalog_version_publish
+    from tests.catalogs.factories import catalog_yaml
+
+    catalog_version_publish(
+        catalog=catalog, content=catalog_yaml(("example.co", "SetLabels", "v1")), actor=owner
+    )
+    host = live_server.url.removeprefix("http://")
+    docker = tmp_path / "docker"
+    docker.mkdir()
+    auth = base64.b64encode(f"owner:{owner_token}".encode()).decode()
+    (docker / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))
+    env = {"DOCKER_CONFIG": str(docker), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    trees = {}
+    for name in ("signed", "unsigned"):
+        tree = tmp_path / name
+        tree.mkdir()
+        (tree / "kustomization.yaml").write_text(KUSTOMIZATION.replace("pkg-", f"{name}-"))
+        (tree / "cm.yaml").write_text(CM)
+        trees[name] = tree
+    signed = krm("push", str(trees["signed"]), f"oci://{host}/example-co/functions:s-1", env=env)
+    assert signed.returncode == 0, signed.stderr
+    settings.SIGNING_OCI_ARTIFACTS = False
+    unsigned = krm(
+        "push", str(trees["unsigned"]), f"oci://{host}/example-co/functions:u-1", env=env
+    )
+    assert unsigned.returncode == 0, unsigned.stderr
+    refs = {
+        "signed": f"oci://{host}/example-co/functions@{signed.stdout.strip()}",
+        "unsigned": f"oci://{host}/example-co/functions@{unsigned.stdout.strip()}",
+    }
+    # Not pinned: digests only, both build.
+    for ref in refs.values():
+        assert krm("build", ref, env=env).returncode == 0
+    pinned = krm("trust", "add", live_server.url, env=env)
+    assert pinned.returncode == 0, pinned.stderr
+    got = krm("build", refs["signed"], env=env)
+    assert got.returncode == 0, got.stderr
+    assert "name: signed-one" in got.stdout
+    refused = krm("build", refs["unsigned"], env=env)
+    digest = unsigned.stdout.strip()
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr == (
+        f"Error: remote '{refs['unsigned']}': has no signature (oci://{host}/example-co/"
+        f"functions:{digest.replace(':', '-')}.sig not found); registry {live_server.url} is "
+        "pinned in the trust store and its TUF root names the key that signs its packages, so "
+        "it is not used\n"
+    )

@@ -439,7 +439,7 @@ class Target:
                 self.build.side_effects += 1
                 comp.accumulate(self.build, self.loader.abspath(path), acc, source=self.source)
                 continue
-            if self.loader.is_dir(path):
+            if self.loader.is_dir(path) or path[:6].lower() == "oci://":
                 self.accumulate_directory(acc, path, component=False)
                 continue
             if path[:8].lower().startswith(("http://", "https://")) or (
@@ -526,13 +526,14 @@ class Target:
 
     def accumulate_directory(self, acc: Accumulator, path: str, *, component: bool) -> None:
         """Build a sub-kustomization (or apply a component) and add its resources."""
-        if component and not self.loader.is_dir(path) and _repo_spec(path) is None:
+        oci = path[:6].lower() == "oci://"
+        if component and not oci and not self.loader.is_dir(path) and _repo_spec(path) is None:
             raise LoadError(
                 f"component '{path}' must be a directory with a kustomization of kind Component",
                 file=self.source,
             )
         what = "component" if component else "resource"
-        spec = _repo_spec(path) if not self.loader.is_dir(path) else None
+        spec = _repo_spec(path) if not oci and not self.loader.is_dir(path) else None
         if spec is not None and spec.forced:
             from orchestrator import remote
 
@@ -551,7 +552,15 @@ class Target:
                 f"expected kind 'Component' for path '{child.root}' but got 'Composition'",
                 file=self.source,
             )
-        if spec is not None:
+        if oci:
+            # Like a git base's: paths relative to the artifact's tree, which repo: and ref:
+            # name.
+            from orchestrator import ocibase
+
+            oci_spec = ocibase.parse_oci(path)
+            origin = oci_spec.subdir
+            origin_repo = f"repo: {oci_spec.repository}\nref: {oci_spec.reference}\n"
+        elif spec is not None:
             # kustomize's Origin.Append: paths below a remote base are relative to its
             # repository, which the repo: and ref: lines name.
             origin = os.path.normpath(spec.kust_root) if spec.kust_root.strip("/") else ""

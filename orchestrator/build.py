@@ -95,12 +95,18 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         raise ValidationError(f"invalid --reorder {options.reorder!r}: use legacy or none")
     offline = bool(getattr(options.functions, "offline", False))
     spec = _repo_spec(path)
-    if spec is not None:
+    if path[:6].lower() == "oci://":
+        # A kustomization tree packaged as an OCI artifact (orchestrator.ocibase).
+        from orchestrator.fs import oci_loader
+
+        loader = oci_loader(path, offline=offline, fn_options=options.functions)
+        options_warning = None
+    elif spec is not None:
         # A git URL, as kustomize reads it before looking for a local directory.
         from orchestrator import remote
         from orchestrator.fs import remote_loader
 
-        loader = remote_loader(spec, offline=offline)
+        loader = remote_loader(spec, offline=offline, fn_options=options.functions)
         if spec.forced:
             options_warning = remote.FORCED_GIT_WARNING
         else:
@@ -115,7 +121,13 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
             from orchestrator import composition
 
             return composition.build(path, options)
-        loader = Loader(real, restrictor=options.load_restrictor, real=True, offline=offline)
+        loader = Loader(
+            real,
+            restrictor=options.load_restrictor,
+            real=True,
+            offline=offline,
+            fn_options=options.functions,
+        )
         options_warning = None
     state = BuildState(options, _composition_plugin)
     if options_warning:

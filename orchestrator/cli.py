@@ -139,6 +139,19 @@ def _parser() -> argparse.ArgumentParser:
         "consolidate", help="print a Composition's consolidated transformer list (no run)"
     )
     c.add_argument("path", nargs="?", default=".", help="directory with a composition.yaml")
+    push = sub.add_parser(
+        "push",
+        help="package a kustomization directory as an OCI artifact (Flux's format) and push it",
+    )
+    push.add_argument("path", help="directory with a kustomization")
+    push.add_argument("ref", help="where to push: oci://HOST/REPOSITORY:TAG")
+    push.add_argument(
+        "--source", default="", help="the org.opencontainers.image.source annotation (a URL)"
+    )
+    push.add_argument(
+        "--revision", default="", help="the org.opencontainers.image.revision annotation"
+    )
+    push.add_argument("--ca-file", help="CA certificates for the registry's HTTPS (PEM)")
     v = sub.add_parser("version", help="print krm's version and the kustomize it builds like")
     v.add_argument("-o", "--output", choices=["yaml", "json"], help="machine-readable output")
     comp = sub.add_parser("completion", help="print a shell completion script")
@@ -166,6 +179,7 @@ _BUILD_DEFAULTS: dict[str, Any] = {
     "no_cache": False,
     "trusted_catalog": [],
     "catalog_key": [],
+    "base_key": [],
     "enable_exec": False,
     "enable_alpha_plugins": False,
     "network": False,
@@ -200,8 +214,9 @@ _VALUE_OPTIONS = {
 }
 _APPEND_OPTIONS = {
     "--trusted-catalog": "trusted_catalog",
-    "--catalog-key": "catalog_key",
     "--helm-api-versions": "helm_api_versions",
+    "--catalog-key": "catalog_key",
+    "--base-key": "base_key",
     "--mount": "mount",
     "--env": "env",
     "-e": "env",
@@ -318,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         command = _build
     elif args.command == "version":
         command = _version
+    elif args.command == "push":
+        command = _push
     elif args.command == "completion":
         command = _completion
     elif args.command == "edit" and getattr(args, "edit_kind", None):
@@ -511,6 +528,19 @@ def _view(args: Args, debug: bool) -> int:
 def _trust(args: Args, debug: bool) -> int:
     """``krm trust add|list|remove``."""
     sys.stdout.write(_functions_cli().run_trust(args))
+    return 0
+
+
+def _push(args: Args, debug: bool) -> int:
+    """``krm push DIR oci://HOST/REPO:TAG``: prints the pushed manifest's digest (stdout) and
+    the reference pinned to it (stderr)."""
+    from orchestrator.functions.options import FnOptions
+    from orchestrator.ocipush import tree_push
+
+    options = FnOptions(ca_file=args.ca_file)
+    digest = tree_push(args.path, args.ref, options, source=args.source, revision=args.revision)
+    sys.stdout.write(digest + "\n")
+    _stderr(f"pushed {args.ref}@{digest}\n")
     return 0
 
 

@@ -13,6 +13,8 @@ from orchestrator.errors import LoadError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from orchestrator.remote import RepoSpec
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -78,6 +80,7 @@ class Loader:
         offline: bool = False,
         repo: str | None = None,
         urls: tuple[str, ...] = (),
+        fn_options: Any = None,
     ):
         # real: the caller resolved ``root`` already.
         self.root = root if real else os.path.realpath(root)
@@ -90,6 +93,8 @@ class Loader:
         # and the remote references that led here (kustomize's repository cycle check).
         self.repo = repo
         self.urls = urls
+        # The build's FnOptions (cache folder, CA file, download limits) for oci:// bases.
+        self.fn_options = fn_options
 
     def abspath(self, path: str) -> str:
         """Absolute, normalised form of a path relative to the root."""
@@ -136,6 +141,8 @@ class Loader:
         are errors."""
         from orchestrator import remote
 
+        if path[:6].lower() == "oci://":
+            return self.oci_child(path)
         spec = remote.parse_repo_spec(path)
         if spec is not None:
             return self.remote_child(spec)
@@ -163,19 +170,38 @@ class Loader:
             offline=self.offline,
             repo=self.repo,
             urls=self.urls,
+            fn_options=self.fn_options,
+        )
+
+    def _check_url_cycle(self, raw: str) -> None:
+        for url in self.urls:
+            if url.startswith(raw):
+                raise LoadError(
+                    f"cycle detected: URI '{raw}' referenced by previous URI '{url}'", file=raw
+                )
+
+    def oci_child(self, raw: str) -> Loader:
+        """A loader at the tree of an ``oci://`` artifact (pulled, or from the cache); files
+        there are restricted to that directory, like a git base's."""
+        self._check_url_cycle(raw)
+        return oci_loader(
+            raw,
+            offline=self.offline,
+            fn_options=self.fn_options,
+            parents=(*self.parents, self.root),
+            urls=self.urls,
         )
 
     def remote_child(self, spec: RepoSpec) -> Loader:
         """A loader at the directory a git URL names, in a cached checkout of its commit;
         like kustomize, files there are always restricted to that directory."""
-        for url in self.urls:
-            if url.startswith(spec.raw):
-                raise LoadError(
-                    f"cycle detected: URI '{spec.raw}' referenced by previous URI '{url}'",
-                    file=spec.raw,
-                )
+        self._check_url_cycle(spec.raw)
         return remote_loader(
-            spec, offline=self.offline, parents=(*self.parents, self.root), urls=self.urls
+            spec,
+            offline=self.offline,
+            parents=(*self.parents, self.root),
+            urls=self.urls,
+            fn_options=self.fn_options,
         )
 
 
@@ -185,6 +211,7 @@ def remote_loader(
     offline: bool = False,
     parents: tuple[str, ...] = (),
     urls: tuple[str, ...] = (),
+    fn_options: Any = None,
 ) -> Loader:
     """A loader at the directory the git URL ``spec`` names (fetched or from the cache)."""
     from orchestrator import remote
@@ -211,6 +238,48 @@ def remote_loader(
         offline=offline,
         repo=tree,
         urls=(*urls, spec.raw),
+        fn_options=fn_options,
+    )
+
+
+def oci_loader(
+    raw: str,
+    *,
+    offline: bool = False,
+    fn_options: Any = None,
+    parents: tuple[str, ...] = (),
+    urls: tuple[str, ...] = (),
+) -> Loader:
+    """A loader at the directory the ``oci://`` reference ``raw`` names in its unpacked tree."""
+    from orchestrator import ocibase
+
+    spec = ocibase.parse_oci(raw)
+    if fn_options is None:
+        from orchestrator.functions.options import FnOptions
+
+        fn_options = FnOptions(offline=offline)
+    tree = os.path.realpath(ocibase.oci_tree(spec, fn_options)[0])
+    real = os.path.realpath(os.path.join(tree, spec.subdir))
+    if not _within(tree, real):
+        raise LoadError(
+            f"remote '{raw}': '{spec.subdir}' refers to a directory outside of the artifact",
+            file=raw,
+        )
+    if not os.path.isdir(real):
+        what = "is a file" if os.path.exists(real) else "does not exist"
+        raise LoadError(
+            f"remote '{raw}': '{spec.subdir or '.'}' {what} in the artifact; expecting a directory",
+            file=raw,
+        )
+    return Loader(
+        real,
+        restrictor=ROOT_ONLY,
+        parents=parents,
+        real=True,
+        offline=offline,
+        repo=tree,
+        urls=(*urls, raw),
+        fn_options=fn_options,
     )
 
 

@@ -97,3 +97,22 @@ def descriptor_digests(manifest: dict[str, Any]) -> list[str]:
             if isinstance(item, dict):
                 found.append(item.get("digest"))
     return [d for d in found if isinstance(d, str)]
+
+
+# Kustomization packages: the artifact ``flux push artifact`` (and ``krm push``) writes, or a
+# single-layer ``oras push`` of a gzipped tarball.
+FLUX_CONFIG = "application/vnd.cncf.flux.config.v1+json"
+FLUX_CONTENT = "application/vnd.cncf.flux.content.v1.tar+gzip"
+OCI_TAR_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
+PACKAGE_LAYERS = (FLUX_CONTENT, OCI_TAR_GZIP)
+
+
+def is_package_manifest(parsed: dict[str, Any]) -> bool:
+    """Whether a parsed manifest is a kustomization package: one layer of a package type."""
+    layers = parsed.get("layers")
+    return (
+        parsed.get("mediaType") == OCI_MANIFEST
+        and isinstance(layers, list)
+        and len(layers) == 1
+        and layers[0].get("mediaType") in PACKAGE_LAYERS
+    )

@@ -127,3 +127,26 @@ class OciUpload(models.Model):
 
     def __str__(self) -> str:
         return str(self.uuid)
+
+
+class OciPackage(models.Model):
+    """A kustomization tree pushed as an OCI artifact (Flux's format) into a repository.
+
+    The manifest and its layer are stored like any artifact (``OciManifest``, ``OciBlob``); this
+    row keeps what the page shows without unpacking the layer again: the tree's files.
+    """
+
+    manifest = models.OneToOneField(OciManifest, on_delete=models.PROTECT, related_name="package")
+    layer_digest = models.CharField(max_length=71)
+    # [[path, size], ...] of the tree's regular files, sorted by path; directories are implied.
+    files = models.JSONField(default=list)
+    pushed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return str(self.manifest)

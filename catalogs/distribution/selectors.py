@@ -213,3 +213,51 @@ def oci_blob_cached(publisher_slug: str, catalog_name: str, digest: str) -> byte
     if (publisher_slug, catalog_name, digest) not in _blob_cache:
         return None
     return _blob_bytes.get(digest)
+
+
+@dataclass(frozen=True)
+class PackageListed:
+    """A kustomization package of a repository, for its page: tags, digest, files, signature."""
+
+    digest: str
+    tags: list[str]
+    files: list[list[object]]
+    size: int
+    created_at: object
+    pushed_by: str
+    signed: bool
+
+
+def oci_package_list(*, catalog: Catalog) -> list[PackageListed]:
+    """The kustomization packages pushed to ``catalog``'s repository, newest first (three
+    queries, whatever their number)."""
+    from catalogs.distribution.models import OciPackage
+
+    packages = list(
+        OciPackage.objects.filter(manifest__catalog=catalog)
+        .select_related("manifest", "pushed_by")
+        .order_by("-created_at", "-pk")
+    )
+    digests = [p.manifest.digest for p in packages]
+    tags: dict[int, list[str]] = {}
+    for manifest_id, name in OciTag.objects.filter(
+        catalog=catalog, manifest_id__in=[p.manifest_id for p in packages]
+    ).values_list("manifest_id", "name"):
+        tags.setdefault(manifest_id, []).append(name)
+    signed = set(
+        OciManifest.objects.filter(catalog=catalog, subject_digest__in=digests)
+        .filter(tags__name__endswith=".sig")
+        .values_list("subject_digest", flat=True)
+    )
+    return [
+        PackageListed(
+            digest=p.manifest.digest,
+            tags=sorted(tags.get(p.manifest_id, [])),
+            files=p.files,
+            size=sum(int(str(f[1])) for f in p.files),
+            created_at=p.created_at,
+            pushed_by=p.pushed_by.get_username() if p.pushed_by else "",
+            signed=p.manifest.digest in signed,
+        )
+        for p in packages
+    ]

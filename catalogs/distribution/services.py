@@ -406,11 +406,16 @@ def oci_manifest_push(
         )
         return Pushed(stored, subject=subject)
 
+    if m.is_package_manifest(parsed):
+        return _package_push(
+            catalog=catalog, manifest=manifest, parsed=parsed, tag=tag, actor=actor
+        )
     layers = parsed.get("layers") if parsed["mediaType"] == m.OCI_MANIFEST else None
     if not layers or len(layers) != 1 or layers[0]["mediaType"] != m.CATALOG_LAYER:
         found = [layer.get("mediaType") for layer in layers or []]
         raise ManifestInvalidError(
-            f"a catalog manifest has exactly one layer of media type {m.CATALOG_LAYER} "
+            f"a catalog manifest has exactly one layer of media type {m.CATALOG_LAYER}, a "
+            f"kustomization package one of {' or '.join(m.PACKAGE_LAYERS)} "
             f"(found {found or 'none'}); other artifacts need a subject",
             detail={"layers": found},
         )
@@ -461,6 +466,110 @@ def oci_manifest_push(
     if tag and tag != m.LATEST and not wanted:
         _tag_set(catalog=catalog, name=tag, manifest=row)
     return Pushed(row.digest, version=version)
+
+
+def oci_package_files(*, content: bytes) -> list[list[Any]]:
+    """``[[path, size], ...]`` of a package layer's regular files, sorted; MANIFEST_INVALID
+    saying why when the layer is not a gzipped tar of a tree that stays inside itself.
+
+    The same rules as the engine's unpacker (``orchestrator.functions.fetch``): relative names
+    without ``..``, links whose target stays inside, no devices; entries and the bytes the files
+    hold are limited (``OCI_PACKAGE_MAX_FILES``, ``OCI_PACKAGE_MAX_UNPACKED_BYTES``).
+    """
+    import gzip
+    import io
+    import tarfile
+    import zlib
+
+    max_files = settings.OCI_PACKAGE_MAX_FILES
+    max_bytes = settings.OCI_PACKAGE_MAX_UNPACKED_BYTES
+    files: dict[str, int] = {}
+    total = 0
+    count = 0
+
+    def refuse(reason: str) -> ManifestInvalidError:
+        return ManifestInvalidError(f"the package layer {reason}", detail={"reason": reason})
+
+    try:
+        with (
+            gzip.GzipFile(fileobj=io.BytesIO(content)) as gz,
+            tarfile.open(fileobj=gz, mode="r|") as tar,
+        ):
+            for member in tar:
+                count += 1
+                if count > max_files:
+                    raise refuse(f"has over {max_files} entries (OCI_PACKAGE_MAX_FILES)")
+                name = member.name.replace("\\", "/")
+                parts = [p for p in name.split("/") if p not in ("", ".")]
+                if name.startswith("/") or ".." in parts or "\x00" in name:
+                    raise refuse(f"holds an unsafe path {member.name!r}")
+                path = "/".join(parts)
+                if member.issym():
+                    target = [p for p in member.linkname.split("/") if p not in ("", ".")]
+                    ups = 0
+                    while ups < len(target) and target[ups] == "..":
+                        ups += 1
+                    if (
+                        member.linkname.startswith("/")
+                        or ups > len(parts) - 1
+                        or ".." in target[ups:]
+                    ):
+                        raise refuse(f"holds a link {member.name!r} that points outside it")
+                elif member.islnk():
+                    if member.linkname.strip("/") not in files:
+                        raise refuse(f"holds a hard link {member.name!r} to no file before it")
+                elif member.isreg():
+                    total += member.size
+                    if total > max_bytes:
+                        raise refuse(
+                            f"unpacks to over {max_bytes} bytes (OCI_PACKAGE_MAX_UNPACKED_BYTES)"
+                        )
+                    files[path] = member.size
+                    # Read through: a truncated or corrupt stream fails here, not at a pull.
+                    source = tar.extractfile(member)
+                    if source is not None:
+                        while source.read(1 << 16):
+                            pass
+                elif not member.isdir():
+                    raise refuse(f"holds a special file {member.name!r}")
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        raise refuse(f"is not a gzipped tar archive: {exc}")
+    return [[path, files[path]] for path in sorted(files)]
+
+
+def _package_push(
+    *, catalog: Catalog, manifest: bytes, parsed: dict[str, Any], tag: str, actor: Any
+) -> Pushed:
+    """Store a kustomization package (a Flux-format artifact): its tree checked, its files
+    recorded for the page; trust signs it (``OciPackagePushed``)."""
+    from catalogs import events
+    from catalogs.distribution.events import OciPackagePushed
+    from catalogs.distribution.models import OciPackage
+
+    _check_references(catalog=catalog, parsed=parsed)
+    layer = parsed["layers"][0]
+    content = _layer_bytes(catalog=catalog, digest=layer["digest"])
+    if len(content) != layer["size"]:
+        raise ManifestInvalidError(
+            f"layer size {layer['size']} does not match its blob ({len(content)} bytes)"
+        )
+    files = oci_package_files(content=content)
+    digest = oci_artifact_store(
+        catalog=catalog,
+        manifest=manifest,
+        media_type=parsed["mediaType"],
+        blobs={},
+        tags=[tag] if tag else [],
+    )
+    row = OciManifest.objects.get(catalog=catalog, digest=digest)
+    user = actor if getattr(actor, "is_authenticated", False) else None
+    _, created = OciPackage.objects.get_or_create(
+        manifest=row,
+        defaults={"layer_digest": layer["digest"], "files": files, "pushed_by": user},
+    )
+    if created:
+        events.emit(OciPackagePushed(manifest=row))
+    return Pushed(digest)
 
 
 def _layer_bytes(*, catalog: Catalog, digest: str) -> bytes:

@@ -12,6 +12,7 @@ class TrustConfig(AppConfig):
 
     def ready(self) -> None:
         from catalogs import events
+        from catalogs.distribution.events import OciPackagePushed
         from catalogs.publishing.events import (
             CatalogVersionPublished,
             CatalogVersionSignatureRequested,
@@ -22,3 +23,4 @@ class TrustConfig(AppConfig):
         events.subscribe(
             CatalogVersionSignatureRequested, services.on_catalog_version_signature_requested
         )
+        events.subscribe(OciPackagePushed, services.on_oci_package_pushed)

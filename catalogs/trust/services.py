@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
+from catalogs.distribution.events import OciPackagePushed
 from catalogs.distribution.models import OciManifest, OciTag
 from catalogs.distribution.services import oci_artifact_store
 from catalogs.publishing import serving
@@ -64,6 +65,15 @@ def _oci_signature_store(*, version: CatalogVersion, resign: bool) -> str | None
         .first()
     )
     if manifest is None:
+        return None
+    return oci_manifest_sign(manifest=manifest, resign=resign)
+
+
+def oci_manifest_sign(*, manifest: OciManifest, resign: bool = False) -> str | None:
+    """Store cosign's signature artifact of a stored manifest (tag ``sha256-<hex>.sig``,
+    subject = the manifest); its digest, None if it exists (and not ``resign``) or signing OCI
+    artifacts is off (``SIGNING_OCI_ARTIFACTS``)."""
+    if not settings.SIGNING_OCI_ARTIFACTS:
         return None
     tag = signing.cosign_signature_tag(manifest.digest)
     if not resign and OciTag.objects.filter(catalog_id=manifest.catalog_id, name=tag).exists():
@@ -152,3 +162,8 @@ def on_catalog_version_published(event: CatalogVersionPublished) -> None:
 def on_catalog_version_signature_requested(event: CatalogVersionSignatureRequested) -> None:
     """Sign a version published before signing existed, on the first request for its signature."""
     catalog_version_sign(version=event.version)
+
+
+def on_oci_package_pushed(event: OciPackagePushed) -> None:
+    """Sign a pushed kustomization package (cosign's layout, like a version's manifest)."""
+    oci_manifest_sign(manifest=event.manifest)

@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from catalogs.discovery import pages as search_pages
+from catalogs.distribution import pages as package_pages
 from catalogs.mirroring import pages as mirror_pages
 from catalogs.publishing import pages as publisher_pages
 from catalogs.trust import pages as revocation_pages
@@ -51,6 +52,11 @@ urlpatterns = [
         "catalogs/<slug:publisher>/<slug:catalog>/revocations/",
         revocation_pages.catalog_revocations,
         name="catalog-revocations",
+    ),
+    path(
+        "catalogs/<slug:publisher>/<slug:catalog>/packages/",
+        package_pages.catalog_packages,
+        name="catalog-packages",
     ),
     path(
         "catalogs/<slug:publisher>/<slug:catalog>/publish/",

@@ -55,6 +55,14 @@ def add_build_flags(p: argparse.ArgumentParser) -> None:
         help="public key (PEM) that must have signed each catalog used, e.g. a registry's "
         "/signing-key.pub; repeatable (any one may sign)",
     )
+    p.add_argument(
+        "--base-key",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="public key (PEM) that must have signed (cosign) each oci:// base and component, "
+        "e.g. a registry's /signing-key.pub; repeatable (any one may sign)",
+    )
     p.add_argument("--enable-exec", action="store_true", help="allow explicit exec.path functions")
     p.add_argument(
         "--enable-alpha-plugins",
@@ -152,6 +160,7 @@ def fn_options(args: argparse.Namespace | SimpleNamespace) -> Any:
         container_runtime=args.container_runtime,
         results_dir=args.results_dir,
         catalog_keys=list(args.catalog_key),
+        base_keys=list(getattr(args, "base_key", [])),
         strict_catalogs=getattr(args, "strict_catalogs", False),
         as_current_user=getattr(args, "as_current_user", False),
     )

@@ -499,7 +499,9 @@ class _Unpacker:
             os.close(src_fd)
 
 
-def _unpack_tar(blob: str, dest: str, uri: str, options: FnOptions) -> None:
+def unpack_tar(blob: str, dest: str, uri: str, options: FnOptions) -> None:
+    """Unpack the tar archive ``blob`` (any compression tarfile reads) into the empty directory
+    ``dest`` with the hardened unpacker; ``uri`` names it in errors."""
     try:
         with tarfile.open(blob, "r:*") as tar:
             out = _Unpacker(dest, uri, options)
@@ -572,7 +574,7 @@ def unpacked(blob: str, uri: str, digest: str, bin_name: str, *, options: FnOpti
     try:
         kind = archive_kind(uri, blob)
         if kind == "tar":
-            _unpack_tar(blob, tmp, uri, options)
+            unpack_tar(blob, tmp, uri, options)
         elif kind == "zip":
             _unpack_zip(blob, tmp, uri, options)
         else:

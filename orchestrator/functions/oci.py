@@ -1,14 +1,14 @@
 """A small client of the OCI distribution API: image references, registry auth, verified pulls.
 
-Only what pulling a function image needs: ``GET /v2/<name>/manifests/<ref>`` and
-``GET /v2/<name>/blobs/<digest>``, every answer checked against the digest it was asked for
-before anything keeps it. Credentials come from the docker CLI's ``config.json``
-(``$DOCKER_CONFIG/config.json``, else ``~/.docker/config.json``; ``auths`` entries with
-``auth`` or ``username``/``password``); a registry that answers 401 with a ``Bearer``
-challenge gets a token from its realm (with those credentials when there are any), one with a
-``Basic`` challenge gets the credentials themselves. Plain http is used only for loopback
-registries, as everywhere else in the engine; redirects are re-checked at every hop and never
-carry the registry's ``Authorization`` header to another host.
+Pulls: ``GET /v2/<name>/manifests/<ref>`` and ``GET /v2/<name>/blobs/<digest>``, every answer
+checked against the digest it was asked for before anything keeps it. Pushes (``krm push``): a
+monolithic blob upload (``POST`` then ``PUT ?digest=``) and a manifest ``PUT``. Credentials come
+from the docker CLI's ``config.json`` (``$DOCKER_CONFIG/config.json``, else
+``~/.docker/config.json``; ``auths`` entries with ``auth`` or ``username``/``password``); a
+registry that answers 401 with a ``Bearer`` challenge gets a token from its realm (with those
+credentials when there are any), one with a ``Basic`` challenge gets the credentials themselves.
+Plain http is used only for loopback registries, as everywhere else in the engine; redirects are
+re-checked at every hop and never carry the registry's ``Authorization`` header to another host.
 """
 
 from __future__ import annotations
@@ -46,6 +46,10 @@ _COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
 _TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _CHALLENGE_PARAM = re.compile(r'(\w+)="([^"]*)"')
+
+
+class NotFoundError(FetchError):
+    """The registry answered 404: no such manifest or blob (or repository)."""
 
 
 @dataclass(frozen=True)
@@ -151,9 +155,10 @@ def sha256_digest(data: bytes) -> str:
 
 
 class RegistryClient:
-    """Pulls from one repository of one registry, answering auth challenges as they come."""
+    """Pulls from (and pushes to) one repository of one registry, answering auth challenges
+    as they come."""
 
-    def __init__(self, ref: ImageRef, *, options: FnOptions) -> None:
+    def __init__(self, ref: ImageRef, *, options: FnOptions, actions: str = "pull") -> None:
         import httpx  # imported here: only builds that pull images pay for it
 
         from orchestrator.functions.fetch import _ssl_context
@@ -164,6 +169,7 @@ class RegistryClient:
         scheme = "http" if is_loopback(host.rsplit(":", 1)[0]) else "https"
         self.base = f"{scheme}://{host}/v2/{ref.repository}"
         self.authorization: str | None = None
+        self.actions = actions  # the token scope's actions: "pull", or "pull,push" to push
         self._client = httpx.Client(
             verify=_ssl_context(options), timeout=60.0, trust_env=False, follow_redirects=False
         )
@@ -254,6 +260,8 @@ class RegistryClient:
                             raise FetchError(f"pulling {what}: more than {MAX_REDIRECTS} redirects")
                         current = str(resp.url.join(resp.headers.get("location", "")))
                         continue
+                    if resp.status_code == 404:
+                        raise NotFoundError(f"pulling {what}: {_status_text(resp)}")
                     if resp.status_code != 200:
                         raise FetchError(f"pulling {what}: {_status_text(resp)}")
                     declared = resp.headers.get("content-length")
@@ -271,6 +279,78 @@ class RegistryClient:
                     return {k.lower(): v for k, v in resp.headers.items()}
             except httpx.HTTPError as exc:
                 raise FetchError(f"pulling {what}: {exc}") from None
+
+    def _send(
+        self, method: str, url: str, what: str, *, content: bytes = b"", headers: dict[str, str]
+    ) -> Any:
+        """One push request (``content`` in full), answering one auth challenge; the response.
+        Redirects are not followed: the push API answers with ``Location`` headers instead."""
+        challenged = False
+        while True:
+            try:
+                check_url(url)
+            except FetchError as exc:
+                raise FetchError(f"pushing {what}: {exc.message}") from None
+            sent = dict(headers)
+            if self.authorization:
+                sent["Authorization"] = self.authorization
+            try:
+                resp = self._client.request(method, url, content=content, headers=sent)
+            except self._httpx.HTTPError as exc:
+                raise FetchError(f"pushing {what}: {exc}") from None
+            if resp.status_code == 401 and not challenged:
+                challenged = True
+                self._authorize(resp.headers.get("www-authenticate", ""), what)
+                continue
+            return resp
+
+    def blob_exists(self, digest: str) -> bool:
+        """Whether the repository has blob ``digest`` (``HEAD``)."""
+        resp = self._send("HEAD", f"{self.base}/blobs/{digest}", f"blob {digest}", headers={})
+        return bool(resp.status_code == 200)
+
+    def push_blob(self, data: bytes) -> str:
+        """Upload ``data`` as a blob of the repository (unless there already); its digest."""
+        digest = sha256_digest(data)
+        what = f"blob {digest} to {self.ref.registry}/{self.ref.repository}"
+        if self.blob_exists(digest):
+            return digest
+        resp = self._send("POST", f"{self.base}/blobs/uploads/", what, headers={})
+        if resp.status_code != 202 or not resp.headers.get("location"):
+            raise FetchError(f"pushing {what}: starting the upload: {_status_text(resp)}")
+        location = str(resp.url.join(resp.headers["location"]))
+        sep = "&" if "?" in location else "?"
+        resp = self._send(
+            "PUT",
+            f"{location}{sep}{urlencode({'digest': digest})}",
+            what,
+            content=data,
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        if resp.status_code != 201:
+            raise FetchError(f"pushing {what}: {_status_text(resp)}")
+        return digest
+
+    def push_manifest(self, reference: str, data: bytes, media_type: str) -> str:
+        """PUT a manifest at ``reference`` (a tag or its digest); its digest, as the registry
+        confirms it."""
+        digest = sha256_digest(data)
+        what = f"manifest {self.ref.registry}/{self.ref.repository}:{reference}"
+        resp = self._send(
+            "PUT",
+            f"{self.base}/manifests/{reference}",
+            what,
+            content=data,
+            headers={"Content-Type": media_type},
+        )
+        if resp.status_code != 201:
+            raise FetchError(f"pushing {what}: {_status_text(resp)}")
+        stated = resp.headers.get("docker-content-digest")
+        if stated and stated != digest:
+            raise FetchError(
+                f"pushing {what}: the registry says its digest is {stated}, not {digest}"
+            )
+        return digest
 
     def _authorize(self, challenge: str, what: str) -> None:
         """Set ``self.authorization`` from a 401's ``WWW-Authenticate`` challenge."""
@@ -291,7 +371,8 @@ class RegistryClient:
         if scheme.lower() != "bearer" or not params.get("realm"):
             raise FetchError(f"pulling {what}: HTTP 401 with an unusable challenge {challenge!r}")
         realm = params["realm"]
-        query = {"scope": params.get("scope") or f"repository:{self.ref.repository}:pull"}
+        scope = params.get("scope") or f"repository:{self.ref.repository}:{self.actions}"
+        query = {"scope": scope}
         if params.get("service"):
             query["service"] = params["service"]
         token_url = realm + ("&" if "?" in realm else "?") + urlencode(query)

@@ -47,6 +47,7 @@ class FnOptions:
         "max_image_files",
         "runtime_preference",
         "catalog_keys",
+        "base_keys",
         "strict_catalogs",
         "ca_file",
         "skip_schema",
@@ -84,6 +85,9 @@ class FnOptions:
         # --catalog-key files: public keys that must have signed every catalog without a key
         # of its own in the config file's trust section.
         catalog_keys: list[str] | None = None,
+        # --base-key files: public keys one of which must have signed (cosign) every oci://
+        # base and component.
+        base_keys: list[str] | None = None,
         # --strict-catalogs: a function defined differently in a later trusted catalog is an
         # error.
         strict_catalogs: bool = False,
@@ -122,6 +126,7 @@ class FnOptions:
         self.max_image_files = max_image_files
         self.runtime_preference = runtime_preference
         self.catalog_keys: list[str] = [] if catalog_keys is None else catalog_keys
+        self.base_keys: list[str] = [] if base_keys is None else base_keys
         self.strict_catalogs = strict_catalogs
         self.ca_file = ca_file
         self.skip_schema = skip_schema

@@ -227,6 +227,16 @@ def verify(
     problem = _check_manifest(material, data)
     if problem is not None:
         return SignatureStatus("invalid", material.where, detail=problem)
+    return cosign_verify(material, keys)
+
+
+def cosign_verify(
+    material: SignatureMaterial, keys: Sequence[CatalogKey], what: str = "catalog"
+) -> SignatureStatus:
+    """Whether one of ``material``'s cosign payloads, signed by one of ``keys``, names its
+    manifest digest and repository (the caller checked what the manifest binds)."""
+    if not material.found:
+        return SignatureStatus("missing", material.where)
     wrong_subject = wrong_identity = ""
     for payload, signature in material.cosign:
         for key in keys:
@@ -249,7 +259,7 @@ def verify(
     if wrong_identity:
         detail = (
             f"the signature is for {wrong_identity}, not {material.reference} (another "
-            "repository's signed catalog)"
+            f"repository's signed {what})"
         )
     elif wrong_subject:
         detail = f"the signature signs {wrong_subject}, not {material.manifest_digest}"

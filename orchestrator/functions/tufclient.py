@@ -355,6 +355,31 @@ def root_key_of(md: Metadata[Root], keys: Sequence[CatalogKey]) -> CatalogKey | 
     return None
 
 
+def online_keys(session: Session) -> list[CatalogKey]:
+    """The registry's online signing keys (those of the ``targets`` role) in the root that
+    ``session`` refreshed and verified: the key its cosign signatures are made with."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from orchestrator.functions.signatures import key_id_of
+
+    path = os.path.join(session.directory, "metadata", "root.json")
+    with open(path, "rb") as f:
+        root = Metadata[Root].from_bytes(f.read()).signed
+    out = []
+    for keyid in root.roles["targets"].keyids:
+        key = root.keys.get(keyid)
+        pem = str(key.keyval.get("public", "")) if key is not None else ""
+        try:
+            public = serialization.load_pem_public_key(pem.encode())
+        except (ValueError, TypeError):
+            continue  # not an ECDSA PEM key (e.g. a publisher's ed25519 key): cosign uses P-256
+        if isinstance(public, ec.EllipticCurvePublicKey):
+            where = f"the TUF root of {session.registry}"
+            out.append(CatalogKey(where, public, key_id_of(public)))
+    return out
+
+
 def pin_registry(
     store: TrustStore, registry: str, root: bytes, *, how: str, options: FnOptions
 ) -> Pin:

@@ -537,6 +537,10 @@ OCI_UPLOAD_MAX_BYTES = env_int("OCI_UPLOAD_MAX_BYTES", CATALOG_MAX_BYTES)
 # one manifest may hold; a manifest over either is refused before its blobs are looked up.
 OCI_MANIFEST_MAX_DESCRIPTORS = env_int("OCI_MANIFEST_MAX_DESCRIPTORS", 256)
 OCI_MANIFEST_MAX_ANNOTATIONS = env_int("OCI_MANIFEST_MAX_ANNOTATIONS", 256)
+# Kustomization packages (a pushed Flux-format artifact): entries of the layer's tar, and bytes
+# its files hold together, at most (the layer itself is an upload: OCI_UPLOAD_MAX_BYTES).
+OCI_PACKAGE_MAX_FILES = env_int("OCI_PACKAGE_MAX_FILES", 10000)
+OCI_PACKAGE_MAX_UNPACKED_BYTES = env_int("OCI_PACKAGE_MAX_UNPACKED_BYTES", 64 * 1024 * 1024)
 # Upload sessions and uploaded blobs no manifest references are removed after this many minutes
 # by `manage.py oci_gc_uploads` and by celery beat every 15 minutes.
 OCI_UPLOAD_GC_MINUTES = env_int("OCI_UPLOAD_GC_MINUTES", 60)

@@ -22,12 +22,13 @@ from tests.hostile import engine_inputs as ei
 ROOT = Path(__file__).resolve().parents[2]
 PREVIOUS = "previous good output\n"
 RESOURCE = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n"
-# Stands in for helm (not installed here): prints its --values file into a ConfigMap, and
-# leaves a mark that it ran.
+# Stands in for helm (not installed here): answers kustomize's `helm version -c --short`;
+# otherwise prints its -f values file into a ConfigMap, and leaves a mark that it ran.
 FAKE_HELM = """#!/bin/sh
+if [ "$1" = version ]; then echo v3.16.2; exit 0; fi
 touch "$(dirname "$0")/helm-ran"
 while [ $# -gt 0 ]; do
-  if [ "$1" = --values ]; then values=$2; fi
+  if [ "$1" = -f ]; then values=$2; fi
   shift
 done
 printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: values\\ndata:\\n  v: |\\n'

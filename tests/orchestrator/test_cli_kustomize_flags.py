@@ -123,6 +123,7 @@ CASES = [
             "edit",
             "fn",
             "init",
+            "push",
             "trust",
             "version",
             "view",
@@ -205,4 +206,7 @@ def test_completion_covers_every_command_and_flag():
     text = completion.bash(cli._parser())
     for flag in ("--enable-managedby-label", "--network-name", "--as-current-user", "--offline"):
         assert flag in text
-    assert "'build view fn trust edit create init catalog consolidate version completion'" in text
+    assert (
+        "'build view fn trust edit create init catalog consolidate push version completion'" in text
+    )
+    assert "--base-key" in text

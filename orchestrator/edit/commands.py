@@ -667,10 +667,19 @@ FIX_MESSAGE = (
     "  patchesJson6902 -> patches\n"
     "  patchesStrategicMerge -> patches\n"
     "  commonLabels -> labels\n"
+    "\n"
     "To convert vars -> replacements, run the command `kustomize edit fix --vars`\n"
+    "\n"
     "WARNING: Converting vars to replacements will potentially overwrite many resource files \n"
     "and the resulting files may not produce the same output when `kustomize build` is run. \n"
     "We recommend doing this in a clean git repository where the change is easy to undo.\n"
+)
+FIX_VARS_MESSAGE = (
+    "\nFixed fields:\n"
+    "  patchesJson6902 -> patches\n"
+    "  patchesStrategicMerge -> patches\n"
+    "  commonLabels -> labels\n"
+    "  vars -> replacements\n"
 )
 
 
@@ -711,14 +720,19 @@ def _build_text() -> tuple[str, str | None]:
 
 
 def fix(args: list[str], *, vars: bool = False) -> None:
-    """``edit fix``: move deprecated fields to their replacements, warn if the build changes."""
-    if vars:
-        raise EditError("krm edit fix --vars (vars -> replacements) is not supported yet")
+    """``edit fix``: move deprecated fields to their replacements, warn if the build changes;
+    with ``--vars``, turn vars into replacements (rewriting the files that use them)."""
     before, _ = _build_text()
     kf = KustomizationFile()
     data = kf.read()
     fix_premarshalling(data)
-    sys.stdout.write(FIX_MESSAGE)
+    if vars:
+        from orchestrator.edit.fixvars import vars_to_replacements
+
+        vars_to_replacements(data)
+        sys.stdout.write(FIX_VARS_MESSAGE)
+    else:
+        sys.stdout.write(FIX_MESSAGE)
     kf.write(data)
     after, error = _build_text()
     if error is not None:

@@ -136,7 +136,7 @@ GENERATOR_HELP = {
 FIX_HELP = "Fix the missing fields in kustomization file"
 VARS_HELP = (
     "If specified, kustomize will attempt to convert vars to replacements. "
-    "(not supported by krm yet)"
+    "We recommend doing this in a clean git repository where the change is easy to undo."
 )
 
 

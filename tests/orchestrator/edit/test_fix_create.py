@@ -3,6 +3,7 @@ building every tree the commands wrote."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -94,13 +95,6 @@ def test_fix_refuses_a_label_in_both_fields(edit):
     edit.write("commonLabels:\n  a: b\nlabels:\n- pairs:\n    a: c\n")
     assert edit.fails("edit", "fix").endswith(
         "label name 'a' exists in both commonLabels and labels\n"
-    )
-
-
-def test_fix_vars_is_refused_for_now(edit):
-    edit.write("resources: []\n")
-    assert edit.fails("edit", "fix", "--vars") == (
-        "krm edit fix --vars (vars -> replacements) is not supported yet\n"
     )
 
 
@@ -231,3 +225,33 @@ def test_list_builtin_plugins(edit):
     lines = edit.out.splitlines()
     assert lines[:2] == ["Builtin plugins:", ""]
     assert len(lines) == 2 + 18 and " * ReplacementTransformer" in lines
+
+
+# ------------------------------------------------------------------- edit fix --vars
+
+FIX_VARS = json.loads((Path(__file__).parent / "data" / "kustomize_fix_vars.json").read_text())
+
+
+@pytest.mark.parametrize("case", sorted(FIX_VARS["cases"]))
+def test_fix_vars_writes_what_kustomize_writes(tmp_path: Path, case: str) -> None:
+    """kustomize v5.5's own fix --vars cases: the kustomization and every file it rewrote."""
+    spec = FIX_VARS["cases"][case]
+    for name, text in spec["files"].items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    p = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "edit", "fix", "--vars"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    if spec["error"]:
+        assert p.returncode == 1
+        assert spec["error"] in p.stderr
+        for name, text in spec["files"].items():  # nothing written
+            assert (tmp_path / name).read_text() == text
+        return
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("\nFixed fields:\n") and "  vars -> replacements\n" in p.stdout
+    for name, text in spec["expected"].items():
+        assert (tmp_path / name).read_text() == text, name

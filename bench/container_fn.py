@@ -97,6 +97,9 @@ def main() -> int:
         print("needs umoci, skopeo, busybox-static and bwrap (scripts/system-packages.sh)")
         return 1
     work = Path(tempfile.mkdtemp(prefix="krm-bench-container-"))
+    # As root's default image cache (/var/cache/krm/images) is, the caches here are ones the
+    # jail's nobody can enter (mkdtemp makes 0700, which would stage the image every run).
+    work.chmod(0o711)
     proc = None
     try:
         (work / "registry").mkdir()

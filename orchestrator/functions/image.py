@@ -94,7 +94,7 @@ class _Cache:
     def __init__(self, ref: ImageRef, options: FnOptions) -> None:
         self.ref = ref
         self.options = options
-        self.root = os.path.join(options.cache_root(), "images")
+        self.root = options.image_cache_root()
         self.blobs = os.path.join(self.root, "blobs", "sha256")
         self._client: RegistryClient | None = None
 

@@ -154,6 +154,21 @@ class FnOptions:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         return os.path.join(base, "krm")
 
+    def image_cache_root(self) -> str:
+        """Where the builtin runtime keeps images: ``cache_root()/images``, except for root
+        with neither cache_dir nor $XDG_CACHE_HOME: /var/cache/krm/images. Root's functions
+        run as nobody, who cannot enter /root; an image there would be staged into a private
+        mount before every run (tens of milliseconds), one under /var/cache is bound as it is.
+        Where /var/cache/krm cannot be made, the usual place."""
+        if self.cache_dir or os.environ.get("XDG_CACHE_HOME") or os.geteuid() != 0:
+            return os.path.join(self.cache_root(), "images")
+        shared = os.path.join(os.sep, "var", "cache", "krm", "images")
+        try:
+            os.makedirs(shared, mode=0o755, exist_ok=True)
+        except OSError:
+            return os.path.join(self.cache_root(), "images")
+        return shared
+
     def env_pairs(self) -> dict[str, str]:
         """--env entries as a mapping (KEY alone takes the caller's value, if any)."""
         out: dict[str, str] = {}

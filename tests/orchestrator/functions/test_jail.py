@@ -164,3 +164,17 @@ def test_without_a_cgroup_the_reason_is_one_line():
     assert "\n" not in reason
     assert reason.startswith("cgroup v"), reason
     assert "not writable by uid 65534" in reason or "does not delegate" in reason
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root's default image cache (krm runs as root here)")
+def test_roots_image_cache_is_one_nobody_can_enter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Root's functions run as nobody: its images live where nobody can enter, so they are
+    bound as they are, not staged before every run; a configured cache stays where it is."""
+    from orchestrator.functions.options import FnOptions
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert FnOptions().image_cache_root() == "/var/cache/krm/images"
+    assert jail._reachable("/var/cache/krm/images/rootfs")
+    assert FnOptions(cache_dir="/x").image_cache_root() == "/x/images"
+    monkeypatch.setenv("XDG_CACHE_HOME", "/y")
+    assert FnOptions().image_cache_root() == "/y/krm/images"

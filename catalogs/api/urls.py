@@ -45,6 +45,11 @@ urlpatterns = [
         name="catalog-detail",
     ),
     path(
+        _catalog + "pulls/",
+        views.CatalogViewSet.as_view({"get": "pulls"}),
+        name="catalog-pulls",
+    ),
+    path(
         _catalog + "versions/",
         views.CatalogVersionViewSet.as_view({"get": "list", "post": "create"}),
         name="catalog-version-list",

@@ -142,6 +142,36 @@ class CatalogVersion(models.Model):
         return catalog_version_bytes(version=self)
 
 
+class PullVia(models.TextChoices):
+    """How a version was pulled."""
+
+    HTTPS = "https", "HTTPS (/c/)"
+    OCI = "oci", "OCI (/v2/)"
+
+
+class CatalogVersionPulls(models.Model):
+    """How often a version was pulled on one day (UTC) one way: counted in memory by the
+    serving processes and added here in batches (``catalogs.publishing.pulls``)."""
+
+    version = models.ForeignKey(
+        CatalogVersion, on_delete=models.CASCADE, related_name="pull_counts"
+    )
+    day = models.DateField()
+    via = models.CharField(max_length=8, choices=PullVia.choices)
+    count = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        db_table = "catalogs_catalogversionpulls"
+        ordering = ["version", "day", "via"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "day", "via"], name="catalog_version_pulls")
+        ]
+        indexes = [models.Index(fields=["day"], name="catalog_version_pulls_day")]
+
+    def __str__(self) -> str:
+        return f"{self.version} {self.day} {self.via}: {self.count}"
+
+
 class FunctionDefinition(models.Model):
     """A function (group + kind) as defined by one catalog version."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from django.contrib.auth.models import User
+from django.db.models import Sum
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -13,6 +14,7 @@ from catalogs.mirroring.models import MirrorSource
 from catalogs.publishing.models import (
     Catalog,
     CatalogVersion,
+    CatalogVersionPulls,
     FunctionDefinition,
     FunctionVersion,
     Publisher,
@@ -194,6 +196,9 @@ class CatalogSerializer(serializers.ModelSerializer):
     catalog_url = serializers.SerializerMethodField()
     mirror = CatalogMirrorSerializer(source="mirror_source", read_only=True, allow_null=True)
     signature = serializers.SerializerMethodField()
+    pulls = serializers.SerializerMethodField(
+        help_text="Pulls of every version, over HTTPS (/c/) and OCI (/v2/ manifest GETs)."
+    )
 
     class Meta:
         model = Catalog
@@ -206,6 +211,7 @@ class CatalogSerializer(serializers.ModelSerializer):
             "catalog_url",
             "mirror",
             "signature",
+            "pulls",
             "created_at",
             "updated_at",
         ]
@@ -223,6 +229,14 @@ class CatalogSerializer(serializers.ModelSerializer):
     @extend_schema_field(SignatureSerializer(allow_null=True))
     def get_signature(self, obj: Catalog) -> dict | None:
         return signature_data(self.context.get("request"), obj.latest_version)
+
+    def get_pulls(self, obj: Catalog) -> int:
+        pulls = getattr(obj, "pulls", None)
+        if pulls is None:  # a catalog just created or updated: not read through catalog_list
+            pulls = CatalogVersionPulls.objects.filter(version__catalog=obj).aggregate(
+                n=Sum("count")
+            )["n"]
+        return int(pulls or 0)
 
 
 class CatalogCreateSerializer(serializers.Serializer):
@@ -293,6 +307,10 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
     version_url = serializers.SerializerMethodField()
     digest_url = serializers.SerializerMethodField()
     signature = serializers.SerializerMethodField()
+    pulls = serializers.IntegerField(
+        read_only=True,
+        help_text="Pulls of this version, over HTTPS (/c/) and OCI (/v2/ manifest GETs).",
+    )
 
     class Meta:
         model = CatalogVersion
@@ -306,6 +324,7 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
             "version_url",
             "digest_url",
             "signature",
+            "pulls",
         ]
         read_only_fields = fields
 
@@ -328,6 +347,15 @@ class CatalogVersionDetailSerializer(CatalogVersionSerializer):
     class Meta(CatalogVersionSerializer.Meta):
         fields = [*CatalogVersionSerializer.Meta.fields, "functions"]
         read_only_fields = fields
+
+
+class CatalogPullsDaySerializer(serializers.Serializer):
+    """One day (UTC) of a catalog's pulls."""
+
+    day = serializers.DateField()
+    https = serializers.IntegerField(help_text="GETs of /c/ catalog URLs that sent the bytes.")
+    oci = serializers.IntegerField(help_text="GETs of the versions' OCI manifests.")
+    total = serializers.IntegerField()
 
 
 class CatalogVersionContentSerializer(serializers.Serializer):

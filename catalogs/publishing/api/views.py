@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -84,6 +85,23 @@ class CatalogViewSet(viewsets.GenericViewSet):
         publisher = selectors.publisher_get(slug=data.pop("publisher"))
         catalog = services.catalog_create(publisher=publisher, actor=request.user, **data)
         return Response(self.get_serializer(catalog).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "days", int, description="How many days, up to today (UTC): 1 to 366, default 30."
+            )
+        ],
+        responses=serializers.CatalogPullsDaySerializer(many=True),
+    )
+    def pulls(self, request: Request, publisher: str, catalog: str) -> Response:
+        """The catalog's pulls per day (UTC), oldest first, days without pulls included."""
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        raw = request.query_params.get("days", "30")
+        if not raw.isdigit() or not 1 <= int(raw) <= 366:
+            raise ValidationError({"days": [f"must be a whole number from 1 to 366, not {raw!r}"]})
+        days = selectors.catalog_pulls_by_day(catalog=found, days=int(raw))
+        return Response(serializers.CatalogPullsDaySerializer(days, many=True).data)
 
     @extend_schema(request=serializers.CatalogUpdateSerializer)
     def partial_update(self, request: Request, publisher: str, catalog: str) -> Response:

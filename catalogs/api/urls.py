@@ -56,7 +56,7 @@ urlpatterns = [
     ),
     path(
         _catalog + "versions/<int:number>/",
-        views.CatalogVersionViewSet.as_view({"get": "retrieve"}),
+        views.CatalogVersionViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
         name="catalog-version-detail",
     ),
     path(

@@ -14,7 +14,8 @@ class DistributionConfig(AppConfig):
         from catalogs import events
         from catalogs.distribution import selectors, services
         from catalogs.publishing import pulls
-        from catalogs.publishing.events import CatalogVersionPublished
+        from catalogs.publishing.events import CatalogLatestChanged, CatalogVersionPublished
 
         events.subscribe(CatalogVersionPublished, services.on_catalog_version_published)
+        events.subscribe(CatalogLatestChanged, services.on_catalog_latest_changed)
         pulls.pull_resolver_register("oci", selectors.oci_manifest_versions)

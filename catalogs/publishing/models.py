@@ -122,6 +122,10 @@ class CatalogVersion(models.Model):
         blank=True,
         related_name="signed_versions",
     )
+    # npm's `deprecate`: the publisher's message to anyone still using this version (it stays
+    # served and verifiable, unlike a revoked one); empty when not deprecated.
+    deprecation = models.TextField(blank=True)
+    deprecated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "catalogs_catalogversion"
@@ -293,6 +297,12 @@ class PublisherEventAction(models.TextChoices):
     VERIFICATION_GRANTED = "verification_granted", "Verification granted"
     VERIFICATION_REFUSED = "verification_refused", "Verification refused"
     VERIFICATION_CLEARED = "verification_cleared", "Verification cleared"
+    PUBLISHER_CREATED = "publisher_created", "Publisher created"
+    CATALOG_CREATED = "catalog_created", "Catalog created"
+    VERSION_PUBLISHED = "version_published", "Version published"
+    LATEST_SET = "latest_set", "Latest version set"
+    VERSION_DEPRECATED = "version_deprecated", "Version deprecated"
+    VERSION_UNDEPRECATED = "version_undeprecated", "Deprecation withdrawn"
 
 
 class PublisherEvent(models.Model):

@@ -13,12 +13,14 @@ class TrustConfig(AppConfig):
     def ready(self) -> None:
         from catalogs import events
         from catalogs.publishing.events import (
+            CatalogLatestChanged,
             CatalogVersionPublished,
             CatalogVersionSignatureRequested,
         )
         from catalogs.trust import services
 
         events.subscribe(CatalogVersionPublished, services.on_catalog_version_published)
+        events.subscribe(CatalogLatestChanged, services.on_catalog_latest_changed)
         events.subscribe(
             CatalogVersionSignatureRequested, services.on_catalog_version_signature_requested
         )

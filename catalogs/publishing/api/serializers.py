@@ -251,6 +251,22 @@ class CatalogUpdateSerializer(serializers.Serializer):
     """Input of a catalog update."""
 
     description = serializers.CharField(required=False, allow_blank=True)
+    latest_version = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="Make this (older) version the latest again: catalog.yaml, the OCI tag "
+        "'latest' and the TUF latest pointer name it until the next publish.",
+    )
+
+
+class CatalogVersionUpdateSerializer(serializers.Serializer):
+    """Input of a version update: its deprecation (npm's ``deprecate``)."""
+
+    deprecation = serializers.CharField(
+        allow_blank=True,
+        trim_whitespace=True,
+        help_text="A message for whoever still uses this version; empty withdraws it.",
+    )
 
 
 # --- Versions and functions ---
@@ -311,6 +327,7 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="Pulls of this version, over HTTPS (/c/) and OCI (/v2/ manifest GETs).",
     )
+    latest = serializers.SerializerMethodField(help_text="Whether catalog.yaml serves it.")
 
     class Meta:
         model = CatalogVersion
@@ -325,8 +342,14 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
             "digest_url",
             "signature",
             "pulls",
+            "latest",
+            "deprecation",
+            "deprecated_at",
         ]
         read_only_fields = fields
+
+    def get_latest(self, obj: CatalogVersion) -> bool:
+        return obj.catalog.latest_version_id == obj.pk
 
     @extend_schema_field(SignatureSerializer(allow_null=True))
     def get_signature(self, obj: CatalogVersion) -> dict | None:
@@ -373,6 +396,12 @@ class CatalogVersionPublishedSerializer(serializers.Serializer):
 
     version = serializers.IntegerField()
     digest = serializers.CharField()
+    unchanged = serializers.BooleanField(
+        help_text="True when this content was already published: nothing new was published, "
+        "``version`` is the existing one (200 instead of 201)."
+    )
+    latest = serializers.BooleanField(help_text="Whether catalog.yaml serves this version.")
+    detail = serializers.CharField(help_text="What happened, in a sentence.")
     catalog_url = serializers.URLField()
     version_url = serializers.URLField()
     digest_url = serializers.URLField()

@@ -108,8 +108,10 @@ class CatalogViewSet(viewsets.GenericViewSet):
         found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
         services.publisher_check_can_write(publisher=found.publisher, actor=request.user)
         data = _validated(serializers.CatalogUpdateSerializer, request.data)
-        updated = services.catalog_update(catalog=found, actor=request.user, **data)
-        return Response(self.get_serializer(updated).data)
+        services.catalog_update(catalog=found, actor=request.user, **data)
+        return Response(
+            self.get_serializer(selectors.catalog_get(publisher_slug=publisher, name=catalog)).data
+        )
 
 
 class CatalogVersionViewSet(viewsets.GenericViewSet):
@@ -136,6 +138,25 @@ class CatalogVersionViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
+    @extend_schema(
+        request=serializers.CatalogVersionUpdateSerializer,
+        responses=serializers.CatalogVersionDetailSerializer,
+    )
+    def partial_update(
+        self, request: Request, publisher: str, catalog: str, number: int
+    ) -> Response:
+        """Deprecate a version with a message, or withdraw its deprecation (empty message)."""
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        services.publisher_check_can_write(publisher=found.publisher, actor=request.user)
+        data = _validated(serializers.CatalogVersionUpdateSerializer, request.data)
+        version = selectors.catalog_version_get(catalog=found, number=int(number))
+        services.catalog_version_deprecate(
+            version=version, message=data["deprecation"], actor=request.user
+        )
+        version = selectors.catalog_version_get(catalog=found, number=int(number))
+        context = self.get_serializer_context()
+        return Response(serializers.CatalogVersionDetailSerializer(version, context=context).data)
+
     @extend_schema(responses=serializers.CatalogVersionDetailSerializer)
     def retrieve(self, request: Request, publisher: str, catalog: str, number: int) -> Response:
         found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
@@ -161,9 +182,22 @@ class CatalogVersionViewSet(viewsets.GenericViewSet):
         version, created = services.catalog_version_publish(
             catalog=found, content=content, actor=request.user
         )
+        latest = found.latest_version_id == version.pk
+        if created:
+            detail = f"Published version {version.number}."
+        elif latest:
+            detail = f"Unchanged: this content is version {version.number}, the latest already."
+        else:
+            detail = (
+                f"Unchanged: this content is version {version.number}, which is not the latest;"
+                f' PATCH the catalog with {{"latest_version": {version.number}}} to make it so.'
+            )
         body = {
             "version": version.number,
             "digest": version.digest,
+            "unchanged": not created,
+            "latest": latest,
+            "detail": detail,
             "catalog_url": serializers.catalog_latest_url(request, found),
             "version_url": serializers.catalog_version_url(request, version),
             "digest_url": serializers.catalog_version_digest_url(request, version),

@@ -628,6 +628,7 @@ def main(argv: list[str] | None = None) -> int:
             rounds.append({name: measured[name] for name, _ in servers})
             procs.check_alive(workdir)
         pulls_counted = wait_for_pulls(workdir, at_least=catalog_gets * PULLS_COUNTED_AT_LEAST)
+        collector_cpu = process_group_cpu_seconds(dict(procs.procs)["pulls-collect"].pid)
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -677,7 +678,10 @@ def main(argv: list[str] | None = None) -> int:
     targets.append(
         {"target": "0 errors (pinned, latest)", "errors": errors, "met": not any(errors.values())}
     )
-    print(f"pulls counted: {pulls_counted} of {catalog_gets} catalog GETs served")
+    print(
+        f"pulls counted: {pulls_counted} of {catalog_gets} catalog GETs served; "
+        f"the collector (pulls_collect) used {collector_cpu:.1f} CPU s in all"
+    )
     for t in targets:
         figure = f"{t['ratio']:.2f}" if "ratio" in t else str(t["errors"])
         print(f"{'met ' if t['met'] else 'MISSED'} {t['target']}: {figure}")

@@ -126,8 +126,8 @@ def _check_slug_not_reserved(slug: str, *, system: bool) -> None:
         )
     if not system and publisher_slug_is_reserved(slug):
         raise ReservedNameError(
-            f"Publisher slug '{slug}' is reserved for the registry itself "
-            "(RESERVED_PUBLISHER_SLUGS): choose another."
+            # The setting that lists them is the operator's business, not named to users.
+            f"Publisher slug '{slug}' is reserved for the registry itself: choose another."
         )
 
 

@@ -159,3 +159,22 @@ def test_preview_of_an_identical_document_offers_nothing_to_publish(owner_client
     assert ">version 1</a>: publishing it would create no version" in body
     assert "Publish version" not in body
     assert CatalogVersion.objects.filter(catalog=published).count() == 2
+
+
+def test_preview_shows_a_changed_image_and_digest(owner_client, published):
+    assert b"image: registry.example.co/fn:v1" in bytes(published.latest_version.content)
+    digest = "ab" * 32
+    text = catalog_yaml(("example.co", "Fn", "v1")).replace(
+        "image: registry.example.co/fn:v1",
+        f"image: registry.example.co/fn:v1-patched\n          sha256: {digest}",
+    )
+    response = owner_client.post(URL, {"content": text, "action": "preview"})
+    assert response.status_code == 200
+    [change] = response.context["changes"].functions
+    assert change.runtime_changed == [
+        "v1 image: registry.example.co/fn:v1 → registry.example.co/fn:v1-patched",
+        f"v1 image digest: – → {digest}",
+    ]
+    body = response.content.decode()
+    assert "v1 image: registry.example.co/fn:v1 → registry.example.co/fn:v1-patched" in body
+    assert f"v1 image digest: – → {digest}" in body

@@ -35,6 +35,7 @@ SORT_PHRASES = {
     "name": "by name",
     "updated": "recently updated first",
     "catalogs": "carried by the most catalogs first",
+    "pulls": "most pulled first",
 }
 # Parameters that are not filters.
 NOT_FILTERS = ("q", "sort", "page", "page_size")

@@ -90,6 +90,22 @@ def test_sort_links_keep_the_query_and_order_the_results(client, registry):
     assert ">Relevance</a>" not in client.get("/").content.decode()
 
 
+def test_most_pulled_sorts_by_the_pulls_of_the_carrying_catalogs(client, registry):
+    from catalogs.publishing import pulls
+
+    # zeta/fork (SetNamespace, Untag) is pulled three times, acme/core once.
+    for _ in range(3):
+        assert client.get("/c/zeta/fork/catalog.yaml").status_code == 200
+    client.get("/c/acme/core/catalog.yaml")
+    pulls.pulls_flush()
+    body = client.get("/?sort=pulls&page_size=30").content.decode()
+    kinds = _kinds(body)
+    # SetNamespace is in both (4 pulls), Untag in fork only (3), the bulk ones in core (1).
+    assert kinds[:2] == ["SetNamespace", "Untag"]
+    assert kinds[2:] == sorted(kinds[2:], key=str.lower)
+    assert ">Most pulled" in body
+
+
 def test_pages_are_numbered_and_keep_every_parameter(client, registry):
     body = client.get("/?publisher=acme&sort=name&page_size=10").content.decode()
     assert len(_cards(body)) == 10
@@ -166,7 +182,7 @@ def test_an_empty_registry_says_how_functions_get_here(client, db):
     [
         (
             "sort=popular",
-            "Unknown sort 'popular' (choose one of: relevance, name, updated, catalogs). "
+            "Unknown sort 'popular' (choose one of: relevance, name, updated, catalogs, pulls). "
             "Sorted by name instead.",
         ),
         ("page=99", "There is no page 99: the results fill 2 pages. Showing page 2."),

@@ -129,7 +129,12 @@ def test_create_a_catalog_then_publish_its_first_version(owner_client, publisher
 def test_create_catalog_with_a_bad_name_shows_the_error(owner_client, publisher):
     response = owner_client.post("/catalogs/new/", {"publisher": publisher.pk, "name": "bad name"})
     assert response.status_code == 200
-    assert "Invalid catalog name &#x27;bad name&#x27;" in response.content.decode()
+    body = response.content.decode()
+    assert "Invalid catalog name &#x27;bad name&#x27;" in body
+    # Rendered field by field (styled), the error on its field, not Django's bare <p> list.
+    assert '<form method="post" class="stacked form-fields">' in body
+    assert '<p class="field has-error"><label for="id_name">' in body
+    assert '<label for="id_description">Description <span class="muted small">(optional)' in body
 
 
 def test_problem_messages_quoting_the_document_are_escaped(owner_client, published):

@@ -102,6 +102,12 @@ class FunctionResult:
     revoked: bool = False  # some catalog carrying it revoked a version it lists
 
     @property
+    def publishers(self) -> list[str]:
+        """The publishers whose catalogs define this group and kind: more than one is a
+        collision (another publisher may be impersonating it), which the card says."""
+        return sorted({c.publisher for c in self.carriers})
+
+    @property
     def primary(self) -> Carrier | None:
         """The catalog the result links to first (carriers are listed best first)."""
         return self.carriers[0] if self.carriers else None

@@ -76,6 +76,16 @@ def test_a_function_in_two_catalogs_is_one_card_listing_both_with_their_badges(c
     )
 
 
+def test_a_card_says_when_several_publishers_define_the_function(client, registry):
+    body = client.get("/?q=setnamespace").content.decode()
+    [card] = _cards(body)
+    assert '<span class="badge warn">collision</span> 2 publishers define SetNamespace' in card
+    assert "(acme, zeta)" in card
+    # One publisher only: no collision note.
+    [untag] = _cards(client.get("/?q=untag").content.decode())
+    assert "collision" not in untag
+
+
 def test_sort_links_keep_the_query_and_order_the_results(client, registry):
     body = client.get("/?q=e&sort=catalogs").content.decode()
     assert _kinds(body)[0] == "SetNamespace"  # the only one in two catalogs

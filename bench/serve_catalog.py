@@ -22,6 +22,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,8 @@ import httpx
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+# Counted pulls of the catalog must be at least this share of the catalog GETs that were served.
+PULLS_COUNTED_AT_LEAST = 0.99
 PUBLISHER = "bench"
 CATALOG = "functions"
 REPOSITORY = "bench/catalog"
@@ -42,7 +45,7 @@ APT_PACKAGES = {"docker-registry": "docker-registry", "wrk": "wrk", "nginx": "ng
 NGINX_TEMPLATE = ROOT / "deploy" / "nginx" / "krm-registry.conf.template"
 # The issue's targets: (what, numerator, denominator, at least).
 TARGETS = (
-    ("pinned >= 50% of nginx static", "pinned", "nginx-static", 0.5),
+    ("pinned (pulls counted) >= 90% of nginx static", "pinned", "nginx-static", 0.9),
     ("pinned >= 5x docker-registry", "pinned", "docker-registry", 5.0),
     ("latest >= 25% of nginx static", "latest", "nginx-static", 0.25),
 )
@@ -362,6 +365,7 @@ def start_nginx(
                 "KRM_CACHE_DIR": str(cache),
                 "KRM_LATEST_MICROCACHE": microcache,
                 "KRM_MEDIA_ROOT": str(media_root or workdir / "media"),
+                "KRM_PULLS_LOG": str(workdir / "pulls.log"),
             }
         )
     )
@@ -502,6 +506,20 @@ def run_wrk(url: str, *, threads: int, connections: int, duration: int) -> WrkRe
     return parse_wrk(proc.stdout)
 
 
+def wait_for_pulls(workdir: Path, *, at_least: float, timeout: float = 30) -> int:
+    """The catalog's pulls in the registry's database once they reach ``at_least`` (the web
+    processes and the collector flush every few seconds), or what there is after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with sqlite3.connect(workdir / "db.sqlite3", timeout=30) as db:
+            (total,) = db.execute(
+                "SELECT COALESCE(SUM(count), 0) FROM catalogs_catalogversionpulls"
+            ).fetchone()
+        if total >= at_least or time.monotonic() > deadline:
+            return int(total)
+        time.sleep(0.5)
+
+
 def check_deployed(url: str, body: bytes) -> None:
     """``url`` through nginx answers ``body``, and from nginx's cache the second time."""
     for _ in (1, 2):
@@ -547,6 +565,21 @@ def main(argv: list[str] | None = None) -> int:
             static_root=static_root,
             microcache=args.microcache,
         )
+        # Counting on: nginx logs the catalog GETs it answers, this collector counts them; the
+        # gunicorn processes count the ones they answer themselves (gunicorn-pinned).
+        procs.start(
+            "pulls-collect",
+            [
+                sys.executable,
+                "manage.py",
+                "pulls_collect",
+                "--log",
+                str(workdir / "pulls.log"),
+                "--from-start",
+            ],
+            env=django_env(workdir),
+            log=workdir / "pulls-collect.log",
+        )
         blob_url = start_docker_registry(procs, workdir, body)
         path = f"/c/{PUBLISHER}/{CATALOG}"
         servers = [
@@ -563,9 +596,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"catalog: {args.functions} functions, {len(body)} bytes served by all")
         groups = [proc.pid for _, proc in procs.procs]
         load = {"threads": args.threads, "connections": args.connections}
-        for _, url in servers:
+        # Catalog GETs answered 200 so far: the start-up check, check_deployed's two per URL.
+        catalog_gets = 1 + 2 + 2
+
+        def counted(name: str, result: WrkResult) -> None:
+            nonlocal catalog_gets
+            if name in ("pinned", "latest", "gunicorn-pinned"):
+                catalog_gets += result.requests - result.non_2xx
+
+        for name, url in servers:
             if args.warmup:
-                run_wrk(url, **load, duration=args.warmup)
+                counted(name, run_wrk(url, **load, duration=args.warmup))
         rounds: list[dict[str, dict]] = []
         for number in range(args.rounds):
             # Alternate the order so drifting load on a shared machine hits all alike.
@@ -576,6 +617,7 @@ def main(argv: list[str] | None = None) -> int:
                 wrk_before = os.times()
                 result = run_wrk(url, **load, duration=args.duration)
                 wrk_after = os.times()
+                counted(name, result)
                 measured[name] = asdict(result) | {
                     "errors": result.errors,
                     "servers_cpu_s": sum(process_group_cpu_seconds(g) for g in groups) - cpu_before,
@@ -585,6 +627,8 @@ def main(argv: list[str] | None = None) -> int:
                 }
             rounds.append({name: measured[name] for name, _ in servers})
             procs.check_alive(workdir)
+        pulls_counted = wait_for_pulls(workdir, at_least=catalog_gets * PULLS_COUNTED_AT_LEAST)
+        collector_cpu = process_group_cpu_seconds(dict(procs.procs)["pulls-collect"].pid)
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -621,9 +665,22 @@ def main(argv: list[str] | None = None) -> int:
         targets.append(
             {"target": label, "ratio": ratio, "rounds": ratios, "met": ratio >= at_least}
         )
+    targets.append(
+        {
+            "target": f"pulls counted >= {PULLS_COUNTED_AT_LEAST:.0%} of catalog GETs served",
+            "ratio": pulls_counted / catalog_gets,
+            "counted": pulls_counted,
+            "served": catalog_gets,
+            "met": pulls_counted >= catalog_gets * PULLS_COUNTED_AT_LEAST,
+        }
+    )
     errors = {name: sum(m[name]["errors"] for m in rounds) for name in ("pinned", "latest")}
     targets.append(
         {"target": "0 errors (pinned, latest)", "errors": errors, "met": not any(errors.values())}
+    )
+    print(
+        f"pulls counted: {pulls_counted} of {catalog_gets} catalog GETs served; "
+        f"the collector (pulls_collect) used {collector_cpu:.1f} CPU s in all"
     )
     for t in targets:
         figure = f"{t['ratio']:.2f}" if "ratio" in t else str(t["errors"])

@@ -33,6 +33,16 @@ def _serving_cache_forgotten():
 
 
 @pytest.fixture(autouse=True)
+def _pulls_forgotten():
+    """Pulls counted in memory and not flushed belong to the test that made them (its rows are
+    rolled back): the next test starts from none."""
+    yield
+    pulls = sys.modules.get("catalogs.publishing.pulls")
+    if pulls is not None:
+        pulls.pulls_discard()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_rate_limits():
     """Rate limits counted in this process's memory (the default store) start from zero in each
     test: user ids repeat from test to test, their contributions must not add up."""

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -40,6 +40,7 @@ class LiveRegistry:
     token: str
     database: Path
     media: Path
+    env: dict[str, str] = field(default_factory=dict)  # the server's, for manage.py commands
 
     def query(self, sql: str, params: tuple = ()) -> list[tuple]:
         """Rows of ``sql`` read straight from the server's SQLite file."""
@@ -111,7 +112,7 @@ def live_registry(
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
-        yield LiveRegistry(base, token, workdir / "db.sqlite3", workdir / "media")
+        yield LiveRegistry(base, token, workdir / "db.sqlite3", workdir / "media", env)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:

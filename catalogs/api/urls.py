@@ -45,13 +45,18 @@ urlpatterns = [
         name="catalog-detail",
     ),
     path(
+        _catalog + "pulls/",
+        views.CatalogViewSet.as_view({"get": "pulls"}),
+        name="catalog-pulls",
+    ),
+    path(
         _catalog + "versions/",
         views.CatalogVersionViewSet.as_view({"get": "list", "post": "create"}),
         name="catalog-version-list",
     ),
     path(
         _catalog + "versions/<int:number>/",
-        views.CatalogVersionViewSet.as_view({"get": "retrieve"}),
+        views.CatalogVersionViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
         name="catalog-version-detail",
     ),
     path(

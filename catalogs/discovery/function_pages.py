@@ -851,7 +851,7 @@ def function_page(
     flags = ""
     if use and use["row"].requires_network:
         flags += " --network"
-    generator = any(str(t).lower() == "generator" for t in fn.tags or [])
+    field = kustomization_field(fn.tags or [])
     return {
         "catalog": catalog,
         "function": fn,
@@ -860,10 +860,8 @@ def function_page(
         "use": use,
         "maintainers": maintainers,
         "signed": latest.signing_key_id is not None,
-        "kustomization": kustomization_snippet(
-            file_name=f"{kebab(fn.kind)}.yaml", generator=generator
-        ),
-        "field_name": "generators" if generator else "transformers",
+        "kustomization": kustomization_snippet(file_name=f"{kebab(fn.kind)}.yaml", field=field),
+        "field_name": field,
         "build_latest": f"krm build . --trusted-catalog={latest_url}{flags}",
         "build_pinned": f"krm build . --trusted-catalog={pinned_url}{flags}",
         "latest_url": latest_url,
@@ -875,13 +873,25 @@ def function_page(
     }
 
 
-def kustomization_snippet(*, file_name: str, generator: bool) -> str:
-    """The kustomization.yaml that runs the function's config file."""
+def kustomization_field(tags: list) -> str:
+    """Where a kustomization names the function, from its tags: ``generators`` for a generator,
+    ``validators`` for a validator (it only checks; kustomize and krm run it on a copy), else
+    ``transformers``."""
+    lowered = {str(t).lower() for t in tags}
+    if "generator" in lowered:
+        return "generators"
+    if "validator" in lowered:
+        return "validators"
+    return "transformers"
+
+
+def kustomization_snippet(*, file_name: str, field: str) -> str:
+    """The kustomization.yaml that runs the function's config file under ``field``."""
     lines = [
         "apiVersion: kustomize.config.k8s.io/v1beta1",
         "kind: Kustomization",
     ]
-    if not generator:
+    if field != "generators":
         lines += ["resources:", "- deployment.yaml  # your manifests"]
-    lines += ["generators:" if generator else "transformers:", f"- {file_name}"]
+    lines += [f"{field}:", f"- {file_name}"]
     return "\n".join(lines) + "\n"

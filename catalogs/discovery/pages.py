@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.timezone import localtime
@@ -20,6 +21,7 @@ from catalogs.discovery import search
 from catalogs.pages import page_render
 from catalogs.publishing import selectors
 from catalogs.publishing.api.filters import FunctionSearchFilter
+from catalogs.publishing.models import Catalog
 
 # Filters shown as facets (their values are links); the rest are typed into "More filters".
 TYPED_FILTERS = ("group", "kind", "version", "catalog", "key")
@@ -33,6 +35,7 @@ SORT_PHRASES = {
     "name": "by name",
     "updated": "recently updated first",
     "catalogs": "carried by the most catalogs first",
+    "pulls": "most pulled first",
 }
 # Parameters that are not filters.
 NOT_FILTERS = ("q", "sort", "page", "page_size")
@@ -143,9 +146,29 @@ def _revoked_param(value: str | None) -> bool | None:
     return {"on": True, "true": True, "false": False, "off": False}.get((value or "").lower())
 
 
+def _catalogs_below(request: HttpRequest) -> list[Catalog]:
+    """The catalogs listed below the results: those the landing section (shown to signed-out
+    visitors without a query) does not show already."""
+    catalogs = selectors.catalog_list(viewer=request.user).published()
+    if not request.user.is_authenticated:
+        # A subquery: the list stays one query.
+        featured = selectors.catalog_list_featured(viewer=request.user)
+        catalogs = catalogs.exclude(pk__in=featured.values("pk"))
+    return list(catalogs[:50])
+
+
 def search_page(request: HttpRequest) -> HttpResponse:
     """One result per function over every catalog's latest version: facets, sorts, pages."""
     params = request.GET
+    if any(value.strip() == "" for _, values in params.lists() for value in values):
+        # The form sends its empty filter fields too: answer at the URL without them.
+        cleaned = QueryDict(mutable=True)
+        for key, values in params.lists():
+            kept = [value for value in values if value.strip()]
+            if kept:
+                cleaned.setlist(key, kept)
+        encoded = cleaned.urlencode()
+        return redirect(f"{request.path}?{encoded}" if encoded else request.path)
     flt = FunctionSearchFilter(
         params, queryset=selectors.function_version_list(viewer=request.user)
     )
@@ -195,8 +218,6 @@ def search_page(request: HttpRequest) -> HttpResponse:
         ],
         "previous_href": _link(params, page=str(page.number - 1)) if page.has_previous() else "",
         "next_href": _link(params, page=str(page.number + 1)) if page.has_next() else "",
-        "catalogs": selectors.catalog_list(viewer=request.user).published()[:50]
-        if not params
-        else None,
+        "catalogs": _catalogs_below(request) if not params else None,
     }
     return page_render(request, "search.html", context)

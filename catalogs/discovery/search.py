@@ -21,10 +21,11 @@ from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
 from django.db import connections
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 
 from catalogs.discovery.revoked import Revoked, revoked_in_search
-from catalogs.publishing.models import CatalogVersion, FunctionVersion
+from catalogs.publishing.models import CatalogVersion, CatalogVersionPulls, FunctionVersion
 from catalogs.trust.models import Revocation
 
 # Sort keys, their labels, in the order the page offers them.
@@ -33,6 +34,7 @@ SORTS: dict[str, str] = {
     "name": "Name",
     "updated": "Recently updated",
     "catalogs": "Most catalogs",
+    "pulls": "Most pulled",
 }
 # The largest page with every asset the layout links (htmx alone is 52 KB) stays within 100 KB.
 PAGE_SIZES = (10, 20, 30)
@@ -100,6 +102,12 @@ class FunctionResult:
     revoked: bool = False  # some catalog carrying it revoked a version it lists
 
     @property
+    def publishers(self) -> list[str]:
+        """The publishers whose catalogs define this group and kind: more than one is a
+        collision (another publisher may be impersonating it), which the card says."""
+        return sorted({c.publisher for c in self.carriers})
+
+    @property
     def primary(self) -> Carrier | None:
         """The catalog the result links to first (carriers are listed best first)."""
         return self.carriers[0] if self.carriers else None
@@ -147,6 +155,7 @@ class _CatalogVersion:
     key_id: str  # of the key that signed it, "" when unsigned
     mirrored: bool
     revocations: bool = False  # its catalog has revoked something
+    pulls: int = 0  # of its catalog, every version's
 
 
 class _Group:
@@ -172,6 +181,7 @@ class _Group:
         "newest_version_id",
         "score",
         "revoked",
+        "pulls",
     )
 
     def __init__(self, group: str, kind: str) -> None:
@@ -191,6 +201,8 @@ class _Group:
         self.newest_version_id = 0
         self.score = 0
         self.revoked: list[Revoked] = []
+        # Pulls of the catalogs carrying it ("most pulled").
+        self.pulls = 0
 
 
 def _split_index(index: str) -> list[str]:
@@ -316,9 +328,19 @@ def _catalog_versions(ids: set[int]) -> dict[int, _CatalogVersion]:
     if not ids:
         return {}
     revoked = Exists(Revocation.objects.filter(catalog_id=OuterRef("catalog_id")))
+    pulls = Coalesce(
+        Subquery(
+            CatalogVersionPulls.objects.filter(version__catalog_id=OuterRef("catalog_id"))
+            .order_by()
+            .values("version__catalog_id")
+            .annotate(n=Sum("count"))
+            .values("n")
+        ),
+        0,
+    )
     rows = (
         CatalogVersion.objects.filter(pk__in=ids)
-        .annotate(revocations=revoked)
+        .annotate(revocations=revoked, pulls=pulls)
         .values_list(
             "pk",
             "catalog_id",
@@ -327,6 +349,7 @@ def _catalog_versions(ids: set[int]) -> dict[int, _CatalogVersion]:
             "signing_key__key_id",
             "catalog__mirror_source__id",
             "revocations",
+            "pulls",
         )
     )
     return {
@@ -337,8 +360,9 @@ def _catalog_versions(ids: set[int]) -> dict[int, _CatalogVersion]:
             key_id=key_id or "",
             mirrored=mirror_id is not None,
             revocations=bool(revocations),
+            pulls=int(pulls or 0),
         )
-        for pk, catalog_id, publisher, verified, key_id, mirror_id, revocations in rows
+        for pk, catalog_id, publisher, verified, key_id, mirror_id, revocations, pulls in rows
     }
 
 
@@ -374,6 +398,8 @@ def _fold(rows: list[tuple], words: list[str]) -> tuple[dict[tuple[str, str], _G
                 frozenset(cv.key_id for cv in cvs if cv.key_id),
                 any(cv.mirrored for cv in cvs),
                 max(ids),
+                # One catalog version per catalog here (each catalog's latest).
+                sum(cv.pulls for cv in cvs),
             )
         (
             g.catalogs,
@@ -382,6 +408,7 @@ def _fold(rows: list[tuple], words: list[str]) -> tuple[dict[tuple[str, str], _G
             g.key_ids,
             g.mirrored,
             g.newest_version_id,
+            g.pulls,
         ) = found
         for indexes, attr in ((g.runtimes_indexes, "runtimes"), (g.tags_indexes, "tags")):
             key = frozenset(indexes)
@@ -408,6 +435,8 @@ def _sorted(groups: list[_Group], sort: str) -> list[_Group]:
         return sorted(by_name, key=lambda g: -g.newest_version_id)
     if sort == "catalogs":
         return sorted(by_name, key=lambda g: (-len(g.catalogs), not g.verified))
+    if sort == "pulls":
+        return sorted(by_name, key=lambda g: -g.pulls)
     return by_name
 
 

@@ -12,7 +12,10 @@ class DistributionConfig(AppConfig):
 
     def ready(self) -> None:
         from catalogs import events
-        from catalogs.distribution import services
-        from catalogs.publishing.events import CatalogVersionPublished
+        from catalogs.distribution import selectors, services
+        from catalogs.publishing import pulls
+        from catalogs.publishing.events import CatalogLatestChanged, CatalogVersionPublished
 
         events.subscribe(CatalogVersionPublished, services.on_catalog_version_published)
+        events.subscribe(CatalogLatestChanged, services.on_catalog_latest_changed)
+        pulls.pull_resolver_register("oci", selectors.oci_manifest_versions)

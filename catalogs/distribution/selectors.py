@@ -151,6 +151,19 @@ def oci_manifest_find(*, publisher_slug: str, catalog_name: str, reference: str)
     return manifest
 
 
+def oci_manifest_versions(keys: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], int]:
+    """The catalog version each (publisher, catalog, manifest digest) is, for those that are one
+    (pull counting; a signature or referrer manifest is none): one query for every key."""
+    rows = OciManifest.objects.filter(
+        digest__in={digest for _, _, digest in keys}, catalog_version__isnull=False
+    ).values_list("catalog__publisher__slug", "catalog__name", "digest", "catalog_version_id")
+    return {
+        (publisher, catalog, digest): version_id
+        for publisher, catalog, digest, version_id in rows
+        if (publisher, catalog, digest) in keys
+    }
+
+
 def oci_repository_blobs_present(*, catalog: Catalog, digests: list[str]) -> set[str]:
     """Which of ``digests`` are blobs of ``catalog``'s repository: one query for all of them."""
     wanted = sorted({d for d in digests if d != EMPTY_DIGEST})

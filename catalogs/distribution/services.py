@@ -36,7 +36,7 @@ from catalogs.distribution.models import OciBlob, OciManifest, OciTag, OciUpload
 from catalogs.distribution.selectors import oci_repository_blobs_present
 from catalogs.exceptions import InvalidCatalogError, NotAllowedError
 from catalogs.publishing import blobstore
-from catalogs.publishing.events import CatalogVersionPublished
+from catalogs.publishing.events import CatalogLatestChanged, CatalogVersionPublished
 from catalogs.publishing.models import Catalog, CatalogVersion
 from catalogs.publishing.selectors import publisher_storage_used, user_is_owner_or_staff
 
@@ -747,6 +747,15 @@ def oci_uploads_gc(*, older_than: timedelta | None = None) -> tuple[int, int]:
     ]
     blobs, _ = OciBlob.objects.filter(pk__in=stale).delete()
     return sessions, blobs
+
+
+def on_catalog_latest_changed(event: CatalogLatestChanged) -> None:
+    """An older version was made latest again: the tag ``latest`` names its manifest."""
+    version = event.version
+    manifest = OciManifest.objects.filter(catalog_version=version).first()
+    if manifest is None:  # published before OCI distribution existed: store it now
+        manifest = oci_catalog_version_store(version=version)
+    _tag_set(catalog=version.catalog, name=m.LATEST, manifest=manifest)
 
 
 def on_catalog_version_published(event: CatalogVersionPublished) -> None:

@@ -44,6 +44,7 @@ from catalogs.distribution.errors import (
 )
 from catalogs.distribution.models import OciUpload
 from catalogs.exceptions import NotAllowedError, NotFoundError, RegistryError, StorageError
+from catalogs.publishing import pulls
 from catalogs.publishing.selectors import visible_to
 from catalogs.publishing.serving import serving_access, serving_stored_file
 
@@ -272,6 +273,11 @@ def _manifest_get(request: HttpRequest, publisher: str, catalog: str, reference:
         response["Docker-Content-Digest"] = found.digest
         return response
     body = b"" if request.method == "HEAD" else found.content
+    if request.method == "GET":
+        # Counted in memory; a manifest that is no catalog version counts nothing at the flush.
+        pulls.pull_record(
+            via="oci", publisher_slug=publisher, catalog_name=catalog, digest=found.digest
+        )
     response = HttpResponse(body, content_type=found.media_type)
     _content_headers(response, digest=found.digest, size=len(found.content))
     if not reference.startswith("sha256:"):

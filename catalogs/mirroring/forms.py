@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from catalogs.mirroring.services import MIRROR_SOURCE_FIELDS
+
+SCHEDULE_NEVER_RUNS = (
+    "This registry runs without a task queue (the embedded default: no CELERY_BROKER_URL), so "
+    'nothing runs schedules here: sync with "Sync now" or `manage.py sync_source <name>` from '
+    "cron, or run a broker, a worker and beat (see the operator guide)."
+)
+
+
+def schedules_never_run() -> bool:
+    """Whether scheduled syncs never run (no broker: no worker, no beat)."""
+    return bool(settings.CELERY_TASK_ALWAYS_EAGER)
 
 
 class MirrorSourceForm(forms.Form):
@@ -56,6 +68,8 @@ class MirrorSourceForm(forms.Form):
         if editing:
             # The name is where the catalog is served: it stays.
             del self.fields["name"]
+        if schedules_never_run():
+            self.fields["enabled"].help_text = SCHEDULE_NEVER_RUNS
 
     def settings(self) -> dict:
         """The cleaned values as the services' keyword arguments (name aside)."""

@@ -56,6 +56,7 @@ def mirror_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "runs": runs[:50],
         "drift": DriftEvent.objects.filter(source=source).select_related("run")[:50],
         "images": mirrored_images(version=source.catalog.latest_version),
+        "schedule_note": forms.SCHEDULE_NEVER_RUNS if forms.schedules_never_run() else "",
     }
     return page_render(request, "mirror_detail.html", context)
 
@@ -71,8 +72,27 @@ def mirror_sync(request: HttpRequest, pk: int) -> HttpResponse:
     except AlreadyExistsError as err:
         messages.error(request, err.message)
     else:
-        messages.success(request, f"Sync run {run.pk} queued for {source.name}.")
+        # The embedded default (no broker) has run it already: say how it ended, not "queued".
+        run.refresh_from_db()
+        _sync_message(request, run, source.name)
     return redirect("web:mirror", pk=pk)
+
+
+def _sync_message(request: HttpRequest, run: SyncRun, name: str) -> None:
+    """The flash that says where run ``run`` of source ``name`` is now."""
+    status = SyncRun.Status
+    if run.status == status.QUEUED:
+        messages.success(request, f"Sync run {run.pk} queued for {name}.")
+    elif run.status == status.RUNNING:
+        messages.success(request, f"Sync run {run.pk} of {name} is running.")
+    elif run.status == status.SUCCEEDED:
+        number = run.catalog_version.number if run.catalog_version else None
+        published = f": version {number} published" if number else ""
+        messages.success(request, f"Sync run {run.pk} of {name} succeeded{published}.")
+    elif run.status == status.UNCHANGED:
+        messages.success(request, f"Sync run {run.pk} of {name} finished: upstream is unchanged.")
+    else:
+        messages.error(request, f"Sync run {run.pk} of {name} failed: {run.reason}")
 
 
 @login_required

@@ -37,3 +37,10 @@ class CatalogVersionSignatureRequested:
     """A version that has no signature yet (published before signing existed) is being served."""
 
     version: CatalogVersion
+
+
+@dataclass(frozen=True)
+class CatalogLatestChanged:
+    """An owner made ``version`` (an older one) the latest of its catalog, in the transaction."""
+
+    version: CatalogVersion

@@ -10,8 +10,9 @@ class PublisherCreateForm(forms.Form):
 
     slug = forms.CharField(
         max_length=100,
-        label="Name",
-        help_text="Letters, numbers, hyphens, underscores; in every URL of your catalogs.",
+        label="Slug",
+        help_text="Letters, numbers, hyphens, underscores; in every URL of your catalogs "
+        "(/c/<slug>/…). It cannot change later.",
     )
     display_name = forms.CharField(max_length=200, required=False, label="Display name")
 

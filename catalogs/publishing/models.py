@@ -142,6 +142,10 @@ class CatalogVersion(models.Model):
         blank=True,
         related_name="signed_versions",
     )
+    # npm's `deprecate`: the publisher's message to anyone still using this version (it stays
+    # served and verifiable, unlike a revoked one); empty when not deprecated.
+    deprecation = models.TextField(blank=True)
+    deprecated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "catalogs_catalogversion"
@@ -160,6 +164,36 @@ class CatalogVersion(models.Model):
         from catalogs.publishing.content import catalog_version_bytes
 
         return catalog_version_bytes(version=self)
+
+
+class PullVia(models.TextChoices):
+    """How a version was pulled."""
+
+    HTTPS = "https", "HTTPS (/c/)"
+    OCI = "oci", "OCI (/v2/)"
+
+
+class CatalogVersionPulls(models.Model):
+    """How often a version was pulled on one day (UTC) one way: counted in memory by the
+    serving processes and added here in batches (``catalogs.publishing.pulls``)."""
+
+    version = models.ForeignKey(
+        CatalogVersion, on_delete=models.CASCADE, related_name="pull_counts"
+    )
+    day = models.DateField()
+    via = models.CharField(max_length=8, choices=PullVia.choices)
+    count = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        db_table = "catalogs_catalogversionpulls"
+        ordering = ["version", "day", "via"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "day", "via"], name="catalog_version_pulls")
+        ]
+        indexes = [models.Index(fields=["day"], name="catalog_version_pulls_day")]
+
+    def __str__(self) -> str:
+        return f"{self.version} {self.day} {self.via}: {self.count}"
 
 
 class FunctionDefinition(models.Model):
@@ -283,6 +317,12 @@ class PublisherEventAction(models.TextChoices):
     VERIFICATION_GRANTED = "verification_granted", "Verification granted"
     VERIFICATION_REFUSED = "verification_refused", "Verification refused"
     VERIFICATION_CLEARED = "verification_cleared", "Verification cleared"
+    PUBLISHER_CREATED = "publisher_created", "Publisher created"
+    CATALOG_CREATED = "catalog_created", "Catalog created"
+    VERSION_PUBLISHED = "version_published", "Version published"
+    LATEST_SET = "latest_set", "Latest version set"
+    VERSION_DEPRECATED = "version_deprecated", "Version deprecated"
+    VERSION_UNDEPRECATED = "version_undeprecated", "Deprecation withdrawn"
 
 
 class PublisherEvent(models.Model):

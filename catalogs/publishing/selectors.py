@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from catalogs.publishing.models import (
     Catalog,
     CatalogQuerySet,
     CatalogVersion,
+    CatalogVersionPulls,
     FunctionDefinition,
     FunctionVersion,
     Publisher,
@@ -149,10 +151,26 @@ def publisher_get(*, slug: str, viewer: Viewer = None) -> Publisher:
         raise NotFoundError(f"Publisher '{slug}' does not exist.")
 
 
+def _pulls_sum(**filters: Any) -> Coalesce:
+    """A correlated SUM of pull counts (an index lookup per row, no GROUP BY over the join)."""
+    return Coalesce(
+        Subquery(
+            CatalogVersionPulls.objects.filter(**filters)
+            .order_by()
+            .values(next(iter(filters)))
+            .annotate(n=Sum("count"))
+            .values("n")
+        ),
+        0,
+    )
+
+
 def catalog_list(*, publisher_slug: str | None = None, viewer: Viewer = None) -> CatalogQuerySet:
     """Catalogs ``viewer`` may see, optionally of one publisher, with their latest version and
-    mirror joined in."""
-    qs = Catalog.objects.select_related("publisher", "latest_version__signing_key", "mirror_source")
+    mirror joined in, and ``pulls``: every version's pulls."""
+    qs = Catalog.objects.select_related(
+        "publisher", "latest_version__signing_key", "mirror_source"
+    ).annotate(pulls=_pulls_sum(version__catalog=OuterRef("pk")))
     qs = qs.filter(catalogs_visible_q(viewer))
     if publisher_slug is not None:
         qs = qs.filter(publisher__slug=publisher_slug)
@@ -169,12 +187,42 @@ def catalog_get(*, publisher_slug: str, name: str, viewer: Viewer = None) -> Cat
 
 
 def catalog_version_list(*, catalog: Catalog) -> QuerySet[CatalogVersion]:
-    """Versions of ``catalog``, newest first, without their content bytes."""
+    """Versions of ``catalog``, newest first, without their content bytes, with ``pulls``."""
     return (
         CatalogVersion.objects.filter(catalog=catalog)
         .select_related("catalog__publisher", "created_by", "signing_key")
+        .annotate(pulls=_pulls_sum(version=OuterRef("pk")))
         .order_by("-number")
     )
+
+
+def catalog_pulls_recent(*, catalog: Catalog, days: int = 30) -> int:
+    """``catalog``'s pulls in the last ``days`` days (UTC, today included; one query)."""
+    first = datetime.datetime.now(datetime.UTC).date() - datetime.timedelta(days=days - 1)
+    total = CatalogVersionPulls.objects.filter(version__catalog=catalog, day__gte=first).aggregate(
+        n=Sum("count")
+    )["n"]
+    return int(total or 0)
+
+
+def catalog_pulls_by_day(*, catalog: Catalog, days: int = 30) -> list[dict[str, Any]]:
+    """The last ``days`` days (UTC, oldest first) of ``catalog``'s pulls: ``day``, ``https``,
+    ``oci`` and ``total``, days without pulls included (one query)."""
+    today = datetime.datetime.now(datetime.UTC).date()
+    first = today - datetime.timedelta(days=days - 1)
+    rows = (
+        CatalogVersionPulls.objects.filter(version__catalog=catalog, day__gte=first)
+        .order_by()
+        .values_list("day", "via")
+        .annotate(n=Sum("count"))
+    )
+    counts = {(day, via): int(n) for day, via, n in rows}
+    result = []
+    for offset in range(days):
+        day = first + datetime.timedelta(days=offset)
+        https, oci = counts.get((day, "https"), 0), counts.get((day, "oci"), 0)
+        result.append({"day": day, "https": https, "oci": oci, "total": https + oci})
+    return result
 
 
 def catalog_version_with_content(*, catalog: Catalog, parsed: Any) -> CatalogVersion | None:
@@ -335,8 +383,8 @@ def catalog_version_signature(*, digest: str) -> tuple[int, str, str] | None:
 def catalog_list_featured(*, limit: int = 6, viewer: Viewer = None) -> CatalogQuerySet:
     """Published catalogs for the landing page, with ``function_count`` of their latest version.
 
-    The registry counts no downloads, so "most used" is approximated by what it knows: verified
-    publishers first, then the most functions, the most versions, the latest publish.
+    Verified publishers first, then the most pulled, the most functions, the most versions, the
+    latest publish.
     """
     return (
         catalog_list(viewer=viewer)
@@ -357,6 +405,7 @@ def catalog_list_featured(*, limit: int = 6, viewer: Viewer = None) -> CatalogQu
         )
         .order_by(
             "-publisher__verified",
+            "-pulls",
             "-function_count",
             "-latest_version__number",
             "-latest_version__created_at",

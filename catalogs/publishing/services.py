@@ -26,6 +26,7 @@ from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
     NotAllowedError,
+    NotFoundError,
     ProblemDetail,
     QuotaExceededError,
     ReservedNameError,
@@ -34,7 +35,11 @@ from catalogs.oversized import OversizedDocument
 from catalogs.publishing import blobstore, serving
 from catalogs.publishing.confusables import slug_keys, slugs_confusable
 from catalogs.publishing.documents import problems_located
-from catalogs.publishing.events import CatalogVersionPublished, CatalogWriteRequested
+from catalogs.publishing.events import (
+    CatalogLatestChanged,
+    CatalogVersionPublished,
+    CatalogWriteRequested,
+)
 from catalogs.publishing.models import (
     Catalog,
     CatalogVersion,
@@ -122,8 +127,8 @@ def _check_slug_not_reserved(slug: str, *, system: bool) -> None:
         )
     if not system and publisher_slug_is_reserved(slug):
         raise ReservedNameError(
-            f"Publisher slug '{slug}' is reserved for the registry itself "
-            "(RESERVED_PUBLISHER_SLUGS): choose another."
+            # The setting that lists them is the operator's business, not named to users.
+            f"Publisher slug '{slug}' is reserved for the registry itself: choose another."
         )
 
 
@@ -189,7 +194,18 @@ def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publ
         raise AlreadyExistsError(f"Publisher '{slug}' already exists.")
     if signed_in(actor):
         publisher.owners.add(actor)
+    _audit(publisher, actor, PublisherEventAction.PUBLISHER_CREATED, f"Publisher '{slug}' created.")
     return publisher
+
+
+def _audit(publisher: Publisher | int, actor: Actor, action: str, detail: str) -> None:
+    """One entry of the publisher's audit log."""
+    PublisherEvent.objects.create(
+        publisher_id=publisher if isinstance(publisher, int) else publisher.pk,
+        actor=actor if signed_in(actor) else None,
+        action=action,
+        detail=detail,
+    )
 
 
 @transaction.atomic
@@ -303,7 +319,16 @@ def catalog_create(
     name = _slug_checked(name, what="catalog name").lower()
     try:
         with transaction.atomic():
-            return Catalog.objects.create(publisher=publisher, name=name, description=description)
+            catalog = Catalog.objects.create(
+                publisher=publisher, name=name, description=description
+            )
+            _audit(
+                publisher,
+                actor,
+                PublisherEventAction.CATALOG_CREATED,
+                f"Catalog '{publisher.slug}/{name}' created.",
+            )
+            return catalog
     except IntegrityError:
         raise AlreadyExistsError(f"Catalog '{publisher.slug}/{name}' already exists.")
 
@@ -342,11 +367,15 @@ def catalog_update(
     actor: Actor,
     description: str | None = None,
     visibility: str | None = None,
+    latest_version: int | None = None,
 ) -> Catalog:
-    """Change a catalog's description and/or its visibility (its versions never change)."""
+    """Change a catalog's description, its visibility, or which version is latest
+    (``catalog_latest_set``); its versions never change."""
     _check_can_write(publisher=catalog.publisher, actor=actor)
     if visibility is not None:
         _visibility_set(publisher=catalog.publisher, obj=catalog, visibility=visibility)
+    if latest_version is not None:
+        catalog_latest_set(catalog=catalog, number=latest_version, actor=actor)
     if description is not None:
         catalog.description = description
         catalog.save(update_fields=["description", "updated_at"])
@@ -583,7 +612,91 @@ def _catalog_version_insert(
             version=version, content=prepared.canonical, oci_manifest=oci_manifest
         )
     )
+    _audit(
+        locked.publisher_id,
+        actor,
+        PublisherEventAction.VERSION_PUBLISHED,
+        f"Version {number} of '{catalog.publisher.slug}/{locked.name}' published "
+        f"({prepared.digest}).",
+    )
     return version, True
+
+
+def catalog_latest_set(*, catalog: Catalog, number: int, actor: Actor) -> CatalogVersion:
+    """Make version ``number`` of ``catalog`` its latest again (an owner going back on a publish):
+    ``catalog.yaml``, the OCI tag ``latest`` and the TUF latest pointer name it from now on.
+
+    The versions stay as they are (numbers only grow); the next publish becomes latest as usual.
+    Setting the version that is already latest changes nothing.
+    """
+    _check_can_write(publisher=catalog.publisher, actor=actor)
+    with transaction.atomic():
+        locked = Catalog.objects.select_for_update().get(pk=catalog.pk)
+        # A mirror's catalog follows its upstream only: its mirroring refuses the write.
+        _check_may_publish(catalog=locked, sync_run=None)
+        version = CatalogVersion.objects.filter(catalog=locked, number=number).first()
+        if version is None:
+            raise NotFoundError(f"Catalog '{catalog}' has no version {number}.")
+        if locked.latest_version_id == version.pk:
+            return version
+        previous = locked.latest_version.number if locked.latest_version else None
+        locked.latest_version = version
+        locked.save(update_fields=["latest_version", "updated_at"])
+        catalog.latest_version = version
+        version.catalog = locked
+        serving.serving_latest_changed(
+            publisher_slug=catalog.publisher.slug, catalog_name=locked.name
+        )
+        events.emit(CatalogLatestChanged(version=version))
+        _audit(
+            locked.publisher_id,
+            actor,
+            PublisherEventAction.LATEST_SET,
+            f"Version {number} of '{catalog}' made latest again (was {previous}).",
+        )
+    return version
+
+
+DEPRECATION_MAX_CHARS = 1000
+
+
+def catalog_version_deprecate(
+    *, version: CatalogVersion, message: str, actor: Actor
+) -> CatalogVersion:
+    """Deprecate ``version`` with ``message`` (npm's ``deprecate``), or withdraw its deprecation
+    with an empty one. The version stays served and verifiable; pages, the API and ``krm`` show
+    the message to whoever still uses it."""
+    catalog = version.catalog
+    _check_can_write(publisher=catalog.publisher, actor=actor)
+    message = message.strip()
+    if len(message) > DEPRECATION_MAX_CHARS:
+        raise InvalidInputError(
+            f"deprecation: at most {DEPRECATION_MAX_CHARS} characters, not {len(message)}."
+        )
+    if any(ord(c) < 32 and c not in "\n\t" for c in message):
+        raise InvalidInputError("deprecation: control characters are not allowed.")
+    with transaction.atomic():
+        locked = CatalogVersion.objects.select_for_update().get(pk=version.pk)
+        if locked.deprecation == message:
+            return version
+        version.deprecation = message
+        version.deprecated_at = timezone.now() if message else None
+        version.save(update_fields=["deprecation", "deprecated_at"])
+        if message:
+            _audit(
+                catalog.publisher_id,
+                actor,
+                PublisherEventAction.VERSION_DEPRECATED,
+                f"Version {version.number} of '{catalog}' deprecated: {message}",
+            )
+        else:
+            _audit(
+                catalog.publisher_id,
+                actor,
+                PublisherEventAction.VERSION_UNDEPRECATED,
+                f"Version {version.number} of '{catalog}' no longer deprecated.",
+            )
+    return version
 
 
 def catalog_import(

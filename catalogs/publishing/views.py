@@ -18,7 +18,7 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from catalogs import events
 from catalogs.api.auth import user_from_request
-from catalogs.publishing import selectors, serving
+from catalogs.publishing import pulls, selectors, serving
 from catalogs.publishing.events import CatalogVersionSignatureRequested
 from catalogs.publishing.models import CatalogVersion
 
@@ -39,7 +39,13 @@ def _etag_matches(if_none_match: str, etag: str) -> bool:
 
 
 def _serve(
-    request: HttpRequest, digest: str | None, *, pinned: bool, signature: bool
+    request: HttpRequest,
+    digest: str | None,
+    *,
+    pinned: bool,
+    signature: bool,
+    publisher: str = "",
+    catalog: str = "",
 ) -> HttpResponse:
     """Answer with the version ``digest`` names, or its signature: precomputed bytes and headers.
 
@@ -61,6 +67,11 @@ def _serve(
     else:
         response = HttpResponse(served.body, content_type=serving.YAML_CONTENT_TYPE)
         response["Content-Length"] = served.content_length
+        # A pull is a GET that sent the bytes (not HEAD, not a revalidation).
+        if request.method == "GET" and not settings.USAGE_CATALOG_PULLS_FROM_PROXY:
+            pulls.pull_record(
+                via="https", publisher_slug=publisher, catalog_name=catalog, digest=served.digest
+            )
     response["ETag"] = served.etag
     response["X-Content-Digest"] = served.digest
     response["Cache-Control"] = IMMUTABLE_CACHE_CONTROL if pinned else latest_cache_control
@@ -146,7 +157,14 @@ def catalog_latest(
 ) -> HttpResponse:
     """The latest published version of a catalog (``X-Content-Digest`` says which bytes)."""
     digest = serving.serving_latest_digest(publisher_slug=publisher, catalog_name=catalog)
-    return _serve(request, digest, pinned=False, signature=signature)
+    return _serve(
+        request,
+        digest,
+        pinned=False,
+        signature=signature,
+        publisher=publisher,
+        catalog=catalog,
+    )
 
 
 @require_safe
@@ -158,7 +176,14 @@ def catalog_version_by_number(
     digest = serving.serving_pinned_digest(
         publisher_slug=publisher, catalog_name=catalog, number=number
     )
-    return _serve(request, digest, pinned=True, signature=signature)
+    return _serve(
+        request,
+        digest,
+        pinned=True,
+        signature=signature,
+        publisher=publisher,
+        catalog=catalog,
+    )
 
 
 @require_safe
@@ -170,4 +195,11 @@ def catalog_version_by_digest(
     digest = serving.serving_pinned_digest(
         publisher_slug=publisher, catalog_name=catalog, hexdigest=hexdigest
     )
-    return _serve(request, digest, pinned=True, signature=signature)
+    return _serve(
+        request,
+        digest,
+        pinned=True,
+        signature=signature,
+        publisher=publisher,
+        catalog=catalog,
+    )

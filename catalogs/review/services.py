@@ -212,6 +212,40 @@ def _needs(fn: ParsedFunction) -> set[str]:
     return needs
 
 
+def _runtime_pins(runtime: dict[str, Any]) -> dict[str, str]:
+    """What a version's runtime points at, by place: the image and its digest, each exec
+    platform's URI and sha256, the starlark script's (what a reviewer must see change)."""
+    pins: dict[str, str] = {}
+    container = runtime.get("container") or {}
+    if isinstance(container, dict):
+        if container.get("image"):
+            pins["image"] = str(container["image"])
+        if container.get("sha256"):
+            pins["image digest"] = str(container["sha256"])
+    exec_ = runtime.get("exec") or {}
+    for platform in exec_.get("platforms") or [] if isinstance(exec_, dict) else []:
+        if isinstance(platform, dict):
+            where = f"exec {platform.get('os')}/{platform.get('arch')}"
+            pins[f"{where} uri"] = str(platform.get("uri", ""))
+            pins[f"{where} sha256"] = str(platform.get("sha256", ""))
+    starlark = runtime.get("starlark")
+    if isinstance(starlark, dict):
+        for key in ("uri", "sha256"):
+            if starlark.get(key):
+                pins[f"starlark {key}"] = str(starlark[key])
+    return pins
+
+
+def _runtime_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """``"<what>: <old> → <new>"`` for each runtime pin that differs (``–`` for none)."""
+    before, after = _runtime_pins(old), _runtime_pins(new)
+    return [
+        f"{key}: {before.get(key) or '–'} → {after.get(key) or '–'}"
+        for key in sorted(before.keys() | after.keys())
+        if before.get(key) != after.get(key)
+    ]
+
+
 @dataclass
 class FunctionChange:
     """How one function (group/kind) differs between two catalogs."""
@@ -225,6 +259,8 @@ class FunctionChange:
     needs_added: list[str] = field(default_factory=list)
     needs_removed: list[str] = field(default_factory=list)
     fields_changed: list[str] = field(default_factory=list)
+    # Per changed version, what its runtime now points at: "v1 image: a:1 → a:2".
+    runtime_changed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -283,6 +319,14 @@ def catalog_changes(*, old: ParsedCatalog | None, new: ParsedCatalog) -> Catalog
                     for k in head_old.keys() | head_new.keys()
                     if head_old.get(k) != head_new.get(k)
                 ),
+                runtime_changed=[
+                    f"{name} {line}"
+                    for name in new_v
+                    if name in old_v
+                    for line in _runtime_changes(
+                        old_v[name].get("runtime") or {}, new_v[name].get("runtime") or {}
+                    )
+                ],
             )
         )
     for key, fn in old_fns.items():

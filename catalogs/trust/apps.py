@@ -14,12 +14,14 @@ class TrustConfig(AppConfig):
         from catalogs import events
         from catalogs.distribution.events import OciPackagePushed
         from catalogs.publishing.events import (
+            CatalogLatestChanged,
             CatalogVersionPublished,
             CatalogVersionSignatureRequested,
         )
         from catalogs.trust import services
 
         events.subscribe(CatalogVersionPublished, services.on_catalog_version_published)
+        events.subscribe(CatalogLatestChanged, services.on_catalog_latest_changed)
         events.subscribe(
             CatalogVersionSignatureRequested, services.on_catalog_version_signature_requested
         )

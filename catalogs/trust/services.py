@@ -19,7 +19,11 @@ from catalogs.distribution.models import OciManifest, OciTag
 from catalogs.distribution.services import oci_artifact_store
 from catalogs.publishing import serving
 from catalogs.publishing.content import catalog_version_bytes
-from catalogs.publishing.events import CatalogVersionPublished, CatalogVersionSignatureRequested
+from catalogs.publishing.events import (
+    CatalogLatestChanged,
+    CatalogVersionPublished,
+    CatalogVersionSignatureRequested,
+)
 from catalogs.publishing.models import Catalog, CatalogVersion
 from catalogs.trust import revocations, signing, tuf
 from catalogs.trust.models import RevocationList
@@ -154,6 +158,17 @@ def on_catalog_version_published(event: CatalogVersionPublished) -> None:
         return
     if not RevocationList.objects.filter(catalog=catalog).exists():
         revocations.revocation_list_publish(catalog=catalog, sequence=0, tuf_sign=False)
+    version.catalog = catalog
+    tuf.catalog_version_targets_set(version=version)
+    tuf.tuf_publish(publishers=[catalog.publisher.slug])
+
+
+def on_catalog_latest_changed(event: CatalogLatestChanged) -> None:
+    """An older version was made latest again: the TUF latest pointer names it, re-signed."""
+    if tuf.current("root") is None:
+        return  # the repository is created, with every catalog as it is then, on first use
+    version = event.version
+    catalog = Catalog.objects.select_related("publisher").get(pk=version.catalog_id)
     version.catalog = catalog
     tuf.catalog_version_targets_set(version=version)
     tuf.tuf_publish(publishers=[catalog.publisher.slug])

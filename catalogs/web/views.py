@@ -139,6 +139,7 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
         "page": page,
         "revoked": [(row["fn"], r) for row in function_rows for r in row["revoked"]],
         "mirror_url": mirror_url,
+        "pulls_recent": selectors.catalog_pulls_recent(catalog=cat),
         # A mirror's catalog takes versions only from its sync runs.
         "can_publish": mirror_url is None
         and selectors.user_is_owner_or_staff(publisher=cat.publisher, user=request.user),
@@ -151,13 +152,15 @@ def function_detail(
     request: HttpRequest, publisher: str, catalog: str, group: str, kind: str
 ) -> HttpResponse:
     """One function of a catalog's latest version: how to use it, versions and what changed."""
+    cat = _catalog(request, publisher, catalog)
     context = function_pages.function_page(
-        catalog=_catalog(request, publisher, catalog),
+        catalog=cat,
         group=group,
         kind=kind,
         absolute_url=request.build_absolute_uri,
         viewer=request.user,
     )
+    context["pulls_recent"] = selectors.catalog_pulls_recent(catalog=cat)
     return page_render(request, "function_detail.html", context)
 
 

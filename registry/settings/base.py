@@ -229,6 +229,14 @@ CATALOG_SERVING_CACHE_SECONDS = env_int(
     "CATALOG_SERVING_CACHE_SECONDS", 300 if _CACHE_SHARED else 0
 )
 
+# Pull counting (catalogs.publishing.pulls): each process counts pulls in memory and adds them to
+# the database every USAGE_FLUSH_SECONDS (0: only when asked, as the tests do), or sooner once
+# USAGE_FLUSH_THRESHOLD are waiting. USAGE_CATALOG_PULLS_FROM_PROXY: nginx logs every /c/ pull
+# and `manage.py pulls_collect` counts them from its log (deploy/nginx), so the registry does not.
+USAGE_FLUSH_SECONDS = env_int("USAGE_FLUSH_SECONDS", 5)
+USAGE_FLUSH_THRESHOLD = env_int("USAGE_FLUSH_THRESHOLD", 10_000)
+USAGE_CATALOG_PULLS_FROM_PROXY = env.bool("USAGE_CATALOG_PULLS_FROM_PROXY", default=False)
+
 # Celery: with no broker configured, tasks run eagerly in the calling process.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="")
 CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default="")

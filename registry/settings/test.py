@@ -27,6 +27,8 @@ CACHES = {
 # One process serves and publishes: its memory cache sees every invalidation (tests/conftest.py
 # empties it after each test, whose database rows are rolled back).
 CATALOG_SERVING_CACHE_SECONDS = 300
+# Pulls are added to the database when a test calls pulls_flush() (no thread writing meanwhile).
+USAGE_FLUSH_SECONDS = 0
 REGISTRY_PUBLIC_URL = "http://testserver"
 WHITENOISE_AUTOREFRESH = True
 

@@ -1,4 +1,5 @@
-"""deploy/compose.yaml parses and runs its six services (nginx in front), production settings."""
+"""deploy/compose.yaml parses and runs its seven services (nginx in front, its pulls counted),
+production settings."""
 
 from __future__ import annotations
 
@@ -39,8 +40,16 @@ def command(service: dict) -> str:
     return cmd if isinstance(cmd, str) else " ".join(cmd)
 
 
-def test_six_services(compose):
-    assert set(compose["services"]) == {"nginx", "web", "worker", "beat", "postgres", "redis"}
+def test_seven_services(compose):
+    assert set(compose["services"]) == {
+        "nginx",
+        "web",
+        "worker",
+        "beat",
+        "pulls",
+        "postgres",
+        "redis",
+    }
 
 
 def test_commands(compose):
@@ -49,6 +58,11 @@ def test_commands(compose):
     assert "manage.py migrate --noinput" in command(services["web"])
     assert command(services["worker"]).startswith("celery -A registry worker")
     assert command(services["beat"]).startswith("celery -A registry beat")
+    # The pulls nginx logs are counted by pulls_collect, reading the file nginx writes.
+    log = services["nginx"]["environment"]["KRM_PULLS_LOG"]
+    assert command(services["pulls"]) == f"python manage.py pulls_collect --log {log}"
+    volume = next(v for v in services["nginx"]["volumes"] if log.startswith(v.split(":")[1]))
+    assert f"{volume.split(':')[0]}:{volume.split(':')[1]}:ro" in services["pulls"]["volumes"]
     assert services["postgres"]["image"].startswith("postgres:")
     assert services["redis"]["image"].startswith("redis:")
     # Published through nginx, which renders deploy/nginx/'s template and proxies to web.
@@ -68,8 +82,8 @@ SECRETS = {"SECRET_KEY": "s3cret", "SIGNING_KEY_PEM": "-----BEGIN PRIVATE KEY---
 
 def test_app_services_share_production_env(compose):
     services = compose["services"]
-    envs = [services[name]["environment"] for name in ("web", "worker", "beat")]
-    assert envs[0] == envs[1] == envs[2]
+    envs = [services[name]["environment"] for name in ("web", "worker", "beat", "pulls")]
+    assert envs[0] == envs[1] == envs[2] == envs[3]
     env = {k: interpolate(v, SECRETS) for k, v in envs[0].items()}
     assert env["DJANGO_SETTINGS_MODULE"] == "registry.settings.production"
     assert env["SECRET_KEY"] == "s3cret"

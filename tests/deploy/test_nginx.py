@@ -8,7 +8,11 @@ does not grow), and `latest` shows a new publish within the configured microcach
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -41,6 +45,9 @@ def deployed(tmp_path_factory):
         threads=4,
         GUNICORN_CMD_ARGS=f"--access-logfile {access_log}",
         SERVE_X_ACCEL_REDIRECT="/_krm_media/",
+        # As deployed: nginx logs the catalog pulls, pulls_collect counts them.
+        USAGE_CATALOG_PULLS_FROM_PROXY="true",
+        USAGE_FLUSH_SECONDS="1",
     ) as server:
         procs = bench.Processes()
         try:
@@ -184,3 +191,42 @@ def test_stored_blobs_are_sent_by_nginx_through_x_accel_redirect(deployed):
     assert "X-Accel-Redirect" not in response.headers
     # nginx's internal location is not reachable from outside.
     assert httpx.get(f"{base}/_krm_media/{storage_name}").status_code == 404
+
+
+def test_pulls_nginx_answers_from_its_cache_are_counted_within_seconds(deployed):
+    """The pulls log nginx writes, followed by manage.py pulls_collect (a real process, as in
+    deploy/compose.yaml): cache hits that never reached Django count, each once."""
+    base, server, access_log = deployed
+    digest = _publish(base, server.token, "Counted")
+    number = server.query(
+        "SELECT v.number FROM catalogs_catalogversion v WHERE v.digest = ?", (digest,)
+    )[0][0]
+    pinned = f"/c/acme/fns/versions/{number}/catalog.yaml"
+    log = access_log.parent / "pulls.log"
+    collector = subprocess.Popen(
+        # From the start: on a loaded machine it may open the log after the GETs below.
+        [sys.executable, "manage.py", "pulls_collect", "--log", str(log), "--from-start"],
+        env=server.env,
+        cwd=bench.ROOT,
+        start_new_session=True,
+    )
+    try:
+        answers = [httpx.get(base + pinned) for _ in range(5)]
+        answers.append(httpx.head(base + pinned))  # not a pull
+        assert [r.headers["X-Cache-Status"] for r in answers[1:]] == ["HIT"] * 5
+        assert _django_saw(access_log, pinned) == 1
+        sql = (
+            "SELECT COALESCE(SUM(p.count), 0) FROM catalogs_catalogversionpulls p "
+            "JOIN catalogs_catalogversion v ON v.id = p.version_id WHERE v.digest = ?"
+        )
+        # nginx flushes each second, the collector too (once it has started: generous bounds).
+        deadline = time.monotonic() + 30
+        while server.query(sql, (digest,))[0][0] < 5 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.5)  # and nothing more comes: Django did not count its one request again
+        assert server.query(sql, (digest,))[0][0] == 5
+        api = httpx.get(f"{base}/api/v1/catalogs/acme/fns/versions/").json()["results"]
+        assert {r["version"]: r["pulls"] for r in api}[number] == 5
+    finally:
+        os.killpg(collector.pid, signal.SIGTERM)
+        collector.wait(timeout=20)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from django.contrib.auth.models import User
+from django.db.models import Sum
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -13,6 +14,7 @@ from catalogs.mirroring.models import MirrorSource
 from catalogs.publishing.models import (
     Catalog,
     CatalogVersion,
+    CatalogVersionPulls,
     FunctionDefinition,
     FunctionVersion,
     Publisher,
@@ -211,6 +213,9 @@ class CatalogSerializer(serializers.ModelSerializer):
     private = serializers.BooleanField(
         read_only=True, help_text="The catalog or its publisher is private."
     )
+    pulls = serializers.SerializerMethodField(
+        help_text="Pulls of every version, over HTTPS (/c/) and OCI (/v2/ manifest GETs)."
+    )
 
     class Meta:
         model = Catalog
@@ -225,6 +230,7 @@ class CatalogSerializer(serializers.ModelSerializer):
             "catalog_url",
             "mirror",
             "signature",
+            "pulls",
             "created_at",
             "updated_at",
         ]
@@ -243,6 +249,14 @@ class CatalogSerializer(serializers.ModelSerializer):
     def get_signature(self, obj: Catalog) -> dict | None:
         return signature_data(self.context.get("request"), obj.latest_version)
 
+    def get_pulls(self, obj: Catalog) -> int:
+        pulls = getattr(obj, "pulls", None)
+        if pulls is None:  # a catalog just created or updated: not read through catalog_list
+            pulls = CatalogVersionPulls.objects.filter(version__catalog=obj).aggregate(
+                n=Sum("count")
+            )["n"]
+        return int(pulls or 0)
+
 
 class CatalogCreateSerializer(serializers.Serializer):
     """Input of catalog creation."""
@@ -260,6 +274,22 @@ class CatalogUpdateSerializer(serializers.Serializer):
         choices=Visibility.choices,
         required=False,
         help_text="private: only the publisher's owners (and staff) see the catalog.",
+    )
+    latest_version = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="Make this (older) version the latest again: catalog.yaml, the OCI tag "
+        "'latest' and the TUF latest pointer name it until the next publish.",
+    )
+
+
+class CatalogVersionUpdateSerializer(serializers.Serializer):
+    """Input of a version update: its deprecation (npm's ``deprecate``)."""
+
+    deprecation = serializers.CharField(
+        allow_blank=True,
+        trim_whitespace=True,
+        help_text="A message for whoever still uses this version; empty withdraws it.",
     )
 
 
@@ -317,6 +347,11 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
     version_url = serializers.SerializerMethodField()
     digest_url = serializers.SerializerMethodField()
     signature = serializers.SerializerMethodField()
+    pulls = serializers.IntegerField(
+        read_only=True,
+        help_text="Pulls of this version, over HTTPS (/c/) and OCI (/v2/ manifest GETs).",
+    )
+    latest = serializers.SerializerMethodField(help_text="Whether catalog.yaml serves it.")
 
     class Meta:
         model = CatalogVersion
@@ -330,8 +365,15 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
             "version_url",
             "digest_url",
             "signature",
+            "pulls",
+            "latest",
+            "deprecation",
+            "deprecated_at",
         ]
         read_only_fields = fields
+
+    def get_latest(self, obj: CatalogVersion) -> bool:
+        return obj.catalog.latest_version_id == obj.pk
 
     @extend_schema_field(SignatureSerializer(allow_null=True))
     def get_signature(self, obj: CatalogVersion) -> dict | None:
@@ -354,6 +396,15 @@ class CatalogVersionDetailSerializer(CatalogVersionSerializer):
         read_only_fields = fields
 
 
+class CatalogPullsDaySerializer(serializers.Serializer):
+    """One day (UTC) of a catalog's pulls."""
+
+    day = serializers.DateField()
+    https = serializers.IntegerField(help_text="GETs of /c/ catalog URLs that sent the bytes.")
+    oci = serializers.IntegerField(help_text="GETs of the versions' OCI manifests.")
+    total = serializers.IntegerField()
+
+
 class CatalogVersionContentSerializer(serializers.Serializer):
     """A publish body sent as JSON: the YAML document as one string."""
 
@@ -369,6 +420,12 @@ class CatalogVersionPublishedSerializer(serializers.Serializer):
 
     version = serializers.IntegerField()
     digest = serializers.CharField()
+    unchanged = serializers.BooleanField(
+        help_text="True when this content was already published: nothing new was published, "
+        "``version`` is the existing one (200 instead of 201)."
+    )
+    latest = serializers.BooleanField(help_text="Whether catalog.yaml serves this version.")
+    detail = serializers.CharField(help_text="What happened, in a sentence.")
     catalog_url = serializers.URLField()
     version_url = serializers.URLField()
     digest_url = serializers.URLField()

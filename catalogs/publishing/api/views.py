@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -89,13 +90,32 @@ class CatalogViewSet(viewsets.GenericViewSet):
         catalog = services.catalog_create(publisher=publisher, actor=request.user, **data)
         return Response(self.get_serializer(catalog).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "days", int, description="How many days, up to today (UTC): 1 to 366, default 30."
+            )
+        ],
+        responses=serializers.CatalogPullsDaySerializer(many=True),
+    )
+    def pulls(self, request: Request, publisher: str, catalog: str) -> Response:
+        """The catalog's pulls per day (UTC), oldest first, days without pulls included."""
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        raw = request.query_params.get("days", "30")
+        if not raw.isdigit() or not 1 <= int(raw) <= 366:
+            raise ValidationError({"days": [f"must be a whole number from 1 to 366, not {raw!r}"]})
+        days = selectors.catalog_pulls_by_day(catalog=found, days=int(raw))
+        return Response(serializers.CatalogPullsDaySerializer(days, many=True).data)
+
     @extend_schema(request=serializers.CatalogUpdateSerializer)
     def partial_update(self, request: Request, publisher: str, catalog: str) -> Response:
         found = selectors.catalog_get(publisher_slug=publisher, name=catalog, viewer=request.user)
         services.publisher_check_can_write(publisher=found.publisher, actor=request.user)
         data = _validated(serializers.CatalogUpdateSerializer, request.data)
-        updated = services.catalog_update(catalog=found, actor=request.user, **data)
-        return Response(self.get_serializer(updated).data)
+        services.catalog_update(catalog=found, actor=request.user, **data)
+        return Response(
+            self.get_serializer(selectors.catalog_get(publisher_slug=publisher, name=catalog)).data
+        )
 
 
 class CatalogVersionViewSet(viewsets.GenericViewSet):
@@ -124,6 +144,25 @@ class CatalogVersionViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
+    @extend_schema(
+        request=serializers.CatalogVersionUpdateSerializer,
+        responses=serializers.CatalogVersionDetailSerializer,
+    )
+    def partial_update(
+        self, request: Request, publisher: str, catalog: str, number: int
+    ) -> Response:
+        """Deprecate a version with a message, or withdraw its deprecation (empty message)."""
+        found = selectors.catalog_get(publisher_slug=publisher, name=catalog)
+        services.publisher_check_can_write(publisher=found.publisher, actor=request.user)
+        data = _validated(serializers.CatalogVersionUpdateSerializer, request.data)
+        version = selectors.catalog_version_get(catalog=found, number=int(number))
+        services.catalog_version_deprecate(
+            version=version, message=data["deprecation"], actor=request.user
+        )
+        version = selectors.catalog_version_get(catalog=found, number=int(number))
+        context = self.get_serializer_context()
+        return Response(serializers.CatalogVersionDetailSerializer(version, context=context).data)
+
     @extend_schema(responses=serializers.CatalogVersionDetailSerializer)
     def retrieve(self, request: Request, publisher: str, catalog: str, number: int) -> Response:
         found = selectors.catalog_get(publisher_slug=publisher, name=catalog, viewer=request.user)
@@ -149,9 +188,22 @@ class CatalogVersionViewSet(viewsets.GenericViewSet):
         version, created = services.catalog_version_publish(
             catalog=found, content=content, actor=request.user
         )
+        latest = found.latest_version_id == version.pk
+        if created:
+            detail = f"Published version {version.number}."
+        elif latest:
+            detail = f"Unchanged: this content is version {version.number}, the latest already."
+        else:
+            detail = (
+                f"Unchanged: this content is version {version.number}, which is not the latest;"
+                f' PATCH the catalog with {{"latest_version": {version.number}}} to make it so.'
+            )
         body = {
             "version": version.number,
             "digest": version.digest,
+            "unchanged": not created,
+            "latest": latest,
+            "detail": detail,
             "catalog_url": serializers.catalog_latest_url(request, found),
             "version_url": serializers.catalog_version_url(request, version),
             "digest_url": serializers.catalog_version_digest_url(request, version),

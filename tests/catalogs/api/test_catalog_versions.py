@@ -22,6 +22,9 @@ def test_publish_answers_201_with_version_digest_and_absolute_url(as_user, catal
     assert body == {
         "version": 1,
         "digest": version.digest,
+        "unchanged": False,
+        "latest": True,
+        "detail": "Published version 1.",
         "catalog_url": "http://testserver/c/example-co/functions/catalog.yaml",
         "version_url": "http://testserver/c/example-co/functions/versions/1/catalog.yaml",
         "digest_url": "http://testserver/c/example-co/functions/sha256/"
@@ -35,13 +38,33 @@ def test_publish_answers_201_with_version_digest_and_absolute_url(as_user, catal
         assert "sha256:" + hashlib.sha256(served.content).hexdigest() == body["digest"]
 
 
-def test_publishing_the_same_content_again_answers_200_with_the_existing_version(as_user, catalog):
+def test_publishing_the_same_content_again_says_it_is_unchanged(as_user, catalog):
     document = catalog_yaml(("example.co", "SetLabels", "v1"))
     first = as_user("owner").post(VERSIONS, document, content_type="application/yaml")
     again = as_user("owner").post(VERSIONS, document, content_type="application/yaml")
     assert again.status_code == 200
-    assert again.json() == first.json()
+    assert again.json() == first.json() | {
+        "unchanged": True,
+        "detail": "Unchanged: this content is version 1, the latest already.",
+    }
     assert CatalogVersion.objects.count() == 1
+
+
+def test_republishing_an_older_version_says_how_to_make_it_latest(as_user, catalog):
+    old = catalog_yaml(("example.co", "SetLabels", "v1"))
+    as_user("owner").post(VERSIONS, old, content_type="application/yaml")
+    new = catalog_yaml(("example.co", "SetLabels", "v2"))
+    as_user("owner").post(VERSIONS, new, content_type="application/yaml")
+    again = as_user("owner").post(VERSIONS, old, content_type="application/yaml")
+    assert again.status_code == 200
+    body = again.json()
+    assert (body["version"], body["unchanged"], body["latest"]) == (1, True, False)
+    assert body["detail"] == (
+        "Unchanged: this content is version 1, which is not the latest; PATCH the catalog with "
+        '{"latest_version": 1} to make it so.'
+    )
+    assert CatalogVersion.objects.count() == 2
+    assert catalog.versions.get(number=2).latest_of.pk == catalog.pk
 
 
 @pytest.mark.parametrize("content_type", ["application/x-yaml", "text/yaml"])

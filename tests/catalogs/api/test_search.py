@@ -85,7 +85,8 @@ def test_facets_and_page_links(registry):
             400,
             {
                 "sort": [
-                    "Unknown sort 'popular' (choose one of: relevance, name, updated, catalogs)."
+                    "Unknown sort 'popular' "
+                    "(choose one of: relevance, name, updated, catalogs, pulls)."
                 ]
             },
         ),
@@ -122,7 +123,14 @@ def test_the_schema_documents_the_search(client):
         params
     )
     # The empty value: sent empty, a choice counts as not given (catalogs.api.schema).
-    assert set(params["sort"]["schema"]["enum"]) == {"relevance", "name", "updated", "catalogs", ""}
+    assert set(params["sort"]["schema"]["enum"]) == {
+        "relevance",
+        "name",
+        "updated",
+        "catalogs",
+        "pulls",
+        "",
+    }
     assert params["page"]["schema"] == {"type": "integer", "minimum": 1}
     assert params["page_size"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 30}
     assert params["verified"]["schema"] == {"type": "boolean"}

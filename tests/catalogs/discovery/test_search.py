@@ -161,7 +161,7 @@ def test_pages_and_page_sizes(registry):
     [
         (
             {"sort": "popular"},
-            "Unknown sort 'popular' (choose one of: relevance, name, updated, catalogs). "
+            "Unknown sort 'popular' (choose one of: relevance, name, updated, catalogs, pulls). "
             "Sorted by name instead.",
             1,
             20,

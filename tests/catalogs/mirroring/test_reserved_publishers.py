@@ -28,10 +28,7 @@ MIRRORS_RESERVED = (
 
 
 def reserved(slug: str) -> str:
-    return (
-        f"Publisher slug '{slug}' is reserved for the registry itself "
-        "(RESERVED_PUBLISHER_SLUGS): choose another."
-    )
+    return f"Publisher slug '{slug}' is reserved for the registry itself: choose another."
 
 
 def _state() -> tuple:

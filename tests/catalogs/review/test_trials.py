@@ -298,6 +298,11 @@ def test_every_version_of_a_new_function_runs_labelled_with_its_version(
     body = as_user(reviewer).get(f"/review/{c.pk}/").content.decode()
     assert "<th>Version</th>" in body
     assert "<td>v2</td>" in body and "<td>v1</td>" in body
+    # Each row says when it ran (runs of earlier revisions and reruns pile up).
+    assert "<th>Run at</th>" in body
+    for run in runs.values():
+        stamp = run.created_at.strftime("%Y-%m-%d %H:%M:%S")
+        assert f'<time datetime="{run.created_at.isoformat()}">{stamp} UTC</time>' in body
 
 
 def test_only_new_or_changed_versions_run(

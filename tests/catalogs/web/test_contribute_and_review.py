@@ -172,6 +172,10 @@ def test_reject_then_edit_and_resubmit_then_approve(as_user, pending, reviewer, 
     log = as_user(reviewer).get("/review/log/")
     actions = [e.action for e in log.context["page"]]
     assert actions == ["approved", "resubmitted", "rejected", "submitted"]
+    # A reason and a result each read on their own, never run together.
+    text = log.content.decode()
+    assert '<div class="audit-reason">Pin the image.</div>' in text
+    assert '<div class="audit-result">published version 2</div>' in text
     # The function is now found through search.
     results = as_user(None).get("/?q=setowner").context["page"]
     assert [(r.kind, [c.catalog for c in r.carriers]) for r in results] == [

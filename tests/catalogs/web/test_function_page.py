@@ -182,6 +182,16 @@ def test_a_generator_and_a_function_that_needs_network_and_a_mount(client, catal
     assert "this version has no schema" in body
 
 
+def test_a_validator_is_named_under_validators(client, catalog):
+    _publish(catalog, _function("CheckLabels", versions=_version(), tags="[validator]"))
+    body = client.get(URL.format(kind="CheckLabels")).content.decode()
+    kustomization = yaml.safe_load(_code(body, "kustomization"))
+    assert kustomization["validators"] == ["check-labels.yaml"]
+    assert "transformers" not in kustomization and "generators" not in kustomization
+    assert kustomization["resources"] == ["deployment.yaml"]
+    assert "under <code>validators:</code>" in body
+
+
 def test_an_inline_example_is_the_config_to_paste(client, catalog):
     example = (
         "apiVersion: example.co/v1\nkind: SetNamespace\nmetadata:\n  name: team-a\n"

@@ -54,6 +54,32 @@ def test_a_visitor_sees_what_this_is_the_build_line_and_catalogs(client, catalog
     assert len(response.content) <= 100 * 1024
 
 
+def test_a_visitor_sees_each_catalog_listed_once(client, catalogs):
+    body = client.get("/").content.decode()
+    # Three published catalogs, all featured (up to six are): no second list below.
+    assert '<h2 id="catalogs">' not in body
+    more = PublisherFactory(slug="more")
+    for i in range(4):
+        _publish(CatalogFactory(publisher=more, name=f"c{i}"), ("m.io", f"M{i}", "v1"))
+    body = client.get("/").content.decode()
+    landing = _landing(body)
+    below = body.split('<h2 id="catalogs">More catalogs</h2>', 1)[1]
+    featured = {
+        n for n in ("acme/small", "zeta/big", "zeta/two", *(f"more/c{i}" for i in range(4)))
+    }
+    in_landing = {n for n in featured if n in landing}
+    in_below = {n for n in featured if f">{n}</a>" in below}
+    assert len(in_landing) == 6 and in_below == featured - in_landing
+
+
+def test_empty_filter_fields_are_dropped_from_the_url(client, catalogs):
+    response = client.get("/?q=K1&group=&kind=&version=&catalog=&key=")
+    assert (response.status_code, response["Location"]) == (302, "/?q=K1")
+    assert client.get("/?group=&kind=")["Location"] == "/"
+    kept = client.get("/?q=K1&tag=a&tag=&tag=b")["Location"]
+    assert kept == "/?q=K1&tag=a&tag=b"
+
+
 def test_a_query_shows_results_without_the_landing(client, catalogs):
     response = client.get("/?q=K1")
     body = response.content.decode()

@@ -274,3 +274,28 @@ def test_an_operator_edits_a_source_and_a_bad_edit_keeps_it(as_user, staff_user,
         True,
     )
     assert source.name == "upstream"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sync_now_says_how_a_run_that_already_ended_ended(
+    as_user, staff_user, source, jobs_in_this_process
+):
+    """Without a broker the job runs before the page answers: the flash says so, not "queued"
+    (here it fails: the upstream is on loopback, which MIRROR_ALLOWED_NETWORKS does not allow)."""
+    page = as_user(staff_user).post(f"/mirrors/{source.pk}/sync/", follow=True)
+    run = SyncRun.objects.get()
+    assert run.status == "failed"
+    body = page.content.decode()
+    assert f"Sync run {run.pk} of upstream failed: " in body
+    assert "queued for upstream" not in body
+    assert "MIRROR_ALLOWED_NETWORKS" in body
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_the_schedule_says_when_nothing_runs_it(as_user, staff_user, source, settings, eager):
+    settings.CELERY_TASK_ALWAYS_EAGER = eager
+    client = as_user(staff_user)
+    form = client.get("/mirrors/new/").content.decode()
+    detail = client.get(f"/mirrors/{source.pk}/").content.decode()
+    said = "nothing runs schedules here" in form, "Never runs here:" in detail
+    assert said == ((True, True) if eager else (False, False))

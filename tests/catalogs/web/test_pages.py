@@ -79,7 +79,8 @@ def test_search_pages_through_results(client, db, settings):
     assert _kinds(second) == [f"K{i:02d}" for i in range(20, 25)]
 
 
-def test_search_lists_catalogs_on_the_front_page(client, many):
+def test_search_lists_catalogs_on_the_front_page(client, many, other_user):
+    client.force_login(other_user)  # a visitor gets the landing section's list instead
     body = client.get("/").content.decode()
     cards = body.split('<h2 id="catalogs">Catalogs</h2>', 1)[1]
     assert "acme/net" in cards and "acme/bins" in cards and "zeta/misc" in cards

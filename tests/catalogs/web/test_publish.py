@@ -129,7 +129,12 @@ def test_create_a_catalog_then_publish_its_first_version(owner_client, publisher
 def test_create_catalog_with_a_bad_name_shows_the_error(owner_client, publisher):
     response = owner_client.post("/catalogs/new/", {"publisher": publisher.pk, "name": "bad name"})
     assert response.status_code == 200
-    assert "Invalid catalog name &#x27;bad name&#x27;" in response.content.decode()
+    body = response.content.decode()
+    assert "Invalid catalog name &#x27;bad name&#x27;" in body
+    # Rendered field by field (styled), the error on its field, not Django's bare <p> list.
+    assert '<form method="post" class="stacked form-fields">' in body
+    assert '<p class="field has-error"><label for="id_name">' in body
+    assert '<label for="id_description">Description <span class="muted small">(optional)' in body
 
 
 def test_problem_messages_quoting_the_document_are_escaped(owner_client, published):
@@ -159,3 +164,22 @@ def test_preview_of_an_identical_document_offers_nothing_to_publish(owner_client
     assert ">version 1</a>: publishing it would create no version" in body
     assert "Publish version" not in body
     assert CatalogVersion.objects.filter(catalog=published).count() == 2
+
+
+def test_preview_shows_a_changed_image_and_digest(owner_client, published):
+    assert b"image: registry.example.co/fn:v1" in bytes(published.latest_version.content)
+    digest = "ab" * 32
+    text = catalog_yaml(("example.co", "Fn", "v1")).replace(
+        "image: registry.example.co/fn:v1",
+        f"image: registry.example.co/fn:v1-patched\n          sha256: {digest}",
+    )
+    response = owner_client.post(URL, {"content": text, "action": "preview"})
+    assert response.status_code == 200
+    [change] = response.context["changes"].functions
+    assert change.runtime_changed == [
+        "v1 image: registry.example.co/fn:v1 → registry.example.co/fn:v1-patched",
+        f"v1 image digest: – → {digest}",
+    ]
+    body = response.content.decode()
+    assert "v1 image: registry.example.co/fn:v1 → registry.example.co/fn:v1-patched" in body
+    assert f"v1 image digest: – → {digest}" in body

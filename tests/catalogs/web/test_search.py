@@ -76,6 +76,16 @@ def test_a_function_in_two_catalogs_is_one_card_listing_both_with_their_badges(c
     )
 
 
+def test_a_card_says_when_several_publishers_define_the_function(client, registry):
+    body = client.get("/?q=setnamespace").content.decode()
+    [card] = _cards(body)
+    assert '<span class="badge warn">collision</span> 2 publishers define SetNamespace' in card
+    assert "(acme, zeta)" in card
+    # One publisher only: no collision note.
+    [untag] = _cards(client.get("/?q=untag").content.decode())
+    assert "collision" not in untag
+
+
 def test_sort_links_keep_the_query_and_order_the_results(client, registry):
     body = client.get("/?q=e&sort=catalogs").content.decode()
     assert _kinds(body)[0] == "SetNamespace"  # the only one in two catalogs
@@ -88,6 +98,22 @@ def test_sort_links_keep_the_query_and_order_the_results(client, registry):
     assert by_name == sorted(by_name, key=str.lower)
     # Without a query there is nothing to rank by: relevance is not offered.
     assert ">Relevance</a>" not in client.get("/").content.decode()
+
+
+def test_most_pulled_sorts_by_the_pulls_of_the_carrying_catalogs(client, registry):
+    from catalogs.publishing import pulls
+
+    # zeta/fork (SetNamespace, Untag) is pulled three times, acme/core once.
+    for _ in range(3):
+        assert client.get("/c/zeta/fork/catalog.yaml").status_code == 200
+    client.get("/c/acme/core/catalog.yaml")
+    pulls.pulls_flush()
+    body = client.get("/?sort=pulls&page_size=30").content.decode()
+    kinds = _kinds(body)
+    # SetNamespace is in both (4 pulls), Untag in fork only (3), the bulk ones in core (1).
+    assert kinds[:2] == ["SetNamespace", "Untag"]
+    assert kinds[2:] == sorted(kinds[2:], key=str.lower)
+    assert ">Most pulled" in body
 
 
 def test_pages_are_numbered_and_keep_every_parameter(client, registry):
@@ -166,7 +192,7 @@ def test_an_empty_registry_says_how_functions_get_here(client, db):
     [
         (
             "sort=popular",
-            "Unknown sort 'popular' (choose one of: relevance, name, updated, catalogs). "
+            "Unknown sort 'popular' (choose one of: relevance, name, updated, catalogs, pulls). "
             "Sorted by name instead.",
         ),
         ("page=99", "There is no page 99: the results fill 2 pages. Showing page 2."),

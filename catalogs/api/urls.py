@@ -2,6 +2,7 @@
 
 from django.urls import path, re_path
 
+from catalogs.accounts import api as tokens
 from catalogs.discovery import api as search
 from catalogs.mirroring import api as mirrors
 from catalogs.publishing.api import views
@@ -14,6 +15,16 @@ _catalog = "catalogs/<slug:publisher>/<slug:catalog>/"
 
 urlpatterns = [
     path("", views.ApiRootView.as_view(), name="root"),
+    path(
+        "tokens/",
+        tokens.ApiTokenViewSet.as_view({"get": "list", "post": "create"}),
+        name="token-list",
+    ),
+    path(
+        "tokens/<int:pk>/",
+        tokens.ApiTokenViewSet.as_view({"delete": "destroy"}),
+        name="token-detail",
+    ),
     path(
         "publishers/",
         views.PublisherViewSet.as_view({"get": "list", "post": "create"}),

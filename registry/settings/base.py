@@ -44,13 +44,13 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "axes",
     "catalogs",
+    "catalogs.accounts",
     "catalogs.publishing",
     "catalogs.distribution",
     "catalogs.trust",
@@ -268,10 +268,14 @@ REST_FRAMEWORK = {
     # Token first: a request without (valid) credentials gets 401 with "WWW-Authenticate: Token"
     # (DRF takes the challenge from the first class); a signed-in user who may not act gets 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "catalogs.api.auth.TokenAuthentication",
+        "catalogs.accounts.auth.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    # A token request also needs the scope of its method and action (catalogs/accounts/auth.py).
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticatedOrReadOnly",
+        "catalogs.accounts.auth.TokenHasScope",
+    ],
     # Bounded memory and nesting for JSON bodies (catalogs.api.parsers), on every endpoint.
     "DEFAULT_PARSER_CLASSES": [
         "catalogs.api.parsers.CatalogJSONParser",
@@ -297,6 +301,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Publish, version and search catalogs of KRM functions (KEP-2906).",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Public like the rest of the API, and a token still needs its read scope.
+    "SERVE_PERMISSIONS": [
+        "rest_framework.permissions.AllowAny",
+        "catalogs.accounts.auth.TokenHasScope",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

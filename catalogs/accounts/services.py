@@ -82,6 +82,12 @@ def api_token_create(
                 f"null for no expiry, not {expires_in_days!r}"
             )
         expires_at = timezone.now() + datetime.timedelta(days=expires_in_days)
+    limit = granted_by.expires_at if granted_by is not None else None
+    if limit is not None and (expires_at is None or expires_at > limit):
+        raise NotAllowedError(
+            f"a token cannot create a token that outlives it (this one expires on "
+            f"{limit:%Y-%m-%d}): give expires_in_days, or sign in"
+        )
     if ApiToken.objects.filter(user=user, name=name).exists():
         raise AlreadyExistsError(f"name: you already have a token named {name!r}")
     secret = secret or TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -27,7 +27,7 @@ from catalogs.accounts.selectors import api_token_for_secret
 from catalogs.accounts.services import api_token_mark_used
 from catalogs.distribution.errors import UnauthorizedError
 from catalogs.publishing.models import Catalog
-from catalogs.publishing.selectors import user_is_owner_or_staff
+from catalogs.publishing.selectors import user_may_publish
 
 _SALT = "catalogs.distribution.token"
 
@@ -146,7 +146,7 @@ def _granted(
             publisher__slug=publisher, name=name
         )
         found = catalog.first()
-        if found is not None and user_is_owner_or_staff(publisher=found.publisher, user=user):
+        if found is not None and user_may_publish(publisher=found.publisher, user=user):
             granted.append("push")
     return granted
 

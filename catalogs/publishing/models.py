@@ -263,6 +263,8 @@ class PublisherEventAction(models.TextChoices):
     VERIFICATION_GRANTED = "verification_granted", "Verification granted"
     VERIFICATION_REFUSED = "verification_refused", "Verification refused"
     VERIFICATION_CLEARED = "verification_cleared", "Verification cleared"
+    ROBOT_CREATED = "robot_created", "Robot account created"
+    ROBOT_DELETED = "robot_deleted", "Robot account deleted"
 
 
 class PublisherEvent(models.Model):
@@ -321,3 +323,27 @@ class OwnerInvitation(models.Model):
 
     def __str__(self) -> str:
         return f"invitation of {self.invitee_id} to {self.publisher_id} ({self.status})"
+
+
+class PublisherRobot(models.Model):
+    """A robot account of a publisher, for CI: a user without a password that publishes to this
+    publisher only, with API tokens of the read and publish scopes (Harbor's robot accounts)."""
+
+    publisher = models.ForeignKey(Publisher, on_delete=models.CASCADE, related_name="robots")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="robot"
+    )
+    name = models.SlugField(max_length=50)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["publisher", "name"], name="publishing_robot_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.publisher_id}:{self.name}"

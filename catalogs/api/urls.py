@@ -5,7 +5,8 @@ from django.urls import path, re_path
 from catalogs.accounts import api as tokens
 from catalogs.discovery import api as search
 from catalogs.mirroring import api as mirrors
-from catalogs.publishing.api import views
+from catalogs.notifications import api as webhooks
+from catalogs.publishing.api import robots, views
 from catalogs.review import api as contributions
 from catalogs.trust import api as revocations
 
@@ -34,6 +35,31 @@ urlpatterns = [
         "publishers/<slug:slug>/",
         views.PublisherViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
         name="publisher-detail",
+    ),
+    path(
+        "publishers/<slug:publisher>/robots/",
+        robots.PublisherRobotViewSet.as_view({"get": "list", "post": "create"}),
+        name="publisher-robot-list",
+    ),
+    path(
+        "publishers/<slug:publisher>/robots/<slug:name>/",
+        robots.PublisherRobotViewSet.as_view({"delete": "destroy"}),
+        name="publisher-robot-detail",
+    ),
+    path(
+        "publishers/<slug:publisher>/webhooks/",
+        webhooks.WebhookViewSet.as_view({"get": "list", "post": "create"}),
+        name="publisher-webhook-list",
+    ),
+    path(
+        "publishers/<slug:publisher>/webhooks/<int:pk>/",
+        webhooks.WebhookViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+        name="publisher-webhook-detail",
+    ),
+    path(
+        "publishers/<slug:publisher>/webhooks/<int:pk>/deliveries/",
+        webhooks.WebhookViewSet.as_view({"get": "deliveries"}),
+        name="publisher-webhook-deliveries",
     ),
     path(
         "publishers/<slug:publisher>/keys/",

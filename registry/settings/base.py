@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "catalogs.mirroring",
     "catalogs.review",
     "catalogs.discovery",
+    "catalogs.notifications",
 ]
 
 MIDDLEWARE = [
@@ -175,6 +176,23 @@ for _network in TRIAL_ALLOWED_NETWORKS:
     except ValueError:
         raise ImproperlyConfigured(
             f"TRIAL_ALLOWED_NETWORKS: {_network!r} is not an IP address or network."
+        ) from None
+# Webhooks (catalogs/notifications): deliveries connect to public addresses only, and to private,
+# loopback or link-local ones inside these networks (CIDRs), as MIRROR_ALLOWED_NETWORKS does for
+# mirrors. Each attempt waits WEBHOOK_TIMEOUT_SECONDS at most; a failed one is retried after
+# WEBHOOK_RETRY_BASE_SECONDS, doubling each time up to WEBHOOK_RETRY_MAX_SECONDS, until
+# WEBHOOK_MAX_ATTEMPTS attempts.
+WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10)
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5)
+WEBHOOK_RETRY_BASE_SECONDS = env_int("WEBHOOK_RETRY_BASE_SECONDS", 10)
+WEBHOOK_RETRY_MAX_SECONDS = env_int("WEBHOOK_RETRY_MAX_SECONDS", 3600)
+for _network in WEBHOOK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"WEBHOOK_ALLOWED_NETWORKS: {_network!r} is not an IP address or network."
         ) from None
 STORAGES: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

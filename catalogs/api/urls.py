@@ -17,6 +17,26 @@ _catalog = "catalogs/<slug:publisher>/<slug:catalog>/"
 urlpatterns = [
     path("", views.ApiRootView.as_view(), name="root"),
     path(
+        "subscriptions/",
+        webhooks.SubscriptionViewSet.as_view({"get": "list", "post": "create"}),
+        name="subscription-list",
+    ),
+    path(
+        "subscriptions/<int:pk>/",
+        webhooks.SubscriptionViewSet.as_view({"delete": "destroy"}),
+        name="subscription-detail",
+    ),
+    path(
+        "notifications/",
+        webhooks.NotificationViewSet.as_view({"get": "list"}),
+        name="notification-list",
+    ),
+    path(
+        "notifications/read/",
+        webhooks.NotificationViewSet.as_view({"post": "read_all"}),
+        name="notification-read",
+    ),
+    path(
         "tokens/",
         tokens.ApiTokenViewSet.as_view({"get": "list", "post": "create"}),
         name="token-list",

@@ -70,3 +70,57 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_type} -> {self.webhook_id} ({self.status})"
+
+
+class Subscription(models.Model):
+    """A user follows a catalog (``catalog``) or a function in any catalog (``group``+``kind``)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subscriptions"
+    )
+    catalog = models.ForeignKey(
+        "publishing.Catalog",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="subscriptions",
+    )
+    group = models.CharField(max_length=253, blank=True)
+    kind = models.CharField(max_length=253, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "catalog"],
+                condition=models.Q(catalog__isnull=False),
+                name="notifications_subscription_catalog",
+            ),
+            models.UniqueConstraint(
+                fields=["user", "group", "kind"],
+                condition=models.Q(catalog__isnull=True),
+                name="notifications_subscription_function",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.catalog_id or f'{self.group}/{self.kind}'}"
+
+
+class Notification(models.Model):
+    """One entry of a user's in-app inbox (also sent by e-mail when the user has an address)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"
+    )
+    title = models.CharField(max_length=300)
+    url = models.CharField(max_length=2000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return self.title

@@ -22,3 +22,13 @@ def webhook_delivery_send_task(self, delivery_pk: int) -> str:
         else:
             webhook_delivery_send_task.apply_async((delivery_pk,), countdown=delay)
     return delivery.status
+
+
+@shared_task(name="catalogs.tasks.notification_email_send_task")
+def notification_email_send_task(notification_pk: int) -> bool:
+    """E-mail notification ``notification_pk`` to its user (if they have an address)."""
+    from catalogs.notifications import subscriptions
+    from catalogs.notifications.models import Notification
+
+    note = Notification.objects.select_related("user").get(pk=notification_pk)
+    return subscriptions.notification_email_send(notification=note)

@@ -5,6 +5,7 @@ from django.urls import path
 
 from catalogs.discovery import pages as search_pages
 from catalogs.mirroring import pages as mirror_pages
+from catalogs.notifications import pages as inbox_pages
 from catalogs.publishing import pages as publisher_pages
 from catalogs.trust import pages as revocation_pages
 from catalogs.web import views
@@ -21,6 +22,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/tokens/", views.api_tokens, name="tokens"),
+    path("inbox/", inbox_pages.inbox_page, name="inbox"),
     path("accounts/invitations/", publisher_pages.invitation_list, name="invitations"),
     path(
         "accounts/invitations/<int:pk>/",

@@ -121,6 +121,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "catalogs.web.context.layout",
+                "catalogs.notifications.context.inbox",
             ],
         },
     },
@@ -177,6 +178,11 @@ for _network in TRIAL_ALLOWED_NETWORKS:
         raise ImproperlyConfigured(
             f"TRIAL_ALLOWED_NETWORKS: {_network!r} is not an IP address or network."
         ) from None
+# E-mail (the notices of users' subscriptions), as django-environ reads EMAIL_URL: the embedded
+# default prints them on the console; in production e.g. smtp+tls://user:password@smtp.example:587.
+globals().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="krm-registry@localhost")
+
 # Webhooks (catalogs/notifications): deliveries connect to public addresses only, and to private,
 # loopback or link-local ones inside these networks (CIDRs), as MIRROR_ALLOWED_NETWORKS does for
 # mirrors. Each attempt waits WEBHOOK_TIMEOUT_SECONDS at most; a failed one is retried after

@@ -32,6 +32,7 @@ urlpatterns = [
     path("catalogs/new/", views.catalog_create, name="catalog-create"),
     path("publishers/new/", publisher_pages.publisher_create, name="publisher-create"),
     path("publishers/<slug:slug>/", publisher_pages.publisher_detail, name="publisher"),
+    path("publishers/<slug:slug>/webhooks/", inbox_pages.webhook_list_page, name="webhooks"),
     path(
         "publishers/<slug:slug>/owners/",
         publisher_pages.publisher_owner_add,

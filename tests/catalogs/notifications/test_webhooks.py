@@ -11,6 +11,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from catalogs import events
@@ -146,6 +147,11 @@ def test_a_published_version_reaches_the_receiver_signed(
     )
     assert delivery["response_excerpt"] == "answer 1 (200)"
     assert delivery["event"]["id"] == event["id"]
+    # ... and on the publisher's webhooks page.
+    client = Client()
+    client.force_login(owner)
+    page = client.get("/publishers/example-co/webhooks/").content.decode()
+    assert receiver.url in page and "succeeded" in page and "answer 1 (200)" in page
 
 
 def test_a_failing_receiver_is_retried_until_it_answers(
@@ -238,6 +244,11 @@ def test_only_owners_manage_webhooks(receiver_for, owner, other_user, publisher)
         assert response.json() == {
             "detail": "Only owners of publisher 'example-co' (or staff) may manage its webhooks."
         }
+    client = Client()
+    client.force_login(other_user)
+    page = client.get("/publishers/example-co/webhooks/")
+    assert page.status_code == 403
+    assert "may manage its webhooks" in page.content.decode()
     assert Webhook.objects.count() == 1
     assert _as(owner).delete(f"{HOOKS}{hook['id']}/").status_code == 204
     assert not Webhook.objects.exists()

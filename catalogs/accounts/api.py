@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from catalogs.accounts import selectors, services
 from catalogs.accounts.auth import TokenHasScope
 from catalogs.accounts.models import ALL_SCOPES, ApiToken
+from catalogs.api.parsers import CatalogJSONParser
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):
@@ -25,9 +26,14 @@ class ApiTokenSerializer(serializers.ModelSerializer):
 class ApiTokenCreateSerializer(serializers.Serializer):
     """What a new token needs: a name, its scopes, and days until it expires (null: never)."""
 
-    name = serializers.CharField(max_length=100)
+    # No blank name, no spaces around it (the schema says so with the pattern).
+    name = serializers.RegexField(
+        r"^\S(?:.{0,98}\S)?$",
+        max_length=100,
+        error_messages={"invalid": "1 to 100 characters, not starting or ending with a space."},
+    )
     scopes = serializers.ListField(
-        child=serializers.ChoiceField(choices=list(ALL_SCOPES)), allow_empty=False
+        child=serializers.ChoiceField(choices=list(ALL_SCOPES)), allow_empty=False, min_length=1
     )
     expires_in_days = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=services.MAX_EXPIRES_IN_DAYS
@@ -49,6 +55,7 @@ class ApiTokenViewSet(viewsets.GenericViewSet):
     tokens with scopes it has itself."""
 
     permission_classes = [IsAuthenticated, TokenHasScope]
+    parser_classes = [CatalogJSONParser]
     serializer_class = ApiTokenSerializer
     pagination_class = None
     # Creating or deleting a token is account management, open to a token of any scope (bounded

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogs.accounts.auth import TokenHasScope
+from catalogs.api.parsers import CatalogJSONParser
 from catalogs.notifications import services, subscriptions
 from catalogs.notifications.models import (
     Notification,
@@ -36,9 +37,11 @@ class WebhookCreateSerializer(serializers.Serializer):
     """A new webhook: where, the HMAC secret, and which events."""
 
     url = serializers.CharField(max_length=2000)
-    secret = serializers.CharField(max_length=200)
+    secret = serializers.CharField(max_length=200, trim_whitespace=False)
     events = serializers.ListField(
-        child=serializers.ChoiceField(choices=WebhookEventType.values), allow_empty=False
+        child=serializers.ChoiceField(choices=WebhookEventType.values),
+        allow_empty=False,
+        min_length=1,
     )
 
 
@@ -73,6 +76,7 @@ class WebhookViewSet(viewsets.GenericViewSet):
     """Webhooks of a publisher: owners create, list, inspect and delete them."""
 
     permission_classes = [IsAuthenticated, TokenHasScope]
+    parser_classes = [CatalogJSONParser]
     serializer_class = WebhookSerializer
 
     def get_queryset(self):
@@ -147,6 +151,7 @@ class SubscriptionViewSet(viewsets.GenericViewSet):
     """Your subscriptions: follow a catalog or a function, and get told when it is published."""
 
     permission_classes = [IsAuthenticated, TokenHasScope]
+    parser_classes = [CatalogJSONParser]
     serializer_class = SubscriptionSerializer
     pagination_class = None
     # Following is about the caller's own account: a read token may do it.
@@ -192,6 +197,7 @@ class NotificationViewSet(viewsets.GenericViewSet):
     """Your inbox: newest first, with the unread count; ``read/`` marks everything read."""
 
     permission_classes = [IsAuthenticated, TokenHasScope]
+    parser_classes = [CatalogJSONParser]
     serializer_class = NotificationSerializer
     token_scopes = {"read_all": "read"}
 

@@ -7,14 +7,14 @@ from django.conf import settings
 from django.contrib.auth.models import User as AuthUser
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from catalogs.exceptions import AlreadyExistsError, InvalidInputError, NotFoundError
 from catalogs.jobs import job_enqueue_on_commit
 from catalogs.notifications.models import Notification, Subscription
 from catalogs.publishing.events import CatalogVersionPublished
-from catalogs.publishing.models import Catalog
+from catalogs.publishing.models import Catalog, FunctionDefinition
 
 
 def subscription_list(*, user: AuthUser) -> QuerySet[Subscription]:
@@ -70,11 +70,18 @@ def on_catalog_version_published(event: CatalogVersionPublished) -> None:
     (and e-mail) per user."""
     version = event.version
     catalog = version.catalog
-    pairs = list(version.functions.values_list("group", "kind"))
-    wanted = Q(catalog=catalog)
-    for group, kind in pairs:
-        wanted |= Q(catalog__isnull=True, group=group, kind=kind)
-    users = Subscription.objects.filter(wanted).values_list("user_id", flat=True).distinct()
+    # One query however many functions the version has: a function subscription matches when the
+    # version defines its group and kind.
+    defines = FunctionDefinition.objects.filter(
+        catalog_version=version, group=OuterRef("group"), kind=OuterRef("kind")
+    )
+    users = (
+        Subscription.objects.filter(
+            Q(catalog=catalog) | (Q(catalog__isnull=True) & Exists(defines))
+        )
+        .values_list("user_id", flat=True)
+        .distinct()
+    )
     base = settings.REGISTRY_PUBLIC_URL.rstrip("/")
     title = f"{catalog.publisher.slug}/{catalog.name} published version {version.number}"
     url = f"{base}/catalogs/{catalog.publisher.slug}/{catalog.name}/"

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from catalogs.accounts.auth import TokenHasScope
 from catalogs.accounts.services import MAX_EXPIRES_IN_DAYS
+from catalogs.api.parsers import CatalogJSONParser
 from catalogs.publishing import publishers, selectors
 from catalogs.publishing.models import PublisherRobot
 
@@ -40,7 +41,11 @@ class PublisherRobotSerializer(serializers.ModelSerializer):
 class PublisherRobotCreateSerializer(serializers.Serializer):
     """A new robot: its name and the days its token lasts (null: until deleted)."""
 
-    name = serializers.CharField(max_length=50)
+    name = serializers.RegexField(
+        r"^[a-z0-9-]{1,50}$",
+        max_length=50,
+        error_messages={"invalid": "1 to 50 lowercase letters, digits and hyphens."},
+    )
     expires_in_days = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=MAX_EXPIRES_IN_DAYS
     )
@@ -60,6 +65,7 @@ class PublisherRobotViewSet(viewsets.GenericViewSet):
     """Robot accounts publish to their publisher only; its owners create and delete them."""
 
     permission_classes = [IsAuthenticated, TokenHasScope]
+    parser_classes = [CatalogJSONParser]
     serializer_class = PublisherRobotSerializer
     pagination_class = None
 

@@ -58,9 +58,18 @@ def test_followers_get_an_email_and_an_inbox_entry(
     by_function = UserFactory(username="bob", email="bob@example.org")
     no_email = UserFactory(username="carol", email="")
     UserFactory(username="dave", email="dave@example.org")  # follows nothing
-    assert _as(by_catalog).post(SUBS, {"catalog": "example-co/functions"}).status_code == 201
-    assert _as(by_function).post(SUBS, {"function": "example.co/SetLabels"}).status_code == 201
-    assert _as(no_email).post(SUBS, {"catalog": "example-co/functions"}).status_code == 201
+    assert (
+        _as(by_catalog).post(SUBS, {"catalog": "example-co/functions"}, format="json").status_code
+        == 201
+    )
+    assert (
+        _as(by_function).post(SUBS, {"function": "example.co/SetLabels"}, format="json").status_code
+        == 201
+    )
+    assert (
+        _as(no_email).post(SUBS, {"catalog": "example-co/functions"}, format="json").status_code
+        == 201
+    )
     with django_capture_on_commit_callbacks(execute=True):
         catalog_version_publish(
             catalog=catalog, content=catalog_yaml(("example.co", "SetLabels", "v1")), actor=owner
@@ -96,7 +105,7 @@ def test_followers_get_an_email_and_an_inbox_entry(
 )
 def test_a_bad_subscription_says_why_and_stores_nothing(owner, catalog, body, status, detail):
     client = _as(owner)
-    assert client.post(SUBS, {"catalog": "example-co/functions"}).status_code == 201
+    assert client.post(SUBS, {"catalog": "example-co/functions"}, format="json").status_code == 201
     response = client.post(SUBS, body, format="json")
     assert response.status_code == status
     assert detail in response.json()["detail"]
@@ -104,7 +113,7 @@ def test_a_bad_subscription_says_why_and_stores_nothing(owner, catalog, body, st
 
 
 def test_unfollowing_stops_the_notices(owner, catalog, django_capture_on_commit_callbacks):
-    sub = _as(owner).post(SUBS, {"catalog": "example-co/functions"}).json()
+    sub = _as(owner).post(SUBS, {"catalog": "example-co/functions"}, format="json").json()
     assert _as(owner).get(SUBS).json() == [sub]
     assert _as(owner).delete(f"{SUBS}{sub['id']}/").status_code == 204
     with django_capture_on_commit_callbacks(execute=True):

@@ -236,7 +236,9 @@ def test_only_owners_manage_webhooks(receiver_for, owner, other_user, publisher)
     hook = _hook(owner, receiver_for().url)
     for response in (
         _as(other_user).get(HOOKS),
-        _as(other_user).post(HOOKS, {"url": "https://x.org", "secret": "s", "events": ALL_EVENTS}),
+        _as(other_user).post(
+            HOOKS, {"url": "https://x.org", "secret": "s", "events": ALL_EVENTS}, format="json"
+        ),
         _as(other_user).delete(f"{HOOKS}{hook['id']}/"),
         _as(other_user).get(f"{HOOKS}{hook['id']}/deliveries/"),
     ):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -295,3 +296,37 @@ def test_revocations_and_contributions_are_delivered(
 def test_the_mirror_events_are_subscribed():
     assert services.on_mirror_run_failed in events.subscribers(MirrorRunFailed)
     assert services.on_mirror_drift_detected in events.subscribers(MirrorDriftDetected)
+
+
+def test_a_failed_mirror_run_is_delivered(
+    receiver_for, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    from catalogs.mirroring import services as mirrors
+    from catalogs.publishing.models import Publisher
+
+    settings.MIRROR_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    settings.MIRROR_TIMEOUT = 2.0
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    receiver = receiver_for()
+    with socket.socket() as probe:  # a port nothing listens on: the sync fails to connect
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    source = mirrors.mirror_source_create(
+        name="upstream", url=f"https://127.0.0.1:{closed}/catalog.yaml", actor=None
+    )
+    mirror_publisher = Publisher.objects.get(slug=settings.MIRROR_PUBLISHER_SLUG)
+    services.webhook_create(
+        publisher=mirror_publisher,
+        actor=None,
+        url=receiver.url,
+        secret=SECRET,
+        events=["mirror.run.failed"],
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        queued = mirrors.mirror_source_sync_request(source=source, actor=None)
+    assert mirrors.sync_run_get(pk=queued.pk).status == "failed"
+    [got] = receiver.received
+    assert got["signed"] and got["event"]["type"] == "mirror.run.failed"
+    assert got["event"]["data"]["source"] == "upstream"
+    assert got["event"]["data"]["run"] == queued.pk and got["event"]["data"]["reason"]

@@ -48,7 +48,7 @@ ROWS = 60
 SEED = """
 import yaml
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from catalogs.accounts.services import api_token_create
 from catalogs.publishing import services
 from catalogs.publishing.models import Catalog, Publisher
 from catalogs.review.models import Contribution
@@ -72,7 +72,7 @@ for i in range({rows}):
         catalog=catalog, author=staff, reviewer=staff, content="x", group="g", kind=f"K{{i}}",
         published_version=latest, status="approved",
     )
-print(Token.objects.create(user=staff).key, source.pk)
+print(api_token_create(user=staff, name="bench")[1], source.pk)
 """
 
 

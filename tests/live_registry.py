@@ -23,12 +23,12 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = """
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from catalogs.accounts.services import api_token_create
 from catalogs.publishing import services
 user = User.objects.create_user("alice", password="alice-password-1")
 publisher = services.publisher_create(slug="acme", actor=user)
 services.catalog_create(publisher=publisher, name="fns", actor=user)
-print(Token.objects.create(user=user).key)
+print(api_token_create(user=user, name="script")[1])
 """
 
 

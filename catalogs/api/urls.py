@@ -2,9 +2,11 @@
 
 from django.urls import path, re_path
 
+from catalogs.accounts import api as tokens
 from catalogs.discovery import api as search
 from catalogs.mirroring import api as mirrors
-from catalogs.publishing.api import views
+from catalogs.notifications import api as webhooks
+from catalogs.publishing.api import robots, views
 from catalogs.review import api as contributions
 from catalogs.trust import api as revocations
 
@@ -15,6 +17,36 @@ _catalog = "catalogs/<slug:publisher>/<slug:catalog>/"
 urlpatterns = [
     path("", views.ApiRootView.as_view(), name="root"),
     path(
+        "subscriptions/",
+        webhooks.SubscriptionViewSet.as_view({"get": "list", "post": "create"}),
+        name="subscription-list",
+    ),
+    path(
+        "subscriptions/<int:pk>/",
+        webhooks.SubscriptionViewSet.as_view({"delete": "destroy"}),
+        name="subscription-detail",
+    ),
+    path(
+        "notifications/",
+        webhooks.NotificationViewSet.as_view({"get": "list"}),
+        name="notification-list",
+    ),
+    path(
+        "notifications/read/",
+        webhooks.NotificationViewSet.as_view({"post": "read_all"}),
+        name="notification-read",
+    ),
+    path(
+        "tokens/",
+        tokens.ApiTokenViewSet.as_view({"get": "list", "post": "create"}),
+        name="token-list",
+    ),
+    path(
+        "tokens/<int:pk>/",
+        tokens.ApiTokenViewSet.as_view({"delete": "destroy"}),
+        name="token-detail",
+    ),
+    path(
         "publishers/",
         views.PublisherViewSet.as_view({"get": "list", "post": "create"}),
         name="publisher-list",
@@ -23,6 +55,31 @@ urlpatterns = [
         "publishers/<slug:slug>/",
         views.PublisherViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
         name="publisher-detail",
+    ),
+    path(
+        "publishers/<slug:publisher>/robots/",
+        robots.PublisherRobotViewSet.as_view({"get": "list", "post": "create"}),
+        name="publisher-robot-list",
+    ),
+    path(
+        "publishers/<slug:publisher>/robots/<slug:name>/",
+        robots.PublisherRobotViewSet.as_view({"delete": "destroy"}),
+        name="publisher-robot-detail",
+    ),
+    path(
+        "publishers/<slug:publisher>/webhooks/",
+        webhooks.WebhookViewSet.as_view({"get": "list", "post": "create"}),
+        name="publisher-webhook-list",
+    ),
+    path(
+        "publishers/<slug:publisher>/webhooks/<int:pk>/",
+        webhooks.WebhookViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+        name="publisher-webhook-detail",
+    ),
+    path(
+        "publishers/<slug:publisher>/webhooks/<int:pk>/deliveries/",
+        webhooks.WebhookViewSet.as_view({"get": "deliveries"}),
+        name="publisher-webhook-deliveries",
     ),
     path(
         "publishers/<slug:publisher>/keys/",

@@ -20,6 +20,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from catalogs.accounts.auth import TokenHasScope
 from catalogs.discovery import search
 from catalogs.publishing import selectors
 from catalogs.publishing.api.filters import FunctionSearchFilter
@@ -157,7 +158,7 @@ def _page_url(request: Request, number: int) -> str:
 class FunctionSearchView(GenericAPIView):
     """Search functions: one result per function, listing the catalogs that carry it."""
 
-    permission_classes = [AllowAny]
+    permission_classes = [AllowAny, TokenHasScope]
     # Declared for the schema (the filter parameters, through the default filter backend); the
     # view filters and pages itself.
     filterset_class = FunctionSearchFilter

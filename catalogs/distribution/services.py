@@ -38,7 +38,7 @@ from catalogs.exceptions import InvalidCatalogError, NotAllowedError
 from catalogs.publishing import blobstore
 from catalogs.publishing.events import CatalogLatestChanged, CatalogVersionPublished
 from catalogs.publishing.models import Catalog, CatalogVersion
-from catalogs.publishing.selectors import publisher_storage_used, user_is_owner_or_staff
+from catalogs.publishing.selectors import publisher_storage_used, user_may_publish
 
 RESERVED_TAG_HELP = "'latest' and 'v<n>' name catalog versions"
 
@@ -349,7 +349,7 @@ def oci_catalog_versions_backfill() -> int:
 
 def _check_push(*, catalog: Catalog, actor: Any) -> None:
     """Owners of the publisher (or staff) may push; nobody pushes into a mirror."""
-    if not user_is_owner_or_staff(publisher=catalog.publisher, user=actor):
+    if not user_may_publish(publisher=catalog.publisher, user=actor):
         raise DeniedError(
             f"requested access to the resource is denied: only owners of publisher "
             f"'{catalog.publisher.slug}' (or staff) may push to {catalog}"

@@ -189,6 +189,14 @@ def _pusher(request: HttpRequest, repository: str):
     """The authenticated user allowed to push to ``repository`` by their credentials, else 401."""
     identity = identity_from_request(request)
     _check_visible(request, repository)
+    lacking = identity.token_lacks("push")
+    if lacking:
+        assert identity.token is not None
+        raise DeniedError(
+            f"the API token {identity.token.name!r} lacks the {lacking!r} scope needed to push "
+            f"to {repository}: create a token with the {lacking!r} scope",
+            detail={"repository": repository},
+        )
     if identity.user is None or not identity.may(repository, "push"):
         raise UnauthorizedError(
             f"authentication required to push to {repository}", detail={"repository": repository}
@@ -226,7 +234,10 @@ def _token(request: HttpRequest) -> HttpResponse:
     ):
         raise UnauthorizedError("ask for a token with Basic credentials, or none")
     issued = oci_token_issue(
-        user=identity.user, scopes=request.GET.getlist("scope"), api_token=identity.api_token
+        user=identity.user,
+        scopes=request.GET.getlist("scope"),
+        api_token=identity.api_token,
+        token=identity.token,
     )
     return JsonResponse(issued)
 

@@ -7,6 +7,7 @@ from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from catalogs.accounts.auth import TokenHasScope
 from catalogs.api.cache import cached_list
 from catalogs.mirroring import services as mirrors
 from catalogs.mirroring.models import DriftEvent, MirrorSource, SyncRun
@@ -201,7 +202,7 @@ class MirrorSourceViewSet(viewsets.GenericViewSet):
     """Mirror sources: staff and mirror operators see, create, change and sync them."""
 
     serializer_class = MirrorSourceSerializer
-    permission_classes = [IsMirrorOperator]
+    permission_classes = [IsMirrorOperator, TokenHasScope]
 
     def get_queryset(self):
         return mirrors.mirror_source_list()
@@ -254,7 +255,7 @@ class SyncRunViewSet(viewsets.GenericViewSet):
     """One sync run, to follow after ``POST /sources/<id>/sync/``."""
 
     serializer_class = SyncRunSerializer
-    permission_classes = [IsMirrorOperator]
+    permission_classes = [IsMirrorOperator, TokenHasScope]
 
     def get_queryset(self):
         return SyncRun.objects.all()

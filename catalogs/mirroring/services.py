@@ -27,6 +27,7 @@ from django.db.models import F, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
+from catalogs import events
 from catalogs.exceptions import (
     AlreadyExistsError,
     DigestMismatchError,
@@ -43,6 +44,7 @@ from catalogs.exceptions import (
 from catalogs.jobs import job_enqueue_on_commit
 from catalogs.mirroring import images as container_images
 from catalogs.mirroring.drift import catalog_tag_drift_record
+from catalogs.mirroring.events import MirrorDriftDetected, MirrorRunFailed
 from catalogs.mirroring.fetchers import FetchOptions, Limits, fetch, fetcher_for
 from catalogs.mirroring.fetchers.base import (
     COSIGN_BLOB_SIGNATURE_SUFFIX,
@@ -408,6 +410,8 @@ def _transition(run: SyncRun, status: str, **fields: Any) -> None:
     for key, value in fields.items():
         setattr(run, key, value)
     run.save()
+    if status == SyncRun.Status.FAILED:
+        events.emit(MirrorRunFailed(run=run))
 
 
 @dataclass
@@ -699,9 +703,10 @@ def _record_images(*, source: MirrorSource, run: SyncRun, images: dict[str, str]
     for image, digest in images.items():
         old = source.image_digests.get(image)
         if old and old != digest:
-            DriftEvent.objects.create(
+            drift = DriftEvent.objects.create(
                 source=source, run=run, image=image, old_digest=old, new_digest=digest
             )
+            events.emit(MirrorDriftDetected(drift=drift))
     source.image_digests = {**source.image_digests, **images}
 
 

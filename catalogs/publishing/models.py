@@ -323,6 +323,8 @@ class PublisherEventAction(models.TextChoices):
     LATEST_SET = "latest_set", "Latest version set"
     VERSION_DEPRECATED = "version_deprecated", "Version deprecated"
     VERSION_UNDEPRECATED = "version_undeprecated", "Deprecation withdrawn"
+    ROBOT_CREATED = "robot_created", "Robot account created"
+    ROBOT_DELETED = "robot_deleted", "Robot account deleted"
 
 
 class PublisherEvent(models.Model):
@@ -381,3 +383,27 @@ class OwnerInvitation(models.Model):
 
     def __str__(self) -> str:
         return f"invitation of {self.invitee_id} to {self.publisher_id} ({self.status})"
+
+
+class PublisherRobot(models.Model):
+    """A robot account of a publisher, for CI: a user without a password that publishes to this
+    publisher only, with API tokens of the read and publish scopes (Harbor's robot accounts)."""
+
+    publisher = models.ForeignKey(Publisher, on_delete=models.CASCADE, related_name="robots")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="robot"
+    )
+    name = models.SlugField(max_length=50)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["publisher", "name"], name="publishing_robot_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.publisher_id}:{self.name}"

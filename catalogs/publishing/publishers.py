@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from catalogs.accounts.services import api_token_create
 from catalogs.exceptions import (
     AlreadyExistsError,
     InvalidInputError,
@@ -26,6 +27,7 @@ from catalogs.publishing.models import (
     Publisher,
     PublisherEvent,
     PublisherEventAction,
+    PublisherRobot,
     VerificationRequest,
     VerificationStatus,
 )
@@ -227,3 +229,66 @@ def publisher_verification_decide(
     )
     _log(publisher, actor, action, reason)
     return locked
+
+
+# --------------------------------------------------------------------------- robot accounts
+
+ROBOT_SCOPES = ("read", "publish")
+
+
+def publisher_robot_list(*, publisher: Publisher, actor: Actor) -> QuerySet[PublisherRobot]:
+    """A publisher's robot accounts, by name, with their users' tokens (owners see them)."""
+    _check_owner(publisher=publisher, actor=actor)
+    return publisher.robots.select_related("user").prefetch_related("user__api_tokens")
+
+
+@transaction.atomic
+def publisher_robot_create(
+    *, publisher: Publisher, actor: Actor, name: str, expires_in_days: int | None = None
+) -> tuple[PublisherRobot, str]:
+    """A robot account for CI and its first token (read, publish), returned once.
+
+    The robot is a user without a password named ``robot+<publisher>+<name>``; it may publish to
+    this publisher only (catalogs, versions, OCI pushes), never manage its people or robots.
+    """
+    _check_owner(publisher=publisher, actor=actor)
+    name = (name or "").strip().lower()
+    if not name or len(name) > 50 or not all(c.isalnum() or c == "-" for c in name):
+        raise InvalidInputError(
+            f"name: 1 to 50 lowercase letters, digits and hyphens, not {name!r}"
+        )
+    if publisher.robots.filter(name=name).exists():
+        raise AlreadyExistsError(
+            f"name: publisher '{publisher.slug}' already has a robot account named {name!r}"
+        )
+    username = f"robot+{publisher.slug}+{name}"
+    if get_user_model().objects.filter(username=username).exists():
+        raise AlreadyExistsError(f"name: the user name {username!r} is taken")
+    user = get_user_model().objects.create_user(username=username)  # no usable password
+    robot = PublisherRobot.objects.create(
+        publisher=publisher, user=user, name=name, created_by=actor if _signed_in(actor) else None
+    )
+    _, secret = api_token_create(
+        user=user, name=name, scopes=ROBOT_SCOPES, expires_in_days=expires_in_days
+    )
+    _log(publisher, actor, PublisherEventAction.ROBOT_CREATED, username)
+    return robot, secret
+
+
+@transaction.atomic
+def publisher_robot_delete(*, publisher: Publisher, actor: Actor, name: str) -> None:
+    """Delete robot ``name`` and its tokens: they stop working at once."""
+    _check_owner(publisher=publisher, actor=actor)
+    robot = publisher.robots.select_related("user").filter(name=name).first()
+    if robot is None:
+        raise NotFoundError(f"Publisher '{publisher.slug}' has no robot account {name!r}.")
+    user = robot.user
+    username = user.get_username()
+    # The user stays, inactive and renamed, so that what it published still names it; its
+    # tokens go (they stop working at once) and the name is free for a new robot.
+    user.api_tokens.all().delete()
+    robot.delete()
+    user.is_active = False
+    user.username = f"{username}-deleted-{user.pk}"[:150]
+    user.save(update_fields=["is_active", "username"])
+    _log(publisher, actor, PublisherEventAction.ROBOT_DELETED, username)

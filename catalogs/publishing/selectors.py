@@ -44,6 +44,15 @@ def user_is_owner_or_staff(*, publisher: Publisher, user: AuthUser | AnonymousUs
     return publisher.owners.filter(pk=user.pk).exists()
 
 
+def user_may_publish(*, publisher: Publisher, user: AuthUser | AnonymousUser | None) -> bool:
+    """Whether ``user`` may publish to ``publisher``: an owner, staff, or one of its robots."""
+    if user_is_owner_or_staff(publisher=publisher, user=user):
+        return True
+    if user is None or not signed_in(user):
+        return False
+    return publisher.robots.filter(user_id=user.pk).exists()
+
+
 def user_is_mirror_operator(user: AuthUser | AnonymousUser | None) -> bool:
     """Staff, or users holding ``mirroring.operate_mirrors``; ``None`` (the system) is one too."""
     if user is None:

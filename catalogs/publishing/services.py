@@ -59,6 +59,7 @@ from catalogs.publishing.selectors import (
     signed_in,
     user_is_mirror_operator,
     user_is_owner_or_staff,
+    user_may_publish,
 )
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import CatalogError, parse_catalog
@@ -80,8 +81,9 @@ def _slug_checked(value: str, *, what: str) -> str:
     return value
 
 
-def _check_can_write(*, publisher: Publisher, actor: Actor) -> None:
-    """Raise NotAllowedError unless ``actor`` is a system caller, staff or an owner.
+def _check_can_write(*, publisher: Publisher, actor: Actor, robots: bool = True) -> None:
+    """Raise NotAllowedError unless ``actor`` is a system caller, staff, an owner or (``robots``)
+    one of the publisher's robot accounts.
 
     The mirror publisher is the registry's: only mirror operators change it, whoever owns it.
     """
@@ -94,7 +96,9 @@ def _check_can_write(*, publisher: Publisher, actor: Actor) -> None:
                 f"'{publisher.slug}'."
             )
         return
-    if not user_is_owner_or_staff(publisher=publisher, user=actor):
+    # Robot accounts publish (catalogs, versions); they never change the publisher's people.
+    check = user_may_publish if robots else user_is_owner_or_staff
+    if not check(publisher=publisher, user=actor):
         raise NotAllowedError(
             f"Only owners of publisher '{publisher.slug}' (or staff) may change it."
         )
@@ -223,7 +227,7 @@ def publisher_update(
     Owners left out are removed; names that are not owners yet are invited (they own it once
     they accept: ``publishers.publisher_invitation_decide``). At least one current owner stays.
     """
-    _check_can_write(publisher=publisher, actor=actor)
+    _check_can_write(publisher=publisher, actor=actor, robots=False)
     changes = []
     if owners is not None:
         if publisher_slug_is_reserved(publisher.slug):

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_safe
 from rest_framework.exceptions import AuthenticationFailed
 
 from catalogs import events
-from catalogs.api.auth import user_from_request
+from catalogs.accounts.auth import user_from_request
 from catalogs.publishing import pulls, selectors, serving
 from catalogs.publishing.events import CatalogVersionSignatureRequested
 from catalogs.publishing.models import CatalogVersion

@@ -17,6 +17,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from catalogs.accounts.auth import TokenHasScope
 from catalogs.api.cache import cached_list
 from catalogs.api.parsers import CatalogJSONParser
 from catalogs.exceptions import InvalidInputError
@@ -234,7 +235,9 @@ class ContributionViewSet(viewsets.GenericViewSet):
     """Contributions: anyone signed in contributes; reviewers approve or reject others' ones."""
 
     serializer_class = ContributionSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [IsAuthenticated, TokenHasScope]
+    # Decisions need the review scope; submitting and resubmitting, like every write, publish.
+    token_scopes = {"approve": "review", "reject": "review"}
     parser_classes = [CatalogJSONParser]
 
     def get_queryset(self):

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from catalogs import events
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
@@ -37,6 +38,7 @@ from catalogs.publishing.documents import problems_located
 from catalogs.publishing.models import Catalog, CatalogVersion
 from catalogs.publishing.selectors import signed_in
 from catalogs.ratelimits import rate_limit_hit
+from catalogs.review.events import ContributionDecided, ContributionSubmitted
 from catalogs.review.models import Contribution, ContributionStatus, ReviewEvent, ReviewEventAction
 from catalogs.review.trial_fetch import trial_urls_check
 from orchestrator.catalog import API_VERSION, CatalogError, parse_catalog
@@ -528,6 +530,7 @@ def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contr
     )
     _log(contribution, actor, ReviewEventAction.SUBMITTED)
     contribution_trials_enqueue(contribution=contribution)
+    events.emit(ContributionSubmitted(contribution=contribution))
     return contribution
 
 
@@ -554,6 +557,7 @@ def contribution_resubmit(*, contribution: Contribution, content: str, actor: Us
     locked.save()
     _log(locked, actor, ReviewEventAction.RESUBMITTED)
     contribution_trials_enqueue(contribution=locked)
+    events.emit(ContributionSubmitted(contribution=locked, resubmitted=True))
     return locked
 
 
@@ -614,6 +618,7 @@ def contribution_approve(
     locked.published_version = version
     locked.save()
     _log(locked, actor, ReviewEventAction.APPROVED, reason=locked.reason, version=version)
+    events.emit(ContributionDecided(contribution=locked))
     return locked
 
 
@@ -632,4 +637,5 @@ def contribution_reject(*, contribution: Contribution, actor: User, reason: str)
     locked.reason = reason
     locked.save()
     _log(locked, actor, ReviewEventAction.REJECTED, reason=reason)
+    events.emit(ContributionDecided(contribution=locked))
     return locked

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalogs.accounts.auth import TokenHasScope
 from catalogs.api.cache import cached_list
 from catalogs.exceptions import NotFoundError
 from catalogs.publishing import selectors
@@ -118,7 +119,7 @@ class SigningKeyViewSet(viewsets.GenericViewSet):
     """Every key the registry signs or signed with (public halves), the current one first."""
 
     serializer_class = SigningKeySerializer
-    permission_classes = [AllowAny]
+    permission_classes = [AllowAny, TokenHasScope]
 
     def get_queryset(self):
         if not getattr(self, "swagger_fake_view", False):

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from catalogs import events
 from catalogs.exceptions import AlreadyExistsError, InvalidInputError
 from catalogs.publishing import blobstore
 from catalogs.publishing.content import stored_content
@@ -30,6 +31,7 @@ from catalogs.publishing.models import Catalog, FunctionVersion
 from catalogs.publishing.selectors import signed_in
 from catalogs.publishing.services import Actor, publisher_check_can_write
 from catalogs.trust import signing, tuf
+from catalogs.trust.events import RevocationCreated
 from catalogs.trust.models import Revocation, RevocationList, RevocationReason
 
 API_VERSION = "config.kubernetes.io/v1alpha1"
@@ -181,6 +183,7 @@ def revocation_create(
         created_by=actor if signed_in(actor) else None,
     )
     revocation_list_publish(catalog=catalog, sequence=sequence)
+    events.emit(RevocationCreated(revocation=row))
     return row
 
 

@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModif
 from django.views.decorators.http import require_safe
 from rest_framework.exceptions import AuthenticationFailed
 
-from catalogs.api.auth import user_from_request
+from catalogs.accounts.auth import user_from_request
 from catalogs.exceptions import NotFoundError
 from catalogs.publishing import selectors
 from catalogs.publishing.models import Publisher, Visibility

@@ -6,6 +6,7 @@ from django.urls import path
 from catalogs.discovery import pages as search_pages
 from catalogs.distribution import pages as package_pages
 from catalogs.mirroring import pages as mirror_pages
+from catalogs.notifications import pages as inbox_pages
 from catalogs.publishing import pages as publisher_pages
 from catalogs.trust import pages as revocation_pages
 from catalogs.web import views
@@ -22,6 +23,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/tokens/", views.api_tokens, name="tokens"),
+    path("inbox/", inbox_pages.inbox_page, name="inbox"),
     path("accounts/invitations/", publisher_pages.invitation_list, name="invitations"),
     path(
         "accounts/invitations/<int:pk>/",
@@ -31,6 +33,7 @@ urlpatterns = [
     path("catalogs/new/", views.catalog_create, name="catalog-create"),
     path("publishers/new/", publisher_pages.publisher_create, name="publisher-create"),
     path("publishers/<slug:slug>/", publisher_pages.publisher_detail, name="publisher"),
+    path("publishers/<slug:slug>/webhooks/", inbox_pages.webhook_list_page, name="webhooks"),
     path(
         "publishers/<slug:slug>/owners/",
         publisher_pages.publisher_owner_add,

@@ -14,13 +14,14 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
-from rest_framework.authtoken.models import Token
 
+from catalogs.accounts import selectors as tokens
+from catalogs.accounts import services as token_services
+from catalogs.accounts.models import ALL_SCOPES
 from catalogs.discovery import function_pages
 from catalogs.discovery.revoked import catalog_revocations, revoked_versions
 from catalogs.exceptions import (
@@ -562,28 +563,47 @@ def signup(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def api_tokens(request: HttpRequest) -> HttpResponse:
-    """The user's API token (DRF token auth): create, regenerate or revoke it."""
+    """The user's API tokens: list them, create one (its secret shown once), delete one."""
     assert selectors.signed_in(request.user)  # @login_required
-    token = Token.objects.filter(user=request.user).first()
-    new_key = None
+    user = request.user
+    context: dict[str, Any] = {"all_scopes": ALL_SCOPES, "form": {"scopes": ["read"]}}
     status = 200
     if request.method == "POST":
         action = request.POST.get("action")
-        if action in ("regenerate", "revoke") and request.POST.get("confirm") != "yes":
-            # A confirmation step that needs no script: the next POST carries confirm=yes.
-            context = {"token": token, "confirm_action": action}
-            return page_render(request, "tokens.html", context)
-        if action in ("create", "regenerate"):
-            # One transaction: a failed create must not leave the user without their old token.
-            with transaction.atomic():
-                Token.objects.filter(user=request.user).delete()
-                token = Token.objects.create(user=request.user)
-            new_key = token.key
-        elif action == "revoke":
-            Token.objects.filter(user=request.user).delete()
-            token = None
-            messages.success(request, "Token revoked.")
+        if action == "create":
+            days = request.POST.get("expires_in_days", "").strip()
+            name = request.POST.get("name", "")
+            scopes = request.POST.getlist("scopes")
+            form = {"name": name, "scopes": scopes, "expires_in_days": days}
+            try:
+                if days and not days.isdigit():
+                    raise InvalidInputError(
+                        f"expires_in_days: a whole number of days, or empty for none, not {days!r}"
+                    )
+                token, secret = token_services.api_token_create(
+                    user=user,
+                    name=name,
+                    scopes=scopes,
+                    expires_in_days=int(days) if days else None,
+                )
+                context.update(new_token=token, new_secret=secret)
+            except RegistryError as error:
+                context.update(form=form, error=error.message)
+                status = 409 if "already" in error.message else 400
+        elif action == "delete":
+            pk = request.POST.get("token", "")
+            found = tokens.api_token_list(user=user).filter(pk=pk).first() if pk.isdigit() else None
+            if found is None:
+                messages.error(request, f"You have no token {pk!r}.")
+                status = 404
+            elif request.POST.get("confirm") != "yes":
+                # A confirmation step that needs no script: the next POST carries confirm=yes.
+                context["confirm_delete"] = found
+            else:
+                token_services.api_token_delete(user=user, pk=found.pk)
+                messages.success(request, f"Token {found.name!r} deleted.")
         else:
-            messages.error(request, f"Unknown action {action!r}: use create, regenerate or revoke.")
+            messages.error(request, f"Unknown action {action!r}: use create or delete.")
             status = 400
-    return page_render(request, "tokens.html", {"token": token, "new_key": new_key}, status=status)
+    context["tokens"] = tokens.api_token_list(user=user)
+    return page_render(request, "tokens.html", context, status=status)

@@ -44,19 +44,20 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "axes",
     "catalogs",
+    "catalogs.accounts",
     "catalogs.publishing",
     "catalogs.distribution",
     "catalogs.trust",
     "catalogs.mirroring",
     "catalogs.review",
     "catalogs.discovery",
+    "catalogs.notifications",
 ]
 
 MIDDLEWARE = [
@@ -120,6 +121,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "catalogs.web.context.layout",
+                "catalogs.notifications.context.inbox",
             ],
         },
     },
@@ -175,6 +177,28 @@ for _network in TRIAL_ALLOWED_NETWORKS:
     except ValueError:
         raise ImproperlyConfigured(
             f"TRIAL_ALLOWED_NETWORKS: {_network!r} is not an IP address or network."
+        ) from None
+# E-mail (the notices of users' subscriptions), as django-environ reads EMAIL_URL: the embedded
+# default prints them on the console; in production e.g. smtp+tls://user:password@smtp.example:587.
+globals().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="krm-registry@localhost")
+
+# Webhooks (catalogs/notifications): deliveries connect to public addresses only, and to private,
+# loopback or link-local ones inside these networks (CIDRs), as MIRROR_ALLOWED_NETWORKS does for
+# mirrors. Each attempt waits WEBHOOK_TIMEOUT_SECONDS at most; a failed one is retried after
+# WEBHOOK_RETRY_BASE_SECONDS, doubling each time up to WEBHOOK_RETRY_MAX_SECONDS, until
+# WEBHOOK_MAX_ATTEMPTS attempts.
+WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10)
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5)
+WEBHOOK_RETRY_BASE_SECONDS = env_int("WEBHOOK_RETRY_BASE_SECONDS", 10)
+WEBHOOK_RETRY_MAX_SECONDS = env_int("WEBHOOK_RETRY_MAX_SECONDS", 3600)
+for _network in WEBHOOK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"WEBHOOK_ALLOWED_NETWORKS: {_network!r} is not an IP address or network."
         ) from None
 STORAGES: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -276,11 +300,14 @@ REST_FRAMEWORK = {
     # Token first: a request without (valid) credentials gets 401 with "WWW-Authenticate: Token"
     # (DRF takes the challenge from the first class); a signed-in user who may not act gets 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "catalogs.api.auth.TokenAuthentication",
-        "catalogs.api.auth.BearerTokenAuthentication",
+        "catalogs.accounts.auth.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    # A token request also needs the scope of its method and action (catalogs/accounts/auth.py).
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticatedOrReadOnly",
+        "catalogs.accounts.auth.TokenHasScope",
+    ],
     # Bounded memory and nesting for JSON bodies (catalogs.api.parsers), on every endpoint.
     "DEFAULT_PARSER_CLASSES": [
         "catalogs.api.parsers.CatalogJSONParser",
@@ -306,6 +333,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Publish, version and search catalogs of KRM functions (KEP-2906).",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Public like the rest of the API, and a token still needs its read scope.
+    "SERVE_PERMISSIONS": [
+        "rest_framework.permissions.AllowAny",
+        "catalogs.accounts.auth.TokenHasScope",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

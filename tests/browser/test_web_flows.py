@@ -148,9 +148,12 @@ def test_tokens_page(new_page, people, screenshots):
     page = new_page()
     sign_in(page, "olivia")
     page.click("text=API tokens")
+    page.fill("#token-name", "laptop")
+    page.check("input[value=publish]")
     page.click("text=Create a token")
     key = page.inner_text("#token-key")
-    assert len(key) == 40
+    assert key.startswith("krm_") and len(key) == 47
+    assert "read, publish" in page.inner_text("table.tokens")
     _shot(page, screenshots, "13-tokens")
 
 

@@ -5,8 +5,16 @@ from __future__ import annotations
 import factory
 from django.contrib.auth import get_user_model
 
+from catalogs.accounts.models import ALL_SCOPES
+from catalogs.accounts.services import api_token_create
 from catalogs.publishing import services
 from catalogs.publishing.models import Catalog, CatalogVersion, Publisher
+
+
+def api_token_key(user, *, scopes=ALL_SCOPES, expires_in_days: int | None = None) -> str:
+    """The secret of a new API token of ``user`` (full scope unless told)."""
+    name = f"test {user.api_tokens.count() + 1}"
+    return api_token_create(user=user, name=name, scopes=scopes, expires_in_days=expires_in_days)[1]
 
 
 def catalog_yaml(

@@ -9,12 +9,11 @@ import hashlib
 import httpx
 import oras.provider
 import pytest
-from rest_framework.authtoken.models import Token
 
 from catalogs.distribution import manifests as m
 from catalogs.publishing.models import CatalogVersion
 from orchestrator.catalog import parse_catalog
-from tests.catalogs.factories import catalog_yaml
+from tests.catalogs.factories import api_token_key, catalog_yaml
 from tests.e2e.test_trusted_catalog import _krm_cmd
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,7 +27,7 @@ def test_view_prints_the_digest_the_registry_serves(live_server, catalog, owner,
     path.write_bytes(document)
     host = live_server.url.removeprefix("http://")
     registry = oras.provider.Registry(hostname=host, insecure=True)
-    registry.auth.set_basic_auth("owner", Token.objects.create(user=owner).key)
+    registry.auth.set_basic_auth("owner", api_token_key(owner))
     response = registry.push(
         target=f"{host}/example-co/functions:latest",
         files=[f"{path}:{m.CATALOG_LAYER}"],

@@ -15,8 +15,8 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
-from rest_framework.authtoken.models import Token
 
+from tests.catalogs.factories import api_token_key
 from tests.e2e.test_trusted_catalog import (
     EXEC_FN,
     STARLARK_FN,
@@ -52,7 +52,7 @@ def published(live_server, catalog, owner, files_server, tmp_path):  # noqa: F81
     url = _publish(live_server, owner, document)
     key = tmp_path / "registry.pub"
     key.write_bytes(httpx.get(f"{live_server.url}/signing-key.pub").content)
-    token = Token.objects.get(user=owner).key
+    token = api_token_key(owner)
     return url, key, ca_file, token, "sha256:" + hashlib.sha256(archive).hexdigest()
 
 
@@ -203,7 +203,7 @@ def test_permission_matrix(live_server, published, other_user, staff_user):
     _url, _key, _ca, token, _digest = published
     body = {"group": "fn.example.com", "kind": "SetTier", "version": "v1", "reason": "broken"}
     assert _revoke(live_server, None, **body).status_code == 401
-    other = Token.objects.create(user=other_user).key
+    other = api_token_key(other_user)
     refused = _revoke(live_server, other, **body)
     assert refused.status_code == 403
     assert refused.json()["detail"] == (
@@ -215,7 +215,7 @@ def test_permission_matrix(live_server, published, other_user, staff_user):
     assert not Revocation.objects.exists()
     assert list(RevocationList.objects.values_list("sequence", flat=True)) == [0]
     assert _revoke(live_server, token, **body).status_code == 201
-    staff = Token.objects.create(user=staff_user).key
+    staff = api_token_key(staff_user)
     digest_body = {"runtime_digest": _digest, "reason": "withdrawn"}
     assert _revoke(live_server, staff, **digest_body).status_code == 201
     # The same target twice: 409, nothing added.

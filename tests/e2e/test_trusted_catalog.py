@@ -143,13 +143,13 @@ def serve_catalog_with_runtimes(upstream) -> str:
 
 
 def _publish(live_server, owner, document: str) -> str:
-    from rest_framework.authtoken.models import Token
+    from tests.catalogs.factories import api_token_key
 
-    token = Token.objects.create(user=owner)
+    token = api_token_key(owner)
     resp = httpx.post(
         f"{live_server.url}/api/v1/catalogs/example-co/functions/versions/",
         content=document.encode(),
-        headers={"Authorization": f"Token {token.key}", "Content-Type": "application/yaml"},
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/yaml"},
     )
     assert resp.status_code == 201, resp.text
     url = resp.json()["catalog_url"]

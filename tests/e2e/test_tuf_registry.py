@@ -14,13 +14,12 @@ import json
 import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
-from rest_framework.authtoken.models import Token
 from securesystemslib.signer import CryptoSigner
 from tuf.api.metadata import Metadata
 from tuf.api.serialization.json import JSONSerializer
 
 from catalogs.publishing import services
-from tests.catalogs.factories import CatalogFactory, PublisherFactory
+from tests.catalogs.factories import CatalogFactory, PublisherFactory, api_token_key
 from tests.e2e.test_trusted_catalog import (
     EXEC_FN,
     STARLARK_FN,
@@ -62,7 +61,7 @@ def world(live_server, catalog, owner, files_server, tmp_path):  # noqa: F811
         "app": _app(tmp_path),
         "home": tmp_path / "home",
         "proxy": proxy,
-        "token": Token.objects.get(user=owner).key,
+        "token": api_token_key(owner),
         "live": live_server.url,
         "document": document,
     }

@@ -116,11 +116,10 @@ def test_a_declared_body_over_the_limit_is_413_naming_it(server):
 @pytest.mark.django_db(transaction=True)
 def test_a_server_that_cannot_read_chunked_bodies_says_so(live_server, admin_user):
     """Django's own server (wsgiref) hands chunked bytes over undecoded: 411, not a guess."""
-    from rest_framework.authtoken.models import Token
-
     from catalogs.publishing.models import CatalogVersion
+    from tests.catalogs.factories import api_token_key
 
-    token = Token.objects.create(user=admin_user).key
+    token = api_token_key(admin_user)
     status, _, body = _post(
         live_server.url, token, [b"apiVersion: x\n"], content_type="application/yaml"
     )

@@ -11,12 +11,12 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from catalogs.distribution.models import OciUpload
 from catalogs.distribution.services import oci_uploads_gc
 from catalogs.review.models import Contribution
+from tests.catalogs.factories import api_token_key
 from tests.catalogs.review.contribution_fixtures import (  # noqa: F401 (fixtures)
     DEFINITION,
     contributor,
@@ -30,7 +30,7 @@ UPLOADS = "/v2/example-co/functions/blobs/uploads/"
 
 @pytest.fixture
 def basic(owner, catalog) -> str:
-    key = Token.objects.create(user=owner).key
+    key = api_token_key(owner)
     return "Basic " + base64.b64encode(f"owner:{key}".encode()).decode()
 
 

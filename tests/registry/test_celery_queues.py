@@ -16,6 +16,8 @@ ROUTES = {
     "catalogs.tasks.trial_cache_prune_task": "housekeeping",
     "catalogs.tasks.catalog_version_publish_task": "celery",
     "catalogs.tasks.catalog_version_verify_task": "celery",
+    "catalogs.tasks.webhook_delivery_send_task": "celery",
+    "catalogs.tasks.notification_email_send_task": "celery",
 }
 
 

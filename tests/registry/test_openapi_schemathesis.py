@@ -63,10 +63,17 @@ def _failures(base: str, headers: dict[str, str]) -> list[str]:
     return sorted(set(f for f in failures if not _semantic_refusal(f)))
 
 
-# A schema cannot describe which strings are valid public keys: a random string that has the
-# schema's shape is rightly refused with 400 (tests/catalogs/trust/test_publisher_keys.py checks
-# each refusal's message). Only that check, on that operation, is set aside.
-SEMANTIC_BODIES = ("POST /api/v1/publishers/{publisher}/keys/",)
+# A schema cannot describe which strings are valid public keys, which webhook URLs the network
+# policy lets through (a random URL's host is private or does not resolve), nor that a
+# subscription names exactly one of a catalog that exists and a function: a random body that has
+# the schema's shape is rightly refused with 400 or 404 (tests/catalogs/trust/
+# test_publisher_keys.py and tests/catalogs/notifications/ check each refusal's message). Only
+# that check, on those operations, is set aside.
+SEMANTIC_BODIES = (
+    "POST /api/v1/publishers/{publisher}/keys/",
+    "POST /api/v1/publishers/{publisher}/webhooks/",
+    "POST /api/v1/subscriptions/",
+)
 
 
 def _semantic_refusal(failure: str) -> bool:

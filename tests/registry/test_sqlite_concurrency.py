@@ -21,12 +21,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = """
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from catalogs.accounts.services import api_token_create
 from catalogs.publishing import services
 user = User.objects.create_user("alice")
 publisher = services.publisher_create(slug="acme", actor=user)
 services.catalog_create(publisher=publisher, name="fns", actor=user)
-print(Token.objects.create(user=user).key)
+print(api_token_create(user=user, name="script")[1])
 """
 
 

@@ -179,17 +179,15 @@ def _sha256(data: bytes) -> str:
 
 @pytest.mark.django_db(transaction=True)
 def test_publish_through_one_replica_read_through_the_other(replicas):
-    from rest_framework.authtoken.models import Token
-
     from catalogs.publishing import services
-    from tests.catalogs.factories import UserFactory
+    from tests.catalogs.factories import UserFactory, api_token_key
 
     web_a, web_b = replicas
     owner = UserFactory(username="replica-owner")
     publisher = services.publisher_create(slug="replicas", display_name="R", actor=None)
     publisher.owners.add(owner)
     services.catalog_create(publisher=publisher, name="shared", actor=None)
-    token = Token.objects.create(user=owner).key
+    token = api_token_key(owner)
 
     document = catalog_yaml(("example.co", "Shared", "v1"))
     published = httpx.post(

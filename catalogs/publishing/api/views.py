@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalogs.accounts.auth import TokenHasScope
 from catalogs.api.cache import cached_list
 from catalogs.api.parsers import (
     CatalogJSONParser,
@@ -253,7 +254,7 @@ def _publish_content(request: Request) -> bytes | str | OversizedDocument:
 class ApiRootView(APIView):
     """The API's index: links to each collection."""
 
-    permission_classes = [AllowAny]
+    permission_classes = [AllowAny, TokenHasScope]
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:

@@ -13,7 +13,6 @@ from django.contrib.auth.models import Group, Permission, User
 from django.core.cache import caches
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from catalogs.api import cache as list_cache
@@ -23,7 +22,7 @@ from catalogs.publishing import services
 from catalogs.publishing.models import Catalog, Publisher
 from catalogs.review import services as contributions
 from catalogs.trust import revocations
-from tests.catalogs.factories import UserFactory, catalog_yaml
+from tests.catalogs.factories import UserFactory, api_token_key, catalog_yaml
 from tests.catalogs.review import contribution_fixtures
 from tests.catalogs.review.contribution_fixtures import DEFINITION
 
@@ -188,7 +187,7 @@ def test_only_writes_to_registry_tables_end_the_pages(published, owner):
     anonymous = client_for(None)
     results(anonymous, CATALOGS)
     generation = caches["default"].get(list_cache.GENERATION_KEY)
-    Token.objects.create(user=owner)  # authtoken_token: no list shows it
+    api_token_key(owner)  # accounts_apitoken: no list shows it
     results(anonymous, CATALOGS)
     assert caches["default"].get(list_cache.GENERATION_KEY) == generation
     UserFactory(username="someone")  # auth_user: users and their roles decide visibility

@@ -16,8 +16,8 @@ import hashlib
 
 import pytest
 from django.test import Client
-from rest_framework.authtoken.models import Token
 
+from catalogs.accounts.services import api_token_create
 from catalogs.publishing import services
 from catalogs.publishing.models import Catalog, Publisher
 from catalogs.trust.models import RevocationList
@@ -56,7 +56,7 @@ def world(db, jobs_in_this_process):
         catalog=Catalog.objects.get(name="secret"), actor=owner, visibility="private"
     )
     services.publisher_update(publisher=hidden, actor=owner, visibility="private")
-    tokens = {role: Token.objects.create(user=user).key for role, user in users.items()}
+    tokens = {role: api_token_create(user=user, name=role)[1] for role, user in users.items()}
     sequence = RevocationList.objects.get(catalog__name="secret").sequence
     return {"users": users, "tokens": tokens, "versions": published, "sequence": sequence}
 

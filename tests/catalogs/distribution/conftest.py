@@ -29,9 +29,9 @@ def _no_cosign_artifacts(settings):
 @pytest.fixture
 def owner_token(owner) -> str:
     """The owner's API token (DRF), the password of HTTP Basic and of the token flow."""
-    from rest_framework.authtoken.models import Token
+    from tests.catalogs.factories import api_token_key
 
-    return Token.objects.create(user=owner).key
+    return api_token_key(owner)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from catalogs.distribution.models import OciBlob, OciManifest, OciTag, OciUpload
 from catalogs.mirroring.models import MirrorSource
 from catalogs.publishing.models import CatalogVersion
 from tests.catalogs.distribution.test_distribution_spec_pull import _error
-from tests.catalogs.factories import catalog_yaml
+from tests.catalogs.factories import api_token_key, catalog_yaml
 
 pytestmark = pytest.mark.django_db
 
@@ -86,7 +86,6 @@ def test_anonymous_push_is_401_with_the_token_challenge(client, published):
 
 
 def test_token_flow_grants_push_to_owners_only(client, published, basic, other_user):
-    from rest_framework.authtoken.models import Token
 
     scope = "repository:example-co/functions:pull,push"
     granted = client.get(f"/v2/token?service=testserver&scope={scope}", HTTP_AUTHORIZATION=basic)
@@ -110,7 +109,7 @@ def test_token_flow_grants_push_to_owners_only(client, published, basic, other_u
     )
 
     # Someone who owns nothing: a token without push, and Basic credentials denied.
-    key = Token.objects.create(user=other_user).key
+    key = api_token_key(other_user)
     other_basic = "Basic " + base64.b64encode(f"other:{key}".encode()).decode()
     other = client.get(f"/v2/token?scope={scope}", HTTP_AUTHORIZATION=other_basic).json()
     _error(

@@ -105,8 +105,7 @@ def test_a_private_catalogs_cached_blob_goes_to_django_and_is_404_to_outsiders(
 ):
     import base64
 
-    from rest_framework.authtoken.models import Token
-
+    from catalogs.accounts.services import api_token_create
     from catalogs.distribution import selectors
     from catalogs.publishing import services
 
@@ -117,7 +116,8 @@ def test_a_private_catalogs_cached_blob_goes_to_django_and_is_404_to_outsiders(
     status, _headers, body = _call(path)
     assert status.startswith("404")
     assert b"NAME_UNKNOWN" in body and bytes(published.content) not in body
-    basic = base64.b64encode(f"owner:{Token.objects.create(user=owner).key}".encode()).decode()
+    secret = api_token_create(user=owner, name="t")[1]
+    basic = base64.b64encode(f"owner:{secret}".encode()).decode()
     status, _headers, body = _call(path, HTTP_AUTHORIZATION=f"Basic {basic}")
     assert (status, body) == ("200 OK", bytes(published.content))
     # Public again: the fast path answers again, without Django.

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from catalogs.accounts.models import ApiToken
+from catalogs.accounts.services import token_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -60,61 +63,72 @@ def test_sign_up_with_mismatched_passwords_creates_nobody(client, settings):
     assert not get_user_model().objects.filter(username="new").exists()
 
 
-def test_tokens_create_regenerate_and_revoke(client, owner):
+def test_tokens_page_creates_named_scoped_tokens_shown_once_and_deletes_them(client, owner):
     client.force_login(owner)
     assert "You have no token." in client.get("/accounts/tokens/").content.decode()
-    created = client.post("/accounts/tokens/", {"action": "create"})
-    key = Token.objects.get(user=owner).key
-    assert key in created.content.decode()
-    # The token works against the API.
-    from rest_framework.test import APIClient
-
+    created = client.post(
+        "/accounts/tokens/",
+        {"action": "create", "name": "ci", "scopes": ["read", "publish"], "expires_in_days": "30"},
+    )
+    body = created.content.decode()
+    token = ApiToken.objects.get(user=owner)
+    secret = body.split('<code id="token-key">')[1].split("</code>")[0]
+    assert secret.startswith("krm_") and token.digest == token_digest(secret)
+    assert (token.name, token.scopes) == ("ci", ["read", "publish"])
+    assert token.expires_at is not None
+    # The token works against the API; the list page never shows the secret again.
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
     assert api.post("/api/v1/publishers/", {"slug": "by-token"}, format="json").status_code == 201
-    client.post("/accounts/tokens/", {"action": "regenerate", "confirm": "yes"})
-    assert Token.objects.get(user=owner).key != key
-    client.post("/accounts/tokens/", {"action": "revoke", "confirm": "yes"})
-    assert not Token.objects.filter(user=owner).exists()
+    listed = client.get("/accounts/tokens/").content.decode()
+    assert secret not in listed and token.hint in listed and "read, publish" in listed
+    # Deleting asks first, then the token stops working.
+    asked = client.post("/accounts/tokens/", {"action": "delete", "token": token.pk})
+    assert "Delete the token ci?" in asked.content.decode()
+    assert ApiToken.objects.filter(pk=token.pk).exists()
+    client.post("/accounts/tokens/", {"action": "delete", "token": token.pk, "confirm": "yes"})
+    assert not ApiToken.objects.filter(user=owner).exists()
+    assert api.get("/api/v1/publishers/").status_code == 401
 
 
 @pytest.mark.parametrize(
-    ("action", "question", "button"),
+    ("form", "status", "message"),
     [
-        ("regenerate", "Regenerate your token?", "Yes, regenerate it"),
-        ("revoke", "Revoke your token?", "Yes, revoke it"),
+        ({"name": "", "scopes": ["read"]}, 400, "name: give the token a name of 1 to 100"),
+        ({"name": "x", "scopes": []}, 400, "scopes: give at least one of read, publish, review"),
+        ({"name": "x", "scopes": ["admin"]}, 400, "scopes: unknown scope &#x27;admin&#x27;"),
+        ({"name": "x", "scopes": ["read"], "expires_in_days": "0"}, 400, "a whole number of days"),
+        ({"name": "x", "scopes": ["read"], "expires_in_days": "soon"}, 400, "a whole number"),
+        (
+            {"name": "old", "scopes": ["read"]},
+            409,
+            "you already have a token named &#x27;old&#x27;",
+        ),
     ],
 )
-def test_regenerate_and_revoke_ask_first_and_change_nothing_until_confirmed(
-    client, owner, action, question, button
-):
+def test_a_bad_token_form_says_why_and_changes_nothing(client, owner, form, status, message):
+    from tests.catalogs.factories import api_token_key
+
+    api_token_key(owner)
+    owner.api_tokens.update(name="old")
     client.force_login(owner)
-    key = Token.objects.create(user=owner).key
-    response = client.post("/accounts/tokens/", {"action": action})
-    body = response.content.decode()
-    assert response.status_code == 200
-    assert question in body and button in body
-    # The confirm button posts the same action with confirm=yes; Cancel goes back.
-    assert f'<input type="hidden" name="action" value="{action}">' in body
-    assert 'name="confirm" value="yes"' in body
-    assert '<a href="/accounts/tokens/">Cancel</a>' in body
-    assert Token.objects.get(user=owner).key == key
-    # Anything but confirm=yes is still only the question.
-    client.post("/accounts/tokens/", {"action": action, "confirm": "no"})
-    assert Token.objects.get(user=owner).key == key
+    response = client.post("/accounts/tokens/", {"action": "create", **form})
+    assert response.status_code == status
+    assert message in response.content.decode()
+    assert list(owner.api_tokens.values_list("name", flat=True)) == ["old"]
 
 
-def test_an_unknown_token_action_is_refused_and_keeps_the_token(client, owner):
+def test_an_unknown_token_action_is_refused_and_keeps_the_tokens(client, owner):
+    from tests.catalogs.factories import api_token_key
+
+    api_token_key(owner)
     client.force_login(owner)
-    client.post("/accounts/tokens/", {"action": "create"})
-    key = Token.objects.get(user=owner).key
     response = client.post("/accounts/tokens/", {"action": "delete-all"})
     assert response.status_code == 400
     assert (
-        "Unknown action &#x27;delete-all&#x27;: use create, regenerate or revoke."
-        in response.content.decode()
+        "Unknown action &#x27;delete-all&#x27;: use create or delete." in response.content.decode()
     )
-    assert Token.objects.get(user=owner).key == key
+    assert owner.api_tokens.count() == 1
 
 
 @pytest.mark.parametrize(

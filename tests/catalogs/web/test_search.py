@@ -221,9 +221,9 @@ def test_queries_per_page_do_not_grow_with_the_results(
     if signed_in:
         client.force_login(UserFactory(username="olivia"))
     # Three for the search, one for the catalogs listed under an empty query, one for the
-    # landing (signed out), or six for session, user, reviewer, operator and pending-invitation
-    # checks (signed in).
-    budget = 11 if signed_in else 5
+    # landing (signed out), or seven for session, user, reviewer, operator, pending-invitation
+    # and unread-inbox checks (signed in).
+    budget = 12 if signed_in else 5
     for path in ("/", "/?q=bulk&page_size=30", "/?q=e&runtime=exec&sort=updated", "/?q=zzz"):
         with django_assert_max_num_queries(budget):
             assert client.get(path).status_code == 200

@@ -1,0 +1,22 @@
+"""Events of review, for the apps above it (see ``catalogs.events``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from catalogs.review.models import Contribution
+
+
+@dataclass(frozen=True)
+class ContributionSubmitted:
+    """``contribution`` was submitted, or resubmitted after a rejection (``resubmitted``)."""
+
+    contribution: Contribution
+    resubmitted: bool = False
+
+
+@dataclass(frozen=True)
+class ContributionDecided:
+    """A reviewer approved or rejected ``contribution`` (its ``status`` says which)."""
+
+    contribution: Contribution

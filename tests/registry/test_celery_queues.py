@@ -7,6 +7,9 @@ import pytest
 
 from registry.celery import app
 
+# What a worker imports at start (every app's tasks module), whatever this process imported.
+app.loader.import_default_modules()
+
 ROUTES = {
     "catalogs.tasks.contribution_trials_run_task": "trials",
     "catalogs.tasks.mirror_source_sync_task": "mirroring",
@@ -18,6 +21,7 @@ ROUTES = {
     "catalogs.tasks.catalog_version_verify_task": "celery",
     "catalogs.tasks.webhook_delivery_send_task": "celery",
     "catalogs.tasks.notification_email_send_task": "celery",
+    "catalogs.tasks.tuf_refresh_task": "celery",
 }
 
 

@@ -87,7 +87,15 @@ def _basic_token(header: str) -> ApiToken:
 
 
 def identity_from_request(request: HttpRequest) -> Identity:
-    """The caller of ``request``, or UnauthorizedError for credentials that do not check out."""
+    """The caller of ``request``, or UnauthorizedError for credentials that do not check out
+    (worked out once per request: the visibility and the push checks both ask)."""
+    cached = request.__dict__.get("_oci_identity")
+    if cached is None:
+        cached = request.__dict__["_oci_identity"] = _identity_of(request)
+    return cached
+
+
+def _identity_of(request: HttpRequest) -> Identity:
     header = request.META.get("HTTP_AUTHORIZATION", "")
     scheme, _, value = header.partition(" ")
     scheme = scheme.lower()

@@ -106,6 +106,7 @@ def test_nginx_site_renders_every_variable_and_refuses_a_missing_one(tmp_path):
         "KRM_CACHE_DIR": str(tmp_path),
         "KRM_LATEST_MICROCACHE": "1s",
         "KRM_MEDIA_ROOT": str(tmp_path / "media"),
+        "KRM_PULLS_LOG": str(tmp_path / "pulls.log"),
     }
     rendered = bench.render_nginx_site(values)
     assert re.search(r"\$\{KRM_\w+\}", rendered) is None

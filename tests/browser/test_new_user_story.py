@@ -170,7 +170,7 @@ def test_new_user_story(
     sam.shot("mirror-form")
     sam.page.click("text=Create source")
     sam.page.wait_for_selector("text=Source upstream created.")
-    sam.page.click("text=Sync now")
+    sam.page.click("button:has-text('Sync now')")  # not the schedule note that names it
     sam.page.wait_for_selector("text=succeeded")
     sam.goto(sam.page.url)
     sam.shot("mirror")

@@ -193,8 +193,8 @@ def test_mirror_pages(new_page, people, screenshots, monkeypatch):
     page.click("text=Mirrors")
     _shot(page, screenshots, "14-mirrors")
     page.click("table.mirrors >> text=upstream")
-    page.click("text=Sync now")
-    page.wait_for_selector("text=queued for upstream")
+    page.click("button:has-text('Sync now')")  # not the schedule note that names it
+    page.wait_for_selector("text=of upstream failed")  # eager Celery: the run has ended
     runs = page.inner_text("table.runs")
     assert "Digest pin mismatch" in runs
     # The queued run ran (eager celery here) and failed for a reason the operator can act on.

@@ -282,6 +282,20 @@ def _v2_needs_quotes(s: str) -> bool:
     return False
 
 
+def go_integral(f: float) -> int | None:
+    """The integer kustomize prints for an integral float64 below 1e21, or None when it prints
+    a float: Go's encoding/json writes the fewest digits that read back the same (as repr
+    chooses them), padded with zeros, and go-yaml v2 reads that back as an integer only within
+    int64 or uint64 (else as a float, printed in exponent form)."""
+    n = int(f)
+    if -(2**53) <= n <= 2**53:
+        return n
+    from decimal import Decimal  # lazy: only integers this large need it
+
+    n = int(Decimal(repr(f)))
+    return n if -(2**63) <= n < 2**64 else None
+
+
 def format_float(f: float) -> str:
     """Format a float the way the JSON round trip plus go-yaml v2 would."""
     if math.isnan(f):
@@ -289,16 +303,8 @@ def format_float(f: float) -> str:
     if math.isinf(f):
         return ".inf" if f > 0 else "-.inf"
     if f == int(f) and abs(f) < 1e21:
-        n = int(f)
-        if -(2**53) <= n <= 2**53:
-            return str(n)
-        # Go's encoding/json writes the fewest digits that read back the same (as repr
-        # chooses them), padded with zeros; go-yaml v2 reads that as an integer only within
-        # int64 or uint64, else as a float, which it prints in exponent form.
-        from decimal import Decimal  # lazy: only integers this large need it
-
-        n = int(Decimal(repr(f)))
-        if -(2**63) <= n < 2**64:
+        n = go_integral(f)
+        if n is not None:
             return str(n)
     r = repr(f)
     if "e" in r:

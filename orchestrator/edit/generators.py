@@ -112,14 +112,7 @@ def add(
             'failed to validate flags: invalid behavior: must be one of "create", "merge", '
             'or "replace"'
         )
-    try:
-        kf = KustomizationFile()
-    except KustFileError as exc:
-        raise EditError(f"failed to load kustomization file: {exc}") from None
-    try:
-        data = kf.read()
-    except KustFileError as exc:
-        raise EditError(f"failed to read kustomization file: {exc}") from None
+    kf, data = _read_kustomization()
     entries = list(data.get(key) or [])
     entry = next(
         (
@@ -212,14 +205,7 @@ def set_(
             "failed to validate flags: at least one of [--from-literal, --new-namespace] "
             "must be specified"
         )
-    try:
-        kf = KustomizationFile()
-    except KustFileError as exc:
-        raise EditError(f"failed to load kustomization file: {exc}") from None
-    try:
-        data = kf.read()
-    except KustFileError as exc:
-        raise EditError(f"failed to read kustomization file: {exc}") from None
+    kf, data = _read_kustomization()
     entries = list(data.get(key) or [])
     index = next(
         (
@@ -277,3 +263,16 @@ def run(verb: str, kind: str, args: list[str], flags: dict[str, Any]) -> None:
         set_(kind, args, **flags)
     else:
         remove(kind, args, **flags)
+
+
+def _read_kustomization() -> tuple[KustomizationFile, dict[str, Any]]:
+    """The kustomization file and its fields, with kustomize's wording for a file that cannot
+    be loaded or read."""
+    try:
+        kf = KustomizationFile()
+    except KustFileError as exc:
+        raise EditError(f"failed to load kustomization file: {exc}") from None
+    try:
+        return kf, kf.read()
+    except KustFileError as exc:
+        raise EditError(f"failed to read kustomization file: {exc}") from None

@@ -17,6 +17,7 @@ import json
 
 from orchestrator.errors import PatchError
 from orchestrator.lazyre import Pattern
+from orchestrator.yamlscalar import go_integral
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -112,11 +113,8 @@ def _go_json(value: Any) -> Any:
 
 
 def _go_int(text: str) -> int | float:
-    """The number kustomize prints for the JSON integer ``text`` read as a float64.
-
-    Go's encoding/json writes a float64 below 1e21 in full with the fewest digits that read
-    back the same (as Python's repr chooses them); go-yaml v2 reads that back as an integer
-    when it fits in int64 or uint64, else as a float."""
+    """The number kustomize prints for the JSON integer ``text`` read as a float64
+    (``yamlscalar.go_integral``: an integer within int64/uint64, else a float)."""
     v = int(text)
     if -(2**53) <= v <= 2**53:
         return v
@@ -125,10 +123,8 @@ def _go_int(text: str) -> int | float:
     except OverflowError:
         return v  # beyond float64: kustomize fails to read it back; keep it as written
     if abs(f) < 1e21:
-        from decimal import Decimal  # lazy: only integers this large need it
-
-        n = int(Decimal(repr(f)))
-        if -(2**63) <= n < 2**64:
+        n = go_integral(f)
+        if n is not None:
             return n
     return f
 

@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.functions.catalogs import CatalogSet, LoadedCatalog
+from orchestrator.functions.catalogs import CatalogSet, LoadedCatalog, Match
 from orchestrator.functions.options import FnOptions, FunctionError
 from orchestrator.functions.revocations import refuse_revoked
 
@@ -159,31 +159,10 @@ def resolve(config: dict[str, Any], catalogs: CatalogSet | None, options: FnOpti
         if spec is None:
             continue
         if rkind == "exec":
-            platforms = [
-                p for p in spec.get("platforms", []) if p["os"] == os_name and p["arch"] == arch
-            ]
-            if not platforms:
+            spec = _exec_platform(spec, (os_name, arch))
+            if spec is None:
                 continue
-            spec = platforms[0]
-        refuse_revoked(
-            match.catalog.revocations,
-            catalog=str(match.catalog.ref),
-            group=group,
-            kind=kind,
-            version=version,
-            spec=spec,
-        )
-        if options.lock_mode:
-            from orchestrator.functions import lockfile
-
-            lockfile.record_function(
-                options,
-                catalog=match.catalog,
-                api_version=api_version,
-                kind=kind,
-                runtime=rkind,
-                spec=spec,
-            )
+        _admit(match, api_version, kind, rkind, spec, options)
         return Resolved(
             rkind,
             spec,
@@ -222,16 +201,13 @@ def pin_legacy(
             "run (remove the plugin, or pin it with an exec runtime in the catalog)"
         )
     os_name, arch = host_platform()
-    platforms = [
-        p for p in exec_spec.get("platforms", []) if (p["os"], p["arch"]) == (os_name, arch)
-    ]
-    if not platforms:
+    spec = _exec_platform(exec_spec, (os_name, arch))
+    if spec is None:
         pinned = ", ".join(f"{p['os']}/{p['arch']}" for p in exec_spec.get("platforms", []))
         raise FunctionError(
             f"legacy plugin {path} for {api_version} {kind}: catalog {ref} pins it for "
             f"{pinned or 'no platform'}, not {os_name}/{arch}; it is not run"
         )
-    spec = platforms[0]
     import hashlib
 
     digest = hashlib.sha256()
@@ -243,9 +219,33 @@ def pin_legacy(
             f"legacy plugin {path} for {api_version} {kind} has sha256 {digest.hexdigest()}; "
             f"catalog {ref} pins sha256 {spec['sha256']}: it is not run"
         )
+    _admit(match, api_version, kind, "exec", spec, options)
+    return str(ref)
+
+
+def _exec_platform(spec: dict[str, Any], os_arch: tuple[str, str]) -> dict[str, Any] | None:
+    """The exec runtime's platform entry for this (os, arch), if the catalog lists one."""
+    platforms: list[dict[str, Any]] = spec.get("platforms", [])
+    for platform in platforms:
+        if (platform["os"], platform["arch"]) == os_arch:
+            return platform
+    return None
+
+
+def _admit(
+    match: Match,
+    api_version: str,
+    kind: str,
+    runtime: str,
+    spec: dict[str, Any],
+    options: FnOptions,
+) -> None:
+    """A catalog function's chosen runtime: refused when revoked; --lock notes it, --locked
+    holds it to the lock file."""
+    group, _, version = api_version.rpartition("/")
     refuse_revoked(
         match.catalog.revocations,
-        catalog=str(ref),
+        catalog=str(match.catalog.ref),
         group=group,
         kind=kind,
         version=version,
@@ -255,7 +255,10 @@ def pin_legacy(
         from orchestrator.functions import lockfile
 
         lockfile.record_function(
-            options, catalog=match.catalog, api_version=api_version, kind=kind, runtime="exec",
+            options,
+            catalog=match.catalog,
+            api_version=api_version,
+            kind=kind,
+            runtime=runtime,
             spec=spec,
-        )  # fmt: skip
-    return str(ref)
+        )

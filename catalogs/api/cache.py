@@ -8,7 +8,8 @@ else). Each entry stores the generation it was rendered at; a hit needs the curr
 
 Invalidation is at the database, not in each service: an execute wrapper on every connection
 sees each INSERT/UPDATE/DELETE on a registry table (``catalogs_*`` and ``auth_*``: users, groups
-and permissions decide visibility), whatever wrote it (services, admin, bulk updates, raw SQL,
+and permissions decide visibility; not the pull counts, which lists show up to the expiry late),
+whatever wrote it (services, admin, bulk updates, raw SQL,
 cascades). After the transaction commits, the generation becomes a fresh random token in the
 shared cache, so every process's next read misses. Inside the writing transaction, the thread's
 own next read starts a new generation too (it already sees its uncommitted rows). A generation is
@@ -55,6 +56,10 @@ _ENTRY_PREFIX = "api-list:page:"
 # Tables whose rows lists show or whose rows decide who sees what.
 _WATCHED = re.compile(r'^\s*(?:insert\s+(?:or\s+\w+\s+)?into|update|delete\s+from)\s+"?(\w+)', re.I)
 _WATCHED_TABLES = ("catalogs_", "auth_")
+# Pull counts are flushed every few seconds under steady pulls: were they watched, no list page
+# would live longer than that. A list shows them at most API_LIST_CACHE_SECONDS late, as
+# download counts are on every registry; detail views and the per-day endpoint are not cached.
+_UNWATCHED_TABLES = ("catalogs_catalogversionpulls",)
 _ALWAYS = re.compile(r"^\s*(?:truncate|rollback\s+to)", re.I)  # flushes, undone savepoints
 
 Scope = Literal["public", "user", "viewer"]
@@ -150,7 +155,10 @@ def _execute_wrapper(execute, sql, params, many, context):
     result = execute(sql, params, many, context)
     if isinstance(sql, str) and sql[:40].lstrip()[:1].lower() in "iudtr":
         match = _WATCHED.match(sql)
-        if (match and match.group(1).lower().startswith(_WATCHED_TABLES)) or _ALWAYS.match(sql):
+        table = match.group(1).lower() if match else ""
+        if (
+            table.startswith(_WATCHED_TABLES) and not table.startswith(_UNWATCHED_TABLES)
+        ) or _ALWAYS.match(sql):
             _note_write(context["connection"].alias)
     return result
 

@@ -195,6 +195,31 @@ def test_only_writes_to_registry_tables_end_the_pages(published, owner):
     assert caches["default"].get(list_cache.GENERATION_KEY) != generation
 
 
+def test_pull_count_flushes_keep_the_pages_until_they_expire(published, settings):
+    """Under steady pulls a flush comes every few seconds: it must not end every list page."""
+    from catalogs.publishing import pulls
+    from catalogs.publishing.models import CatalogVersion, CatalogVersionPulls
+
+    anonymous = client_for(None)
+    first = results(anonymous, CATALOGS)
+    generation = caches["default"].get(list_cache.GENERATION_KEY)
+    version = CatalogVersion.objects.get(catalog=published)
+    for _ in range(3):
+        pulls.pull_record(
+            via="https",
+            publisher_slug="example-co",
+            catalog_name="functions",
+            digest=version.digest,
+        )
+    assert pulls.pulls_flush() == 3
+    assert CatalogVersionPulls.objects.filter(version=version).count() == 1
+    assert caches["default"].get(list_cache.GENERATION_KEY) == generation
+    assert results(anonymous, CATALOGS) == first  # the page as cached, 0 pulls
+    settings.API_LIST_CACHE_SECONDS = 0  # what expiry does: the page is rendered again
+    list_cache.invalidate()
+    assert [c["pulls"] for c in results(anonymous, CATALOGS)] == [3]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_commit_in_another_thread_ends_this_threads_pages(owner):
     """What another process does reaches this one only through the shared generation: the

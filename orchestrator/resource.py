@@ -234,12 +234,12 @@ class Resource:
             return id_key(self.api_version, self._kind_at(0), name, ns)
         return self.key()
 
-    def copy(self) -> Resource:
-        """Deep copy of the object and the bookkeeping."""
+    def copy(self, *, obj: dict[str, Any] | None = None) -> Resource:
+        """Deep copy of the object (or ``obj`` in its place, as it is) and the bookkeeping."""
         import copy as _copy
 
         return Resource(
-            obj=_copy.deepcopy(self.obj),
+            obj=_copy.deepcopy(self.obj) if obj is None else obj,
             source=self.source,
             previous=list(self.previous),
             behavior=self.behavior,

@@ -58,19 +58,29 @@ def _item_path(res: Resource, kustomization_dir: str | None, seen: dict[str, str
     return f"{kind}_{res.name or 'unnamed'}.yaml"
 
 
-def to_items(resources: Iterable[Resource], kustomization_dir: str | None) -> list[dict[str, Any]]:
-    """Deep copies of the resources with path/index/id annotations set."""
+def to_items(
+    resources: Iterable[Resource], kustomization_dir: str | None, *, deep: bool = True
+) -> list[dict[str, Any]]:
+    """Copies of the resources with path/index/id annotations set.
+
+    ``deep``: for functions that get the items as objects and may change them in place (in
+    process); otherwise (the items are only encoded) only the path to the annotations is copied.
+    """
     items = []
     per_path: dict[str, int] = {}
     seen: dict[str, str | None] = {}
     for i, res in enumerate(resources):
-        obj = copy.deepcopy(res.obj)
+        obj = copy.deepcopy(res.obj) if deep else dict(res.obj)
         md = obj.get("metadata")
         if not isinstance(md, dict):
             md = obj["metadata"] = {}
+        elif not deep:
+            md = obj["metadata"] = dict(md)
         ann = md.get("annotations")
         if not isinstance(ann, dict):
             ann = md["annotations"] = {}
+        elif not deep:
+            ann = md["annotations"] = dict(ann)
         path = ann.get(PATH) or ann.get(LEGACY_PATH) or _item_path(res, kustomization_dir, seen)
         index = per_path.get(path, 0)
         per_path[path] = index + 1
@@ -141,8 +151,7 @@ def from_items(
         ident = strip_internal(obj)
         res: Resource | None = None
         if ident is not None and ident.isdigit() and int(ident) < len(inputs):
-            res = inputs[int(ident)].copy()
-            res.obj = obj
+            res = inputs[int(ident)].copy(obj=obj)
         else:
             res = Resource(obj=obj, source=function)
         out.append(res)

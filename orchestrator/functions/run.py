@@ -252,7 +252,8 @@ def run_function_config(
     # Before anything is fetched or run: the user's consent comes first.
     _check_needs(resolved, options, name)
     inputs = [] if role == "generator" else list(resources)
-    items = rl.to_items(inputs, kustomization_dir)
+    # Starlark gets the items as objects and changes them in place; the others read bytes.
+    items = rl.to_items(inputs, kustomization_dir, deep=resolved.kind == "starlark")
     stderr = ""
     try:
         if resolved.kind == "starlark":

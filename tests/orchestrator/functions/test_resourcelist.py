@@ -31,6 +31,31 @@ def test_items_carry_path_index_and_legacy_annotations(tmp_path):
     assert "annotations" not in a.obj["metadata"]
 
 
+@pytest.mark.parametrize("deep", [True, False])
+def test_shallow_items_share_only_what_no_annotation_touches(deep):
+    """Functions that read bytes get items copied down to the annotations only: the inputs,
+    their labels and annotations stay as they were, and the items encode the same either way."""
+    a = _cm("a", labels={"app": "x"}, annotations={"keep": "me"})
+    b = Resource(obj={"apiVersion": "v1", "kind": "ConfigMap", "metadata": None})
+    before = yamlio.dump(a.obj), yamlio.dump(b.obj)
+    items = rl.to_items([a, b], None, deep=deep)
+    assert (yamlio.dump(a.obj), yamlio.dump(b.obj)) == before
+    assert items[0]["metadata"]["annotations"]["keep"] == "me"
+    assert items[0]["metadata"]["annotations"][rl.ID] == "0"
+    assert items[1]["metadata"]["annotations"][rl.ID] == "1"
+    assert rl.encode(items, None) == rl.encode(rl.to_items([a, b], None), None)
+    assert (items[0]["metadata"]["labels"] is a.obj["metadata"]["labels"]) is not deep
+
+
+def test_an_output_item_keeps_its_bookkeeping_without_copying_the_input():
+    a = _cm("a")
+    a.previous.append(("", "old-a"))
+    new = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}
+    new["metadata"]["annotations"] = {rl.ID: "0"}
+    out = rl.from_items([new], [a], function="fn")
+    assert out[0].obj is new and out[0].previous == [("", "old-a")] and out[0] is not a
+
+
 def test_output_loses_internal_annotations_and_keeps_bookkeeping():
     a = _cm("a", annotations={"keep": "me"})
     a.previous.append(("", "old-a"))

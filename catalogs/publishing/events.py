@@ -40,6 +40,13 @@ class CatalogVersionSignatureRequested:
 
 
 @dataclass(frozen=True)
+class CatalogVersionDeprecationChanged:
+    """``version`` was deprecated (its ``deprecation`` holds the message) or no longer is."""
+
+    version: CatalogVersion
+
+
+@dataclass(frozen=True)
 class CatalogLatestChanged:
     """An owner made ``version`` (an older one) the latest of its catalog, in the transaction."""
 

@@ -37,6 +37,7 @@ from catalogs.publishing.confusables import slug_keys, slugs_confusable
 from catalogs.publishing.documents import problems_located
 from catalogs.publishing.events import (
     CatalogLatestChanged,
+    CatalogVersionDeprecationChanged,
     CatalogVersionPublished,
     CatalogWriteRequested,
 )
@@ -686,6 +687,7 @@ def catalog_version_deprecate(
         version.deprecation = message
         version.deprecated_at = timezone.now() if message else None
         version.save(update_fields=["deprecation", "deprecated_at"])
+        events.emit(CatalogVersionDeprecationChanged(version=version))
         if message:
             _audit(
                 catalog.publisher_id,

@@ -15,6 +15,7 @@ class TrustConfig(AppConfig):
         from catalogs.distribution.events import OciPackagePushed
         from catalogs.publishing.events import (
             CatalogLatestChanged,
+            CatalogVersionDeprecationChanged,
             CatalogVersionPublished,
             CatalogVersionSignatureRequested,
         )
@@ -22,6 +23,9 @@ class TrustConfig(AppConfig):
 
         events.subscribe(CatalogVersionPublished, services.on_catalog_version_published)
         events.subscribe(CatalogLatestChanged, services.on_catalog_latest_changed)
+        events.subscribe(
+            CatalogVersionDeprecationChanged, services.on_catalog_version_deprecation_changed
+        )
         events.subscribe(
             CatalogVersionSignatureRequested, services.on_catalog_version_signature_requested
         )

@@ -118,6 +118,8 @@ class TufTarget(models.Model):
     publisher = models.ForeignKey(Publisher, on_delete=models.CASCADE, related_name="tuf_targets")
     length = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)
+    # The target's signed "custom" object (e.g. {"deprecation": "<message>"}); empty for none.
+    custom = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

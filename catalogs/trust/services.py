@@ -21,6 +21,7 @@ from catalogs.publishing import serving
 from catalogs.publishing.content import catalog_version_bytes
 from catalogs.publishing.events import (
     CatalogLatestChanged,
+    CatalogVersionDeprecationChanged,
     CatalogVersionPublished,
     CatalogVersionSignatureRequested,
 )
@@ -172,6 +173,11 @@ def on_catalog_latest_changed(event: CatalogLatestChanged) -> None:
     version.catalog = catalog
     tuf.catalog_version_targets_set(version=version)
     tuf.tuf_publish(publishers=[catalog.publisher.slug])
+
+
+def on_catalog_version_deprecation_changed(event: CatalogVersionDeprecationChanged) -> None:
+    """A version's deprecation changed: its targets carry it in their signed custom object."""
+    on_catalog_latest_changed(CatalogLatestChanged(version=event.version))
 
 
 def on_catalog_version_signature_requested(event: CatalogVersionSignatureRequested) -> None:

@@ -312,13 +312,18 @@ def root_resign_if_due() -> int | None:
 
 
 def target_set(*, publisher: Publisher, path: str, content: bytes | None = None,
-               length: int = 0, sha256: str = "") -> None:  # fmt: skip
-    """Record (or update) target ``path``: ``content``'s length and sha256, or the given ones."""
+               length: int = 0, sha256: str = "",
+               custom: dict[str, Any] | None = None) -> None:  # fmt: skip
+    """Record (or update) target ``path``: ``content``'s length and sha256, or the given ones,
+    and what its signed ``custom`` object says (nothing by default)."""
     if content is not None:
         length, sha256 = len(content), hashlib.sha256(content).hexdigest()
     TufTarget.objects.update_or_create(
-        path=path, defaults={"publisher": publisher, "length": length, "sha256": sha256}
-    )
+        path=path,
+        defaults={
+            "publisher": publisher, "length": length, "sha256": sha256, "custom": custom or {},
+        },
+    )  # fmt: skip
 
 
 def catalog_version_targets_set(*, version: CatalogVersion) -> None:
@@ -326,16 +331,19 @@ def catalog_version_targets_set(*, version: CatalogVersion) -> None:
     catalog = version.catalog
     base = f"{catalog.publisher.slug}/{catalog.name}"
     sha = version.digest.removeprefix("sha256:")
+    # A deprecation is signed with the target, so krm sees it fresh even for a pinned version.
+    custom = {"deprecation": version.deprecation} if version.deprecation else {}
     target_set(
         publisher=catalog.publisher,
         path=f"{base}/versions/{version.number}/catalog.yaml",
         length=version.size,
         sha256=sha,
+        custom=custom,
     )
     if catalog.latest_version_id == version.pk:
         target_set(
             publisher=catalog.publisher, path=f"{base}/catalog.yaml", length=version.size,
-            sha256=sha,
+            sha256=sha, custom=custom,
         )  # fmt: skip
 
 
@@ -348,7 +356,10 @@ def _publisher_role(publisher: Publisher, version: int) -> Targets:
     role = Targets(version=version, expires=_in(_ttl(Targets.type)))
     for target in TufTarget.objects.filter(publisher=publisher).order_by("path"):
         role.targets[target.path] = TargetFile(
-            length=target.length, hashes={"sha256": target.sha256}, path=target.path
+            length=target.length,
+            hashes={"sha256": target.sha256},
+            path=target.path,
+            unrecognized_fields={"custom": target.custom} if target.custom else None,
         )
     return role
 

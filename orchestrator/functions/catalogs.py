@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -237,6 +238,8 @@ class LoadedCatalog:
     registry: str = ""
     target: str = ""
     version: int | None = None
+    # The publisher's deprecation of this version, signed in the registry's TUF metadata.
+    deprecation: str = ""
 
     @property
     def base_dir(self) -> str | None:
@@ -385,12 +388,14 @@ class CatalogStore:
             path, data, listed_bytes = target.path, found[target.path], found[target.revocations]
             source, version = f"{target.registry}/c/{path}", record["targets"][path].get("version")
             how = str(record.get("how", ""))
+            deprecation = str(record["targets"][path].get("deprecation") or "")
         else:
             session = self._tuf_session(target.registry, ref, keys)
             if session is None:
                 return None
             path, data, source, version = self._verify_tuf(ref, target, session, keys)
             how = session.pin.how
+            deprecation = session.deprecation(path)
             listed_bytes = session.target_bytes(ref.raw, target.revocations, what="revocation list")
         parsed = self._parse(data, source)
         status = SignatureStatus(
@@ -418,6 +423,9 @@ class CatalogStore:
         loaded.revocations = revocations.RevocationList(
             listed_url, sequence, entries, fetched=time.time(), signature=listed_status
         )
+        if deprecation:
+            loaded.deprecation = deprecation
+            _warn_deprecated(loaded)
         return loaded
 
     def _verify_tuf(
@@ -882,3 +890,14 @@ class CatalogSet:
                 check_later(match, self.refs[i + 1 :], self, group, kind, version)
                 return match
         return None
+
+
+def _warn_deprecated(loaded: LoadedCatalog) -> None:
+    """One line on stderr: the version still builds, as npm's deprecate does."""
+    from orchestrator import terminal
+
+    which = f"version {loaded.version}" if loaded.version is not None else "this version"
+    sys.stderr.write(
+        f"Warning: catalog {terminal.field(str(loaded.ref))}: {which} is deprecated by its "
+        f"publisher: {terminal.field(loaded.deprecation)}\n"
+    )

@@ -87,6 +87,13 @@ def _warn(text: str) -> None:
     sys.stderr.write(f"Warning: {text}\n")
 
 
+def target_deprecation(info: TargetFile) -> str:
+    """The deprecation a registry signed in a target's custom object ('' for none)."""
+    custom = info.custom
+    message = custom.get("deprecation") if isinstance(custom, dict) else None
+    return message if isinstance(message, str) else ""
+
+
 def normalise_registry(url: str) -> str:
     """``scheme://host[:port][/prefix]`` without a trailing slash; TrustError when not a URL."""
     parts = urlsplit(url.strip())
@@ -588,6 +595,11 @@ class Session:
         self._remember(path, info)
         return data
 
+    def deprecation(self, path: str) -> str:
+        """The publisher's deprecation message signed with target ``path`` ('' for none)."""
+        info = self.updater.get_targetinfo(path)
+        return target_deprecation(info) if info is not None else ""
+
     def note_version(self, path: str, version: int) -> None:
         """The version number the latest pointer ``path`` stands for (kept for warm builds)."""
         self._versions[path] = version
@@ -614,6 +626,9 @@ class Session:
                 timestamp_sha = hashlib.sha256(data).hexdigest()
             expires.append(Metadata.from_bytes(data).signed.expires.timestamp())
         entry: dict[str, Any] = {"length": info.length, "sha256": sha}
+        deprecation = target_deprecation(info)
+        if deprecation:
+            entry["deprecation"] = deprecation
         if path in self._versions:
             entry["version"] = self._versions[path]
         tufcache.remember(

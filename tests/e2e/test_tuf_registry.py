@@ -175,6 +175,55 @@ def test_a_revocation_through_the_api_stops_the_next_build(world):
     )
 
 
+def _role_targets(live: str, role: str) -> dict:
+    """The targets of ``role`` as served now (timestamp, then snapshot, then the role)."""
+    timestamp = httpx.get(f"{live}/tuf/timestamp.json").json()["signed"]
+    snapshot_version = timestamp["meta"]["snapshot.json"]["version"]
+    snapshot = httpx.get(f"{live}/tuf/{snapshot_version}.snapshot.json").json()["signed"]
+    version = snapshot["meta"][f"{role}.json"]["version"]
+    return httpx.get(f"{live}/tuf/{version}.{role}.json").json()["signed"]["targets"]
+
+
+def test_a_deprecation_is_signed_and_warned_about_pinned_latest_and_warm(world):
+    """A deprecated version still builds, with one warning naming it: the message travels in the
+    version's signed TUF target, so krm sees it fresh for a pinned URL and on a warm build."""
+    live, url = world["live"], world["url"]
+    pinned = url.replace("/catalog.yaml", "/versions/1/catalog.yaml")
+    for each in (url, pinned):
+        proc = _build(world, each)
+        assert proc.returncode == 0, proc.stderr
+        assert "deprecated" not in proc.stderr
+    message = "Use v2: v1 leaks labels."
+    resp = httpx.patch(
+        f"{live}/api/v1/catalogs/example-co/functions/versions/1/",
+        json={"deprecation": message},
+        headers={"Authorization": f"Token {world['token']}"},
+    )
+    assert resp.status_code == 200, resp.text
+    role = _role_targets(live, "example-co")
+    signed = {"deprecation": message}
+    assert role["example-co/functions/versions/1/catalog.yaml"]["custom"] == signed
+    assert role["example-co/functions/catalog.yaml"]["custom"] == signed
+    for each in (url, pinned, url):  # the second build of latest is a warm one
+        proc = _build(world, each)
+        assert proc.returncode == 0, proc.stderr
+        assert (world["app"] / "ran-exec-function").exists()
+        assert proc.stderr == (
+            f"Warning: catalog {each}: version 1 is deprecated by its publisher: "
+            "Use v2: v1 leaks labels.\n"
+        )
+    # Withdrawn: the next build says nothing again.
+    resp = httpx.patch(
+        f"{live}/api/v1/catalogs/example-co/functions/versions/1/",
+        json={"deprecation": ""},
+        headers={"Authorization": f"Token {world['token']}"},
+    )
+    assert resp.status_code == 200, resp.text
+    assert "custom" not in _role_targets(live, "example-co")["example-co/functions/catalog.yaml"]
+    proc = _build(world, pinned)
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
 def _register_key(world, signer: CryptoSigner) -> None:
     pem = signer._private_key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo

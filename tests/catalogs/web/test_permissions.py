@@ -30,8 +30,10 @@ def users(owner, other_user, other_owner, reviewer, staff_user):
 
 @pytest.fixture
 def rejected(pending, reviewer):
-    """The contributor's contribution, rejected (so that its author may edit it)."""
-    return contributions.contribution_reject(contribution=pending, actor=reviewer, reason="no")
+    """The contributor's contribution, changes requested (so that its author may edit it)."""
+    return contributions.contribution_request_changes(
+        contribution=pending, actor=reviewer, reason="no"
+    )
 
 
 def _state():
@@ -80,7 +82,7 @@ def test_page_access(as_user, users, rejected, url, role):
     _expect(response, PAGES[url][ROLES.index(role)])
 
 
-def test_the_author_may_edit_their_rejected_contribution(as_user, rejected, contributor):
+def test_the_author_may_edit_their_contribution_with_changes_requested(as_user, rejected, contributor):
     assert as_user(contributor).get(f"/contributions/{rejected.pk}/edit/").status_code == 200
 
 

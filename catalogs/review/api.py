@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -392,12 +392,16 @@ class ContributionViewSet(viewsets.GenericViewSet):
         return self._detail(contribution)
 
 
-def _check_comment_scope(request: Request) -> None:
-    """403 for a token with neither the ``publish`` nor the ``review`` scope."""
-    token = request.auth
-    if isinstance(token, ApiToken) and not (
-        token.has_scope(TokenScope.PUBLISH.value) or token.has_scope(TokenScope.REVIEW.value)
-    ):
+class CommentTokenScope(TokenHasScope):
+    """Reading a conversation needs ``read``; writing in it ``publish`` (authors) or ``review``
+    (reviewers): either will do, unlike the one scope TokenHasScope asks of other writes."""
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        token = request.auth
+        if request.method in SAFE_METHODS or not isinstance(token, ApiToken):
+            return super().has_permission(request, view)
+        if token.has_scope(TokenScope.PUBLISH.value) or token.has_scope(TokenScope.REVIEW.value):
+            return True
         raise PermissionDenied(
             f"The token {token.name!r} lacks the 'publish' or 'review' scope a comment needs "
             f"(it has: {', '.join(token.scopes) or 'none'})."
@@ -408,10 +412,7 @@ class ContributionCommentViewSet(viewsets.GenericViewSet):
     """The conversation of a contribution: its author and its reviewers read and write it."""
 
     serializer_class = ContributionCommentSerializer
-    permission_classes = [IsAuthenticated, TokenHasScope]
-    # Reviewers comment with a review token, authors with a publish one: either will do (see
-    # _check_comment_scope), so the permission class asks only for ``read`` here.
-    token_scopes = {"create": "read"}
+    permission_classes = [IsAuthenticated, CommentTokenScope]
     parser_classes = [CatalogJSONParser]
     pagination_class = None
 
@@ -428,11 +429,8 @@ class ContributionCommentViewSet(viewsets.GenericViewSet):
     )
     def create(self, request: Request, pk: int) -> Response:
         """Add a comment (the author, or a reviewer of the catalog)."""
-        _check_comment_scope(request)
         contribution = contributions.contribution_get_visible(pk=int(pk), user=request.user)
-        contributions.contribution_check_may_comment(
-            contribution=contribution, actor=request.user
-        )
+        contributions.contribution_check_may_comment(contribution=contribution, actor=request.user)
         data = _validated(ContributionCommentCreateSerializer, request.data)
         comment = contributions.contribution_comment_add(
             contribution=contribution, author=request.user, body=data["body"]

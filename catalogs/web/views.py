@@ -564,7 +564,7 @@ def review_request_changes(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def review_comment(request: HttpRequest, pk: int) -> HttpResponse:
     """A reviewer adds a comment to the contribution's conversation."""
-    contribution = _reviewable(request, pk)
+    contribution = contributions.contribution_get_reviewable(pk=pk, user=request.user)
     form = forms.CommentForm(request.POST)
     form.is_valid()
     try:

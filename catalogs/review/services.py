@@ -471,9 +471,7 @@ def review_event_list(
 
 def contribution_comment_list(*, contribution: Contribution) -> QuerySet[ReviewEvent]:
     """The conversation of a contribution: its comments, oldest first."""
-    return review_event_list(contribution=contribution).filter(
-        action=ReviewEventAction.COMMENTED
-    )
+    return review_event_list(contribution=contribution).filter(action=ReviewEventAction.COMMENTED)
 
 
 def _revision_contents(contribution: Contribution) -> dict[int, str]:
@@ -787,9 +785,7 @@ def contribution_check_may_comment(*, contribution: Contribution, actor: User) -
 
 
 @transaction.atomic
-def contribution_comment_add(
-    *, contribution: Contribution, author: User, body: str
-) -> ReviewEvent:
+def contribution_comment_add(*, contribution: Contribution, author: User, body: str) -> ReviewEvent:
     """Add a message to the contribution's conversation (its author or a reviewer of the
     catalog, whatever the status); it is shown in order with the decisions."""
     locked = Contribution.objects.select_for_update().get(pk=contribution.pk)

@@ -4,35 +4,53 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('review', '0002_trialrun_version'),
+        ("review", "0002_trialrun_version"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='reviewevent',
-            name='content',
+            model_name="reviewevent",
+            name="content",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='trialrun',
-            name='artifact',
+            model_name="trialrun",
+            name="artifact",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='trialrun',
-            name='output',
+            model_name="trialrun",
+            name="output",
             field=models.TextField(blank=True),
         ),
         migrations.AlterField(
-            model_name='contribution',
-            name='status',
-            field=models.CharField(choices=[('pending', 'Pending'), ('approved', 'Approved'), ('changes_requested', 'Changes requested'), ('rejected', 'Rejected')], default='pending', max_length=20),
+            model_name="contribution",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("pending", "Pending"),
+                    ("approved", "Approved"),
+                    ("changes_requested", "Changes requested"),
+                    ("rejected", "Rejected"),
+                ],
+                default="pending",
+                max_length=20,
+            ),
         ),
         migrations.AlterField(
-            model_name='reviewevent',
-            name='action',
-            field=models.CharField(choices=[('submitted', 'Submitted'), ('resubmitted', 'Resubmitted'), ('approved', 'Approved'), ('changes_requested', 'Changes requested'), ('rejected', 'Rejected'), ('commented', 'Commented')], max_length=20),
+            model_name="reviewevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("submitted", "Submitted"),
+                    ("resubmitted", "Resubmitted"),
+                    ("approved", "Approved"),
+                    ("changes_requested", "Changes requested"),
+                    ("rejected", "Rejected"),
+                    ("commented", "Commented"),
+                ],
+                max_length=20,
+            ),
         ),
     ]

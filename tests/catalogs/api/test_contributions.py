@@ -25,8 +25,7 @@ LIST = "/api/v1/contributions/"
 ANONYMOUS = {"detail": "Authentication credentials were not provided."}
 NOT_VISIBLE = {"detail": "Only its author and reviewers may see a contribution."}
 NOT_REVIEWER = {
-    "detail": "Only reviewers and owners of publisher 'example-co' may review "
-    "contributions to it."
+    "detail": "Only reviewers and owners of publisher 'example-co' may review contributions to it."
 }
 NOT_AUTHOR = {"detail": "Only the author of a contribution may edit it."}
 OWN = {"detail": "Nobody reviews their own contribution."}

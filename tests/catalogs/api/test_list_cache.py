@@ -127,9 +127,7 @@ def test_contribution_submit_review_and_resubmit(published, contributor, reviewe
     )
     assert [c["status"] for c in results(mine, CONTRIBUTIONS)] == ["pending"]
     assert [c["status"] for c in results(queue, CONTRIBUTIONS)] == ["pending"]
-    contributions.contribution_request_changes(
-        contribution=submitted, actor=reviewer, reason="No."
-    )
+    contributions.contribution_request_changes(contribution=submitted, actor=reviewer, reason="No.")
     assert [c["status"] for c in results(mine, CONTRIBUTIONS)] == ["changes_requested"]
     contributions.contribution_resubmit(
         contribution=submitted, content=DEFINITION, actor=contributor

@@ -148,9 +148,7 @@ def test_request_changes_then_edit_and_resubmit_then_approve(
     as_user, pending, reviewer, contributor
 ):
     client = as_user(reviewer)
-    response = client.post(
-        f"/review/{pending.pk}/request-changes/", {"changes": "Pin the image."}
-    )
+    response = client.post(f"/review/{pending.pk}/request-changes/", {"changes": "Pin the image."})
     assert response.status_code == 302
     body = as_user(contributor).get("/contributions/").content.decode()
     assert "Changes requested" in body and "Pin the image." in body and "Edit and resubmit" in body

@@ -82,7 +82,9 @@ def test_page_access(as_user, users, rejected, url, role):
     _expect(response, PAGES[url][ROLES.index(role)])
 
 
-def test_the_author_may_edit_their_contribution_with_changes_requested(as_user, rejected, contributor):
+def test_the_author_may_edit_their_contribution_with_changes_requested(
+    as_user, rejected, contributor
+):
     assert as_user(contributor).get(f"/contributions/{rejected.pk}/edit/").status_code == 200
 
 

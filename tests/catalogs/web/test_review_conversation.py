@@ -35,7 +35,9 @@ def test_the_decision_forms_require_a_reason_in_the_browser(as_user, pending, re
     assert "Request changes" in body and "Final: the author cannot resubmit" in body
 
 
-@pytest.mark.parametrize(("action", "field"), [("reject", "reason"), ("request-changes", "changes")])
+@pytest.mark.parametrize(
+    ("action", "field"), [("reject", "reason"), ("request-changes", "changes")]
+)
 def test_the_server_requires_the_reason_whatever_the_browser_did(
     as_user, pending, reviewer, action, field
 ):
@@ -74,9 +76,7 @@ def test_a_rejected_contribution_cannot_be_edited(as_user, pending, reviewer, co
     body = as_user(contributor).get("/contributions/").content.decode()
     assert "Rejected" in body and "Edit and resubmit" not in body
     before = _state()
-    response = as_user(contributor).post(
-        f"/contributions/{pending.pk}/edit/", {"content": EDITED}
-    )
+    response = as_user(contributor).post(f"/contributions/{pending.pk}/edit/", {"content": EDITED})
     assert response.status_code == 400
     assert "the rejection is final" in response.content.decode()
     assert _state() == before

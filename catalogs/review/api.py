@@ -346,7 +346,7 @@ class ContributionViewSet(viewsets.GenericViewSet):
 
     @extend_schema(request=ContributionResubmitSerializer, responses=ContributionDetailSerializer)
     def resubmit(self, request: Request, pk: int) -> Response:
-        """The author sends an edited rejected contribution back to review."""
+        """The author sends a new revision back to review after a reviewer requested changes."""
         contribution = contributions.contribution_get_visible(pk=int(pk), user=request.user)
         # Permission before the body: a non-author learns nothing from validation errors.
         contributions.contribution_check_may_edit(contribution=contribution, actor=request.user)

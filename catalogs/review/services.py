@@ -10,10 +10,10 @@ submits the whole definition, every version of it) or is appended.
 
 from __future__ import annotations
 
-import math
-import re
 import difflib
 import itertools
+import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 

@@ -122,7 +122,7 @@ class DefinitionFieldsForm(forms.Form):
 
 
 class ResubmitForm(forms.Form):
-    """The edited definition of a rejected contribution."""
+    """The edited definition of a contribution a reviewer asked changes of."""
 
     content = forms.CharField(
         strip=False,

@@ -413,6 +413,8 @@ class ContributionCommentViewSet(viewsets.GenericViewSet):
 
     serializer_class = ContributionCommentSerializer
     permission_classes = [IsAuthenticated, CommentTokenScope]
+    # The path's id names the contribution; the schema's parameter type comes from here.
+    queryset = Contribution.objects.none()
     parser_classes = [CatalogJSONParser]
     pagination_class = None
 

@@ -81,7 +81,7 @@ def test_publish_contribute_review_search_and_copy(new_page, people, screenshots
     carl.wait_for_url("**/contributions/")
     assert "Pending" in carl.inner_text("table.contributions")
 
-    # --- A reviewer rejects it (a reason is required), then approves the resubmission.
+    # --- A reviewer asks for changes (a reason is required), then approves the resubmission.
     rita = new_page()
     sign_in(rita, "rita")
     rita.click("text=Review queue")
@@ -117,7 +117,7 @@ def test_publish_contribute_review_search_and_copy(new_page, people, screenshots
     rita.click("a:has-text('Full audit log')")
     rita.wait_for_url("**/review/log/")
     log = rita.inner_text("table.audit")
-    for action in ("Submitted", "Rejected", "Resubmitted", "Approved"):
+    for action in ("Submitted", "Changes requested", "Resubmitted", "Approved"):
         assert action in log
     _shot(rita, screenshots, "09-audit-log")
 

@@ -396,6 +396,10 @@ def _review_context(request: HttpRequest, contribution) -> dict[str, Any]:
     old = ParsedCatalog(metadata={"name": "x"}, functions=[before] if before else [])
     new = ParsedCatalog(metadata={"name": "x"}, functions=[fn])
     context["changes"] = contributions.catalog_changes(old=old, new=new).functions
+    # Runtimes whose code a reviewer can read: a starlark script, an exec download's files.
+    context["readable_runtimes"] = sorted(
+        {kind for v in fn.versions for kind in v.runtime_kinds} & {"starlark", "exec"}
+    )
     context["is_new_function"] = before is None
     context["trust"] = _trust_view(new, source)
     if before is not None:

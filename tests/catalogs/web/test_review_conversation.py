@@ -135,8 +135,20 @@ def test_trial_outputs_are_compared_with_the_previous_revision(
     assert "print(&quot;&lt;hello&gt;&quot;)" in page
 
 
-def test_what_runs_says_when_nothing_was_fetched_yet(as_user, pending, reviewer):
+def test_what_runs_for_a_container_is_the_pinned_image(as_user, pending, reviewer):
     page = as_user(reviewer).get(f"/review/{pending.pk}/").content.decode()
+    assert "A container image, pinned as shown" in page
+    assert "fetched a starlark script" not in page
+
+
+def test_what_runs_says_when_nothing_was_fetched_yet(as_user, published, contributor, reviewer):
+    starlark = DEFINITION.replace(
+        "      container:\n        image: registry.example.org/set-owner:v1\n",
+        "      starlark:\n        uri: https://example.org/set-owner.star\n"
+        "        sha256: " + "c" * 64 + "\n",
+    )
+    c = contributions.contribution_submit(catalog=published, content=starlark, actor=contributor)
+    page = as_user(reviewer).get(f"/review/{c.pk}/").content.decode()
     assert "No trial run of revision 1 fetched a starlark script or an exec download yet" in page
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
+import io
+import tarfile
 import threading
 
 import pytest
@@ -58,10 +60,11 @@ def served(tmp_path, settings):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
 
-    def put(name: str, text: str) -> tuple[str, str]:
-        (root / name).write_text(text)
+    def put(name: str, text: str | bytes) -> tuple[str, str]:
+        data = text.encode() if isinstance(text, str) else text
+        (root / name).write_bytes(data)
         url = f"http://127.0.0.1:{server.server_address[1]}/{name}"
-        return url, hashlib.sha256(text.encode()).hexdigest()
+        return url, hashlib.sha256(data).hexdigest()
 
     yield put
     server.shutdown()
@@ -144,6 +147,38 @@ def test_an_exec_function_that_probes_the_jail_is_run_contained_and_flagged(
     assert run.diff == {"added": [], "removed": [], "changed": []}
     # What ran, for the reviewer: the download's files (one executable here).
     assert run.artifact == f"{len(program):>10} * probe"
+
+
+def test_the_files_of_an_exec_archive_are_listed_for_the_reviewer(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    program = b"#!/bin/sh\ncat\n"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data, mode in (
+            ("bin/set-owner", program, 0o755),
+            ("README.md", b"# set-owner\n", 0o644),
+            ("lib/helper.sh", b"echo hi\n", 0o644),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            tar.addfile(info, io.BytesIO(data))
+    url, sha = served("set-owner.tar.gz", buffer.getvalue())
+    runtime = (
+        "      exec:\n        platforms:\n"
+        f"        - {{bin: bin/set-owner, os: linux, arch: {trials._arch()},\n"
+        f"           uri: '{url}', sha256: {sha}}}\n"
+    )
+    c = _submit(published, contributor, _definition(runtime), django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.status == TrialRunStatus.OK, run.detail
+    assert run.artifact.splitlines() == [
+        f"{12:>10}   README.md",
+        f"{len(program):>10} * bin/set-owner",
+        f"{8:>10}   lib/helper.sh",
+    ]
+    [artifact] = trials.trial_artifacts(contribution=c)
+    assert (artifact.runtime, artifact.text) == ("exec", run.artifact)
 
 
 EXAMPLE_IN = """\

@@ -163,6 +163,16 @@ urlpatterns = [
         name="contribution-reject",
     ),
     path(
+        "contributions/<int:pk>/request-changes/",
+        contributions.ContributionViewSet.as_view({"post": "request_changes"}),
+        name="contribution-request-changes",
+    ),
+    path(
+        "contributions/<int:pk>/comments/",
+        contributions.ContributionCommentViewSet.as_view({"get": "list", "post": "create"}),
+        name="contribution-comments",
+    ),
+    path(
         "sources/",
         mirrors.MirrorSourceViewSet.as_view({"get": "list", "post": "create"}),
         name="source-list",

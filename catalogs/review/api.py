@@ -1,4 +1,5 @@
-"""API of contributions (KEP-2906 story 6): submit, list, see, resubmit, approve and reject.
+"""API of contributions (KEP-2906 story 6): submit, list, see, resubmit, approve, request
+changes, reject, and the conversation (comments).
 
 Thin like the web pages in catalogs/web/views.py, and calling the same services and checks:
 every rule (who may see, edit or review what, and when) lives in catalogs.review.services or in
@@ -13,11 +14,13 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status, viewsets
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogs.accounts.auth import TokenHasScope
+from catalogs.accounts.models import ApiToken, TokenScope
 from catalogs.api.cache import cached_list
 from catalogs.api.parsers import CatalogJSONParser
 from catalogs.exceptions import InvalidInputError
@@ -99,9 +102,42 @@ class ContributionApproveSerializer(serializers.Serializer):
 
 
 class ContributionRejectSerializer(serializers.Serializer):
-    """Input of a rejection; the service requires the reason to be non-blank."""
+    """Input of a rejection or of a request for changes; the service requires the reason to be
+    non-blank."""
 
     reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ContributionCommentCreateSerializer(serializers.Serializer):
+    """Input of a comment; the service requires some text."""
+
+    body = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ContributionCommentSerializer(serializers.ModelSerializer):
+    """One message of a contribution's conversation."""
+
+    author = serializers.SerializerMethodField()
+    body = serializers.CharField(source="reason", read_only=True)
+
+    class Meta:
+        model = ReviewEvent
+        fields = ["id", "author", "body", "revision", "created_at"]
+        read_only_fields = fields
+
+    def get_author(self, obj: ReviewEvent) -> str | None:
+        return obj.actor.username if obj.actor else None
+
+
+class RevisionDiffSerializer(serializers.Serializer):
+    """The definition's unified diff between the previous revision and the current one."""
+
+    previous = serializers.IntegerField()
+    current = serializers.IntegerField()
+    recorded = serializers.BooleanField(
+        help_text="False when the previous revision's definition was not kept."
+    )
+    lines = serializers.ListField(child=serializers.CharField())
 
 
 class QueryFlagField(serializers.BooleanField):
@@ -206,10 +242,23 @@ class ContributionDetailSerializer(ContributionSerializer):
 
     content = serializers.CharField(read_only=True)
     events = serializers.SerializerMethodField()
+    revision_diff = serializers.SerializerMethodField()
 
     class Meta(ContributionSerializer.Meta):
-        fields = [*ContributionSerializer.Meta.fields, "content", "events"]
+        fields = [*ContributionSerializer.Meta.fields, "content", "events", "revision_diff"]
         read_only_fields = fields
+
+    @extend_schema_field(RevisionDiffSerializer(allow_null=True))
+    def get_revision_diff(self, obj: Contribution) -> dict[str, Any] | None:
+        diff = contributions.contribution_revision_diff(contribution=obj)
+        if diff is None:
+            return None
+        return {
+            "previous": diff.previous,
+            "current": diff.current,
+            "recorded": diff.recorded,
+            "lines": diff.lines,
+        }
 
     @extend_schema_field(ReviewEventSerializer(many=True))
     def get_events(self, obj: Contribution) -> list[dict[str, Any]]:
@@ -237,7 +286,7 @@ class ContributionViewSet(viewsets.GenericViewSet):
     serializer_class = ContributionSerializer
     permission_classes = [IsAuthenticated, TokenHasScope]
     # Decisions need the review scope; submitting and resubmitting, like every write, publish.
-    token_scopes = {"approve": "review", "reject": "review"}
+    token_scopes = {"approve": "review", "reject": "review", "request_changes": "review"}
     parser_classes = [CatalogJSONParser]
 
     def get_queryset(self):
@@ -297,7 +346,7 @@ class ContributionViewSet(viewsets.GenericViewSet):
 
     @extend_schema(request=ContributionResubmitSerializer, responses=ContributionDetailSerializer)
     def resubmit(self, request: Request, pk: int) -> Response:
-        """The author sends an edited rejected contribution back to review."""
+        """The author sends a new revision back to review after a reviewer requested changes."""
         contribution = contributions.contribution_get_visible(pk=int(pk), user=request.user)
         # Permission before the body: a non-author learns nothing from validation errors.
         contributions.contribution_check_may_edit(contribution=contribution, actor=request.user)
@@ -311,7 +360,7 @@ class ContributionViewSet(viewsets.GenericViewSet):
     def approve(self, request: Request, pk: int) -> Response:
         """A reviewer (or an owner of the target publisher) approves, with an optional comment:
         a new version of the catalog, with the function, is published."""
-        contribution = contributions.contribution_get(pk=int(pk))
+        contribution = contributions.contribution_get_reviewable(pk=int(pk), user=request.user)
         contributions.contribution_check_may_review(contribution=contribution, actor=request.user)
         data = _validated(ContributionApproveSerializer, request.data)
         contribution = contributions.contribution_approve(
@@ -321,11 +370,71 @@ class ContributionViewSet(viewsets.GenericViewSet):
 
     @extend_schema(request=ContributionRejectSerializer, responses=ContributionDetailSerializer)
     def reject(self, request: Request, pk: int) -> Response:
-        """A reviewer rejects with a reason, which the author sees."""
-        contribution = contributions.contribution_get(pk=int(pk))
+        """A reviewer rejects with a required reason, which the author sees; final."""
+        contribution = contributions.contribution_get_reviewable(pk=int(pk), user=request.user)
         contributions.contribution_check_may_review(contribution=contribution, actor=request.user)
         data = _validated(ContributionRejectSerializer, request.data)
         contribution = contributions.contribution_reject(
             contribution=contribution, actor=request.user, reason=data["reason"]
         )
         return self._detail(contribution)
+
+    @extend_schema(request=ContributionRejectSerializer, responses=ContributionDetailSerializer)
+    def request_changes(self, request: Request, pk: int) -> Response:
+        """A reviewer asks for changes with a required reason; the author resubmits a new
+        revision, which is pending again."""
+        contribution = contributions.contribution_get_reviewable(pk=int(pk), user=request.user)
+        contributions.contribution_check_may_review(contribution=contribution, actor=request.user)
+        data = _validated(ContributionRejectSerializer, request.data)
+        contribution = contributions.contribution_request_changes(
+            contribution=contribution, actor=request.user, reason=data["reason"]
+        )
+        return self._detail(contribution)
+
+
+class CommentTokenScope(TokenHasScope):
+    """Reading a conversation needs ``read``; writing in it ``publish`` (authors) or ``review``
+    (reviewers): either will do, unlike the one scope TokenHasScope asks of other writes."""
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        token = request.auth
+        if request.method in SAFE_METHODS or not isinstance(token, ApiToken):
+            return super().has_permission(request, view)
+        if token.has_scope(TokenScope.PUBLISH.value) or token.has_scope(TokenScope.REVIEW.value):
+            return True
+        raise PermissionDenied(
+            f"The token {token.name!r} lacks the 'publish' or 'review' scope a comment needs "
+            f"(it has: {', '.join(token.scopes) or 'none'})."
+        )
+
+
+class ContributionCommentViewSet(viewsets.GenericViewSet):
+    """The conversation of a contribution: its author and its reviewers read and write it."""
+
+    serializer_class = ContributionCommentSerializer
+    permission_classes = [IsAuthenticated, CommentTokenScope]
+    # The path's id names the contribution; the schema's parameter type comes from here.
+    queryset = Contribution.objects.none()
+    parser_classes = [CatalogJSONParser]
+    pagination_class = None
+
+    @extend_schema(responses=ContributionCommentSerializer(many=True))
+    def list(self, request: Request, pk: int) -> Response:
+        """The comments, oldest first."""
+        contribution = contributions.contribution_get_visible(pk=int(pk), user=request.user)
+        comments = contributions.contribution_comment_list(contribution=contribution)
+        return Response(self.get_serializer(comments, many=True).data)
+
+    @extend_schema(
+        request=ContributionCommentCreateSerializer,
+        responses={201: ContributionCommentSerializer},
+    )
+    def create(self, request: Request, pk: int) -> Response:
+        """Add a comment (the author, or a reviewer of the catalog)."""
+        contribution = contributions.contribution_get_visible(pk=int(pk), user=request.user)
+        contributions.contribution_check_may_comment(contribution=contribution, actor=request.user)
+        data = _validated(ContributionCommentCreateSerializer, request.data)
+        comment = contributions.contribution_comment_add(
+            contribution=contribution, author=request.user, body=data["body"]
+        )
+        return Response(self.get_serializer(comment).data, status=status.HTTP_201_CREATED)

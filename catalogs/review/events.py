@@ -9,7 +9,8 @@ from catalogs.review.models import Contribution
 
 @dataclass(frozen=True)
 class ContributionSubmitted:
-    """``contribution`` was submitted, or resubmitted after a rejection (``resubmitted``)."""
+    """``contribution`` was submitted, or resubmitted after changes were requested
+    (``resubmitted``)."""
 
     contribution: Contribution
     resubmitted: bool = False
@@ -17,6 +18,7 @@ class ContributionSubmitted:
 
 @dataclass(frozen=True)
 class ContributionDecided:
-    """A reviewer approved or rejected ``contribution`` (its ``status`` says which)."""
+    """A reviewer approved, rejected or requested changes of ``contribution`` (its ``status``
+    says which)."""
 
     contribution: Contribution

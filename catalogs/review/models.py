@@ -14,6 +14,9 @@ class ContributionStatus(models.TextChoices):
 
     PENDING = "pending", "Pending"
     APPROVED = "approved", "Approved"
+    # The reviewer asks for a new revision; the author resubmits and it is pending again.
+    CHANGES_REQUESTED = "changes_requested", "Changes requested"
+    # Final: the catalog does not want the function (a new contribution may still be made).
     REJECTED = "rejected", "Rejected"
 
 
@@ -63,7 +66,10 @@ class ReviewEventAction(models.TextChoices):
     SUBMITTED = "submitted", "Submitted"
     RESUBMITTED = "resubmitted", "Resubmitted"
     APPROVED = "approved", "Approved"
+    CHANGES_REQUESTED = "changes_requested", "Changes requested"
     REJECTED = "rejected", "Rejected"
+    # A message of the conversation (reviewers and the author); ``reason`` holds its text.
+    COMMENTED = "commented", "Commented"
 
 
 class ReviewEvent(models.Model):
@@ -79,6 +85,9 @@ class ReviewEvent(models.Model):
     catalog_version = models.ForeignKey(
         CatalogVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # The definition as submitted, on submitted and resubmitted events: the diff between
+    # revisions is read from here (events older than this field have none).
+    content = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -123,6 +132,11 @@ class TrialRun(models.Model):
     tried_write_outside = models.BooleanField(default=False)
     detail = models.TextField(blank=True)
     jail = models.CharField(max_length=200, blank=True)
+    # The resources the function wrote, as YAML (cut at trials.OUTPUT_MAX_CHARS): compared with
+    # the previous revision's run of the same version and example.
+    output = models.TextField(blank=True)
+    # What ran: the starlark script, or the file listing of the exec archive (for the reviewer).
+    artifact = models.TextField(blank=True)
     # Times the trial was held back by an upstream host's rate limit before it ran.
     deferrals = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from catalogs.exceptions import RegistryError
+from orchestrator import yamlio
 from orchestrator.errors import KrmError
 from orchestrator.functions import jail
 from orchestrator.functions import resourcelist as rl
@@ -93,6 +94,8 @@ class TrialOutcome:
     was_denied: bool = False
     detail: str = ""
     jail: str = ""
+    # What ran, for the reviewer: the starlark script, or the exec download's file listing.
+    artifact: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -205,6 +208,13 @@ def resource_diff(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> 
         "removed": sorted(set(a) - set(b)),
         "changed": sorted(k for k in set(a) & set(b) if a[k] != b[k]),
     }
+
+
+def output_yaml(items: list[dict[str, Any]]) -> str:
+    """A function's output as YAML documents, by resource id, internal annotations removed:
+    the same output always reads the same, so two runs' outputs compare line by line."""
+    normalised = _normalised(items)
+    return yamlio.dump_all(normalised[key] for key in sorted(normalised))
 
 
 def _attempts(outcome: TrialOutcome) -> None:

@@ -10,6 +10,8 @@ submits the whole definition, every version of it) or is appended.
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import math
 import re
 from dataclasses import dataclass, field
@@ -36,7 +38,7 @@ from catalogs.mirroring.models import MirrorSource
 from catalogs.publishing.content import catalog_version_bytes
 from catalogs.publishing.documents import problems_located
 from catalogs.publishing.models import Catalog, CatalogVersion
-from catalogs.publishing.selectors import signed_in
+from catalogs.publishing.selectors import catalog_visible, catalogs_visible_q, signed_in
 from catalogs.ratelimits import rate_limit_hit
 from catalogs.review.events import ContributionDecided, ContributionSubmitted
 from catalogs.review.models import Contribution, ContributionStatus, ReviewEvent, ReviewEventAction
@@ -368,23 +370,24 @@ def user_can_review(*, user: User) -> bool:
 
 def user_can_review_catalog(*, user: User, catalog: Catalog) -> bool:
     """Reviewers of everything, and owners of the catalog's publisher, review contributions
-    to it."""
-    if user_reviews_everything(user=user):
-        return True
+    to it; a private catalog only by those who may see it (its owners and staff)."""
     if user is None or not signed_in(user) or not user.is_active:
         return False
+    if user_reviews_everything(user=user):
+        return catalog_visible(viewer=user, catalog=catalog)
     return catalog.publisher.owners.filter(pk=user.pk).exists()
 
 
 def contribution_list_reviewable(
     *, user: User, status: str | None = None, catalog: Catalog | None = None
 ) -> QuerySet[Contribution]:
-    """The review queue of ``user``: every contribution, or those to publishers they own."""
+    """The review queue of ``user``: every contribution to a catalog they may see (staff: every
+    one), or those to publishers they own."""
     qs = contribution_list(status=status, catalog=catalog)
-    if user_reviews_everything(user=user):
-        return qs
     if user is None or not signed_in(user):
         return qs.none()
+    if user_reviews_everything(user=user):
+        return qs.filter(catalogs_visible_q(user, prefix="catalog__"))
     return qs.filter(catalog__publisher__owners=user)
 
 
@@ -420,14 +423,35 @@ def contribution_get(*, pk: int) -> Contribution:
         raise NotFoundError(f"Contribution {pk} does not exist.")
 
 
-def contribution_get_visible(*, pk: int, user: AuthUser | AnonymousUser) -> Contribution:
-    """Contribution ``pk`` if its author or a reviewer asks; NotAllowedError for anyone else."""
+def contribution_get_visible(*, pk: int, user: User) -> Contribution:
+    """Contribution ``pk`` if its author or a reviewer asks; NotAllowedError for anyone else,
+    NotFoundError (as for no contribution) when the target catalog is private to them."""
     contribution = contribution_get(pk=pk)
-    if contribution.author_id != user.pk and not user_can_review_catalog(
-        user=user, catalog=contribution.catalog
-    ):
+    if user is not None and signed_in(user) and contribution.author_id == user.pk:
+        return contribution
+    if not catalog_visible(viewer=user or AnonymousUser(), catalog=contribution.catalog):
+        raise NotFoundError(f"Contribution {pk} does not exist.")
+    if not user_can_review_catalog(user=user, catalog=contribution.catalog):
         raise NotAllowedError("Only its author and reviewers may see a contribution.")
     return contribution
+
+
+def contribution_get_reviewable(*, pk: int, user: User) -> Contribution:
+    """Contribution ``pk`` if ``user`` reviews its catalog: NotFoundError when the catalog is
+    private to them (as for no contribution), else NotAllowedError naming who may."""
+    contribution = contribution_get(pk=pk)
+    if not catalog_visible(viewer=user or AnonymousUser(), catalog=contribution.catalog):
+        raise NotFoundError(f"Contribution {pk} does not exist.")
+    if not user_can_review_catalog(user=user, catalog=contribution.catalog):
+        raise _not_a_reviewer(contribution)
+    return contribution
+
+
+def _not_a_reviewer(contribution: Contribution) -> NotAllowedError:
+    return NotAllowedError(
+        f"Only reviewers and owners of publisher '{contribution.catalog.publisher.slug}' may "
+        "review contributions to it."
+    )
 
 
 def review_event_list(
@@ -440,7 +464,73 @@ def review_event_list(
     if reviewer is not None and not user_reviews_everything(user=reviewer):
         assert signed_in(reviewer)  # user_reviews_everything refuses nobody else
         qs = qs.filter(contribution__catalog__publisher__owners=reviewer)
+    elif reviewer is not None:
+        qs = qs.filter(catalogs_visible_q(reviewer, prefix="contribution__catalog__"))
     return qs
+
+
+def contribution_comment_list(*, contribution: Contribution) -> QuerySet[ReviewEvent]:
+    """The conversation of a contribution: its comments, oldest first."""
+    return review_event_list(contribution=contribution).filter(action=ReviewEventAction.COMMENTED)
+
+
+def _revision_contents(contribution: Contribution) -> dict[int, str]:
+    """The definition of each revision that recorded one, by revision number."""
+    rows = ReviewEvent.objects.filter(
+        contribution=contribution,
+        action__in=[ReviewEventAction.SUBMITTED, ReviewEventAction.RESUBMITTED],
+    ).exclude(content="")
+    contents = {revision: content for revision, content in rows.values_list("revision", "content")}
+    contents[contribution.revision] = contribution.content
+    return contents
+
+
+def unified_diff(old: str, new: str, *, old_name: str, new_name: str) -> list[str]:
+    """``old`` → ``new`` as unified diff lines, cut at REVISION_DIFF_LINES (for pages and API:
+    plain text, which templates escape)."""
+    lines = list(
+        itertools.islice(
+            difflib.unified_diff(
+                old.splitlines(), new.splitlines(), old_name, new_name, lineterm=""
+            ),
+            REVISION_DIFF_LINES + 1,
+        )
+    )
+    if len(lines) > REVISION_DIFF_LINES:
+        lines[REVISION_DIFF_LINES:] = [f"… (cut at {REVISION_DIFF_LINES} lines)"]
+    return lines
+
+
+# Lines of a diff that pages and the API show (a definition or an output can be made huge).
+REVISION_DIFF_LINES = 2000
+
+
+@dataclass(frozen=True)
+class RevisionDiff:
+    """How the current revision's definition differs from the previous one's."""
+
+    previous: int  # the revision compared against
+    current: int
+    lines: list[str]  # unified diff; empty when the definitions are the same
+    recorded: bool  # False when the previous revision's definition was not kept
+
+
+def contribution_revision_diff(*, contribution: Contribution) -> RevisionDiff | None:
+    """The diff of the definition between the previous revision and the current one, or None
+    for a first revision."""
+    if contribution.revision <= 1:
+        return None
+    previous = contribution.revision - 1
+    before = _revision_contents(contribution).get(previous)
+    if before is None:
+        return RevisionDiff(previous, contribution.revision, [], recorded=False)
+    lines = unified_diff(
+        before,
+        contribution.content,
+        old_name=f"revision {previous}",
+        new_name=f"revision {contribution.revision}",
+    )
+    return RevisionDiff(previous, contribution.revision, lines, recorded=True)
 
 
 # --------------------------------------------------------------------------- services
@@ -458,6 +548,7 @@ def _log(
     *,
     reason: str = "",
     version: CatalogVersion | None = None,
+    content: str = "",
 ) -> ReviewEvent:
     return ReviewEvent.objects.create(
         contribution=contribution,
@@ -466,6 +557,7 @@ def _log(
         reason=reason,
         revision=contribution.revision,
         catalog_version=version,
+        content=content,
     )
 
 
@@ -528,7 +620,7 @@ def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contr
         group=definition.function.group,
         kind=definition.function.kind,
     )
-    _log(contribution, actor, ReviewEventAction.SUBMITTED)
+    _log(contribution, actor, ReviewEventAction.SUBMITTED, content=content)
     contribution_trials_enqueue(contribution=contribution)
     events.emit(ContributionSubmitted(contribution=contribution))
     return contribution
@@ -536,13 +628,11 @@ def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contr
 
 @transaction.atomic
 def contribution_resubmit(*, contribution: Contribution, content: str, actor: User) -> Contribution:
-    """Edit a rejected contribution and send it back to review; only its author may."""
+    """Send a new revision of a contribution a reviewer asked changes of back to review (it is
+    pending again); only its author may."""
     locked = Contribution.objects.select_for_update().get(pk=contribution.pk)
     contribution_check_may_edit(contribution=locked, actor=actor)
-    if locked.status != ContributionStatus.REJECTED:
-        raise InvalidInputError(
-            f"Only a rejected contribution can be resubmitted; this one is {locked.status}."
-        )
+    contribution_check_may_resubmit(contribution=locked)
     definition = contribution_definition_parse(content=content)
     _check_trial_urls(definition)
     assert signed_in(actor)  # contribution_check_may_edit let it through
@@ -555,7 +645,7 @@ def contribution_resubmit(*, contribution: Contribution, content: str, actor: Us
     locked.reviewer = None
     locked.reviewed_at = None
     locked.save()
-    _log(locked, actor, ReviewEventAction.RESUBMITTED)
+    _log(locked, actor, ReviewEventAction.RESUBMITTED, content=content)
     contribution_trials_enqueue(contribution=locked)
     events.emit(ContributionSubmitted(contribution=locked, resubmitted=True))
     return locked
@@ -569,14 +659,26 @@ def contribution_check_may_edit(*, contribution: Contribution, actor: User) -> N
         raise NotAllowedError("Only the author of a contribution may edit it.")
 
 
+def contribution_check_may_resubmit(*, contribution: Contribution) -> None:
+    """InvalidInputError unless a reviewer asked changes of ``contribution`` (a rejection is
+    final; a pending or approved contribution has nothing to revise)."""
+    if contribution.status == ContributionStatus.REJECTED:
+        raise InvalidInputError(
+            "A rejected contribution cannot be resubmitted: the rejection is final. "
+            "Submit a new contribution instead."
+        )
+    if contribution.status != ContributionStatus.CHANGES_REQUESTED:
+        raise InvalidInputError(
+            "Only a contribution with changes requested can be resubmitted; this one is "
+            f"{contribution.get_status_display().lower()}."
+        )
+
+
 def contribution_check_may_review(*, contribution: Contribution, actor: User) -> None:
     """NotAllowedError unless ``actor`` reviews the target catalog (a reviewer of everything,
     or an owner of its publisher) and is not the author."""
     if not user_can_review_catalog(user=actor, catalog=contribution.catalog):
-        raise NotAllowedError(
-            f"Only reviewers and owners of publisher '{contribution.catalog.publisher.slug}' may "
-            "approve or reject contributions to it."
-        )
+        raise _not_a_reviewer(contribution)
     assert signed_in(actor)  # a reviewer
     if contribution.author_id == actor.pk:
         raise NotAllowedError("Nobody reviews their own contribution.")
@@ -622,20 +724,77 @@ def contribution_approve(
     return locked
 
 
-@transaction.atomic
-def contribution_reject(*, contribution: Contribution, actor: User, reason: str) -> Contribution:
-    """Reject with a reason the author sees; the author may edit and resubmit."""
+def _decide_with_reason(
+    contribution: Contribution, actor: User, reason: str, status: str, what: str
+) -> Contribution:
     locked = Contribution.objects.select_for_update().get(pk=contribution.pk)
     _check_can_review(locked, actor)
     assert signed_in(actor)  # a reviewer
     reason = (reason or "").strip()
     if not reason:
-        raise InvalidInputError("A reason is required to reject a contribution.")
-    locked.status = ContributionStatus.REJECTED
+        raise InvalidInputError(f"A reason is required to {what}.")
+    if len(reason) > COMMENT_MAX_CHARS:
+        raise InvalidInputError(
+            f"The reason is {len(reason)} characters long, over the limit of {COMMENT_MAX_CHARS}."
+        )
+    locked.status = status
     locked.reviewer = actor
     locked.reviewed_at = timezone.now()
     locked.reason = reason
     locked.save()
-    _log(locked, actor, ReviewEventAction.REJECTED, reason=reason)
+    _log(locked, actor, ReviewEventAction(status), reason=reason)
     events.emit(ContributionDecided(contribution=locked))
     return locked
+
+
+@transaction.atomic
+def contribution_reject(*, contribution: Contribution, actor: User, reason: str) -> Contribution:
+    """Reject with a required reason the author sees; final (the author cannot resubmit)."""
+    return _decide_with_reason(
+        contribution, actor, reason, ContributionStatus.REJECTED, "reject a contribution"
+    )
+
+
+@transaction.atomic
+def contribution_request_changes(
+    *, contribution: Contribution, actor: User, reason: str
+) -> Contribution:
+    """Ask the author for changes, with a required reason: the author edits the definition and
+    resubmits it as a new revision, which is pending again."""
+    return _decide_with_reason(
+        contribution,
+        actor,
+        reason,
+        ContributionStatus.CHANGES_REQUESTED,
+        "request changes to a contribution",
+    )
+
+
+# Characters of one comment (and of a decision's reason).
+COMMENT_MAX_CHARS = 10_000
+
+
+def contribution_check_may_comment(*, contribution: Contribution, actor: User) -> None:
+    """NotAllowedError unless ``actor`` is the author or reviews the target catalog."""
+    _require_user(actor, "comment on a contribution")
+    assert signed_in(actor)  # _require_user let it through
+    if contribution.author_id == actor.pk:
+        return
+    if not user_can_review_catalog(user=actor, catalog=contribution.catalog):
+        raise NotAllowedError("Only its author and reviewers may comment on a contribution.")
+
+
+@transaction.atomic
+def contribution_comment_add(*, contribution: Contribution, author: User, body: str) -> ReviewEvent:
+    """Add a message to the contribution's conversation (its author or a reviewer of the
+    catalog, whatever the status); it is shown in order with the decisions."""
+    locked = Contribution.objects.select_for_update().get(pk=contribution.pk)
+    contribution_check_may_comment(contribution=locked, actor=author)
+    body = (body or "").strip()
+    if not body:
+        raise InvalidInputError("A comment needs some text.")
+    if len(body) > COMMENT_MAX_CHARS:
+        raise InvalidInputError(
+            f"The comment is {len(body)} characters long, over the limit of {COMMENT_MAX_CHARS}."
+        )
+    return _log(locked, author, ReviewEventAction.COMMENTED, reason=body)

@@ -13,8 +13,10 @@ read by the worker: a runtime of that kind is recorded as not run.
 from __future__ import annotations
 
 import contextlib
+import os
 import platform as _platform
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -63,6 +65,9 @@ BUILTIN_ITEMS: list[dict[str, Any]] = [
     },
 ]
 MAX_EXAMPLE_BYTES = 1024 * 1024
+# A run's output and the script it ran are kept up to this many characters for the review page.
+OUTPUT_MAX_CHARS = 256 * 1024
+LISTING_MAX_FILES = 500
 MAX_EXAMPLES = 10  # runnable examples per trial; each may take the sandbox's full wall clock
 _BAD_EXAMPLE = "an example must be one or two ResourceList documents"
 _FAILURES: dict[str, str] = {
@@ -115,7 +120,13 @@ def _run_runtime(
             script = fetch.read_limited(blob, 1024 * 1024).decode("utf-8")
         except (KrmError, UnicodeDecodeError) as exc:
             return "starlark", sandbox.TrialOutcome(status="not_run", detail=str(exc))
-        return "starlark", sandbox.run_starlark(script, items, function_config=config)
+        try:
+            outcome = sandbox.run_starlark(script, items, function_config=config)
+        except sandbox.SandboxUnavailable as exc:
+            # The script was fetched and verified: the reviewer reads it even if it cannot run.
+            outcome = sandbox.TrialOutcome(status="not_run", detail=exc.message)
+        outcome.artifact = script[:OUTPUT_MAX_CHARS]
+        return "starlark", outcome
     exe = runtime.get("exec")
     if exe is not None:
         platforms = [
@@ -131,7 +142,12 @@ def _run_runtime(
             program = fetch.exec_binary(platforms[0], options=_options(), base_dir=None)
         except KrmError as exc:
             return "exec", sandbox.TrialOutcome(status="not_run", detail=str(exc))
-        return "exec", sandbox.run_exec(program, items, function_config=config)
+        try:
+            outcome = sandbox.run_exec(program, items, function_config=config)
+        except sandbox.SandboxUnavailable as exc:
+            outcome = sandbox.TrialOutcome(status="not_run", detail=exc.message)
+        outcome.artifact = exec_listing(program, str(platforms[0].get("bin") or ""))
+        return "exec", outcome
     container = runtime.get("container") or {}
     image = str(container.get("image") or "")
     if not image:
@@ -139,6 +155,25 @@ def _run_runtime(
     return "container", sandbox.run_container(
         image, container.get("sha256"), items, options=_options(), function_config=config
     )
+
+
+def exec_listing(program: str, bin_name: str) -> str:
+    """The files of an unpacked exec download, ``<size>  <path>`` (``*`` marks executables),
+    sorted, at most LISTING_MAX_FILES lines: what a reviewer approves along with the binary."""
+    root = program
+    for _part in PurePosixPath(bin_name).parts or ("",):
+        root = os.path.dirname(root)
+    lines: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            mark = "*" if os.access(path, os.X_OK) else " "
+            lines.append(f"{os.path.getsize(path):>10} {mark} {os.path.relpath(path, root)}")
+    if len(lines) > LISTING_MAX_FILES:
+        more = len(lines) - LISTING_MAX_FILES
+        lines[LISTING_MAX_FILES:] = [f"… and {more} more files"]
+    return "\n".join(lines)
 
 
 @dataclass
@@ -303,10 +338,21 @@ def _run_version(
                 tried_write_outside=outcome.tried_write_outside,
                 detail=outcome.detail[:4096],
                 jail=outcome.jail[:200],
+                output=_output(outcome),
+                artifact=outcome.artifact,
                 deferrals=deferrals,
             )
         )
     return runs
+
+
+def _output(outcome: sandbox.TrialOutcome) -> str:
+    if not outcome.items:
+        return ""
+    text = sandbox.output_yaml(outcome.items)
+    if len(text) > OUTPUT_MAX_CHARS:
+        return text[:OUTPUT_MAX_CHARS] + f"\n# … cut at {OUTPUT_MAX_CHARS} characters\n"
+    return text
 
 
 @transaction.atomic
@@ -332,3 +378,68 @@ def contribution_trials_rerun(*, contribution: Contribution) -> None:
 def trial_run_list(*, contribution: Contribution, limit: int = 20) -> list[TrialRun]:
     """Trial runs of the contribution's current revision, newest first."""
     return list(contribution.trial_runs.filter(revision=contribution.revision)[:limit])
+
+
+def _newest_by_key(runs: list[TrialRun]) -> dict[tuple[str, str], TrialRun]:
+    """The newest run of each (version, example) among ``runs`` (given newest first)."""
+    newest: dict[tuple[str, str], TrialRun] = {}
+    for run in runs:
+        newest.setdefault((run.version, run.example), run)
+    return newest
+
+
+@dataclass(frozen=True)
+class OutputDiff:
+    """How one example's output changed between the previous revision's run and this one's."""
+
+    version: str
+    example: str
+    previous_revision: int
+    lines: list[str]  # unified diff of the two outputs; empty when they are the same
+
+
+def trial_output_diffs(*, contribution: Contribution) -> list[OutputDiff]:
+    """For each version and example that ran in the current revision and in an earlier one,
+    both with an output: the diff of the earlier run's output (the newest earlier revision's)
+    against the current one's."""
+    if contribution.revision <= 1:
+        return []
+    runs = list(
+        contribution.trial_runs.filter(revision__lte=contribution.revision)
+        .exclude(output="")
+        .order_by("-revision", "-created_at", "-pk")
+    )
+    current = _newest_by_key([r for r in runs if r.revision == contribution.revision])
+    earlier = _newest_by_key([r for r in runs if r.revision < contribution.revision])
+    diffs = []
+    for key, run in sorted(current.items()):
+        before = earlier.get(key)
+        if before is None:
+            continue
+        lines = services.unified_diff(
+            before.output,
+            run.output,
+            old_name=f"revision {before.revision} output",
+            new_name=f"revision {run.revision} output",
+        )
+        diffs.append(OutputDiff(run.version, run.example, before.revision, lines))
+    return diffs
+
+
+@dataclass(frozen=True)
+class TrialArtifact:
+    """What a version of the current revision ran: its starlark script or exec file listing."""
+
+    version: str
+    runtime: str
+    text: str
+
+
+def trial_artifacts(*, contribution: Contribution) -> list[TrialArtifact]:
+    """The script (starlark) or the download's file listing (exec) each version of the current
+    revision ran, from its newest trial run that fetched it (sha256-verified: what is approved)."""
+    runs = contribution.trial_runs.filter(revision=contribution.revision).exclude(artifact="")
+    seen: dict[str, TrialArtifact] = {}
+    for run in runs.order_by("-created_at", "-pk"):
+        seen.setdefault(run.version, TrialArtifact(run.version, run.runtime, run.artifact))
+    return [seen[v] for v in sorted(seen)]

@@ -26,6 +26,15 @@ class RevocationForm(forms.Form):
     replacement = forms.CharField(
         required=False, max_length=500, help_text="e.g. use version v2, or digest sha256:…"
     )
+    # The confirmation before an irreversible act: required here, on the server, and marked
+    # ``required`` for the browser (which alone would not be enough).
+    confirm = forms.BooleanField(
+        label="I understand that a revocation cannot be undone: krm build refuses it for good.",
+        error_messages={
+            "required": "Tick the confirmation: a revocation cannot be undone, so it is not "
+            "made without it."
+        },
+    )
 
 
 @domain_errors
@@ -42,9 +51,8 @@ def catalog_revocations(request: HttpRequest, publisher: str, catalog: str) -> H
         publisher_check_can_write(publisher=cat.publisher, actor=request.user)
         if form.is_valid():
             try:
-                row = revocations.revocation_create(
-                    catalog=cat, actor=request.user, **form.cleaned_data
-                )
+                fields = {k: v for k, v in form.cleaned_data.items() if k != "confirm"}
+                row = revocations.revocation_create(catalog=cat, actor=request.user, **fields)
             except (InvalidInputError, AlreadyExistsError) as err:
                 form.add_error(None, err.message)
             else:

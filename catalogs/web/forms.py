@@ -122,7 +122,7 @@ class DefinitionFieldsForm(forms.Form):
 
 
 class ResubmitForm(forms.Form):
-    """The edited definition of a rejected contribution."""
+    """The edited definition of a contribution a reviewer asked changes of."""
 
     content = forms.CharField(
         strip=False,
@@ -143,10 +143,33 @@ class ApproveForm(forms.Form):
 
 
 class RejectForm(forms.Form):
-    """A rejection needs a reason, which the author sees."""
+    """A rejection needs a reason, which the author sees. The browser requires it too
+    (``required``); the service refuses a blank one whatever the browser did."""
 
     reason = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3}), label="Reason (required)"
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "required": True}),
+        label="Reason (required)",
+    )
+
+
+class RequestChangesForm(forms.Form):
+    """A request for changes says what to change (required, like a rejection's reason)."""
+
+    changes = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "required": True}),
+        label="What to change (required)",
+    )
+
+
+class CommentForm(forms.Form):
+    """One message of a contribution's conversation."""
+
+    body = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "required": True}),
+        label="Comment",
     )
 
 
@@ -170,8 +193,13 @@ class ReviewFilterForm(forms.Form):
         choices=[("", "Any status"), *ContributionStatus.choices],
     )
     catalog = forms.ModelChoiceField(
-        required=False, queryset=Catalog.objects.select_related("publisher"), empty_label="Any"
+        required=False, queryset=Catalog.objects.none(), empty_label="Any"
     )
+
+    def __init__(self, *args, catalogs: QuerySet[Catalog], **kwargs):
+        super().__init__(*args, **kwargs)
+        field = cast(forms.ModelChoiceField, self.fields["catalog"])
+        field.queryset = catalogs.select_related("publisher")
 
 
 USERNAME_UNAVAILABLE = "This user name is not available: choose another."

@@ -79,6 +79,12 @@ urlpatterns = [
     path("review/<int:pk>/", views.review_detail, name="review-detail"),
     path("review/<int:pk>/approve/", views.review_approve, name="review-approve"),
     path("review/<int:pk>/reject/", views.review_reject, name="review-reject"),
+    path(
+        "review/<int:pk>/request-changes/",
+        views.review_request_changes,
+        name="review-request-changes",
+    ),
+    path("review/<int:pk>/comment/", views.review_comment, name="review-comment"),
     path("review/<int:pk>/trials/", views.review_trials_run, name="review-trials"),
     path("mirrors/", mirror_pages.mirror_list, name="mirrors"),
     path("mirrors/new/", mirror_pages.mirror_create, name="mirror-create"),

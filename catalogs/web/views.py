@@ -308,16 +308,17 @@ def contribution_list_mine(request: HttpRequest) -> HttpResponse:
 @domain_errors
 @require_http_methods(["GET", "POST"])
 def contribution_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    """The author edits a rejected contribution and resubmits it."""
+    """The author edits a contribution a reviewer asked changes of and resubmits it."""
     contribution = contributions.contribution_get_visible(pk=pk, user=request.user)
     if contribution.author_id != request.user.pk:
         raise NotAllowedError("Only the author of a contribution may edit it.")
     form = forms.ResubmitForm(request.POST or None, initial={"content": contribution.content})
     context: dict[str, Any] = {"contribution": contribution, "form": form}
-    if contribution.status != ContributionStatus.REJECTED:
-        context["error"] = (
-            f"Only a rejected contribution can be resubmitted; this one is {contribution.status}."
-        )
+    try:
+        contributions.contribution_check_may_resubmit(contribution=contribution)
+    except InvalidInputError as err:
+        context["error"] = err.message
+        context["events"] = contributions.review_event_list(contribution=contribution)
         status = 400 if request.method == "POST" else 200
         return page_render(request, "contribution_edit.html", context, status=status)
     if request.method == "POST" and form.is_valid():
@@ -353,7 +354,8 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     data = request.GET.copy()
     if "status" not in data:
         data["status"] = ContributionStatus.PENDING
-    form = forms.ReviewFilterForm(data)
+    # The filter names only catalogs the reviewer may see (a private one is not listed).
+    form = forms.ReviewFilterForm(data, catalogs=selectors.catalogs_visible_to(request.user))
     status = catalog = None
     if form.is_valid():
         status = form.cleaned_data["status"] or None
@@ -394,6 +396,10 @@ def _review_context(request: HttpRequest, contribution) -> dict[str, Any]:
     old = ParsedCatalog(metadata={"name": "x"}, functions=[before] if before else [])
     new = ParsedCatalog(metadata={"name": "x"}, functions=[fn])
     context["changes"] = contributions.catalog_changes(old=old, new=new).functions
+    # Runtimes whose code a reviewer can read: a starlark script, an exec download's files.
+    context["readable_runtimes"] = sorted(
+        {kind for v in fn.versions for kind in v.runtime_kinds} & {"starlark", "exec"}
+    )
     context["is_new_function"] = before is None
     context["trust"] = _trust_view(new, source)
     if before is not None:
@@ -439,34 +445,37 @@ def _parsed_latest(catalog: Catalog) -> Any:
 def review_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One contribution for review, with its audit log."""
     contribution = _reviewable(request, pk)
-    return _review_page(request, contribution, forms.RejectForm())
+    return _review_page(request, contribution)
 
 
 def _reviewable(request: HttpRequest, pk: int):
-    """Contribution ``pk`` if the user reviews its catalog, else NotAllowedError."""
+    """Contribution ``pk`` if the user reviews its catalog, else NotAllowedError (NotFoundError
+    when the catalog is private to them)."""
     _require_reviewer(request)
-    contribution = contributions.contribution_get(pk=pk)
-    if not contributions.user_can_review_catalog(user=request.user, catalog=contribution.catalog):
-        raise NotAllowedError(
-            f"Only reviewers and owners of publisher '{contribution.catalog.publisher.slug}' "
-            "review contributions to it."
-        )
-    return contribution
+    return contributions.contribution_get_reviewable(pk=pk, user=request.user)
 
 
 def _review_page(
     request: HttpRequest,
     contribution,
-    reject_form: forms.RejectForm,
+    reject_form: forms.RejectForm | None = None,
     status: int = 200,
     approve_form: forms.ApproveForm | None = None,
+    *,
+    changes_form: forms.RequestChangesForm | None = None,
+    comment_form: forms.CommentForm | None = None,
 ) -> HttpResponse:
     context = _review_context(request, contribution)
     context["events"] = contributions.review_event_list(contribution=contribution)
     context["trial_runs"] = trials.trial_run_list(contribution=contribution)
+    context["output_diffs"] = trials.trial_output_diffs(contribution=contribution)
+    context["artifacts"] = trials.trial_artifacts(contribution=contribution)
+    context["revision_diff"] = contributions.contribution_revision_diff(contribution=contribution)
     context["own"] = contribution.author_id == request.user.pk
-    context["reject_form"] = reject_form
+    context["reject_form"] = reject_form or forms.RejectForm()
+    context["changes_form"] = changes_form or forms.RequestChangesForm()
     context["approve_form"] = approve_form or forms.ApproveForm()
+    context["comment_form"] = comment_form or forms.CommentForm()
     return page_render(request, "review_detail.html", context, status=status)
 
 
@@ -475,7 +484,7 @@ def _review_page(
 @require_POST
 def review_approve(request: HttpRequest, pk: int) -> HttpResponse:
     """Approve: publishes a new catalog version including the function."""
-    contribution = contributions.contribution_get(pk=pk)
+    contribution = contributions.contribution_get_reviewable(pk=pk, user=request.user)
     form = forms.ApproveForm(request.POST)
     form.is_valid()
     try:
@@ -515,8 +524,8 @@ def review_trials_run(request: HttpRequest, pk: int) -> HttpResponse:
 @domain_errors
 @require_POST
 def review_reject(request: HttpRequest, pk: int) -> HttpResponse:
-    """Reject with a required reason."""
-    contribution = contributions.contribution_get(pk=pk)
+    """Reject with a required reason (final)."""
+    contribution = contributions.contribution_get_reviewable(pk=pk, user=request.user)
     form = forms.RejectForm(request.POST)
     form.is_valid()
     try:
@@ -527,11 +536,49 @@ def review_reject(request: HttpRequest, pk: int) -> HttpResponse:
         )
     except InvalidInputError as err:
         # Keep the reviewer on the page with the error next to the reason box.
-        _require_reviewer(request)
         form.add_error("reason", err.message)
         return _review_page(request, contribution, form, status=400)
     messages.success(request, f"Rejected contribution #{pk}.")
     return redirect("web:review-detail", pk=pk)
+
+
+@login_required
+@domain_errors
+@require_POST
+def review_request_changes(request: HttpRequest, pk: int) -> HttpResponse:
+    """Ask the author for changes, with a required reason; the author resubmits."""
+    contribution = contributions.contribution_get_reviewable(pk=pk, user=request.user)
+    form = forms.RequestChangesForm(request.POST)
+    form.is_valid()
+    try:
+        contributions.contribution_request_changes(
+            contribution=contribution,
+            actor=request.user,
+            reason=form.cleaned_data.get("changes", ""),
+        )
+    except InvalidInputError as err:
+        form.add_error("changes", err.message)
+        return _review_page(request, contribution, changes_form=form, status=400)
+    messages.success(request, f"Asked the author of contribution #{pk} for changes.")
+    return redirect("web:review-detail", pk=pk)
+
+
+@login_required
+@domain_errors
+@require_POST
+def review_comment(request: HttpRequest, pk: int) -> HttpResponse:
+    """A reviewer adds a comment to the contribution's conversation."""
+    contribution = contributions.contribution_get_reviewable(pk=pk, user=request.user)
+    form = forms.CommentForm(request.POST)
+    form.is_valid()
+    try:
+        contributions.contribution_comment_add(
+            contribution=contribution, author=request.user, body=form.cleaned_data.get("body", "")
+        )
+    except InvalidInputError as err:
+        form.add_error("body", err.message)
+        return _review_page(request, contribution, comment_form=form, status=400)
+    return redirect(reverse("web:review-detail", kwargs={"pk": pk}) + "#conversation")
 
 
 @login_required

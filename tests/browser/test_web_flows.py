@@ -81,24 +81,27 @@ def test_publish_contribute_review_search_and_copy(new_page, people, screenshots
     carl.wait_for_url("**/contributions/")
     assert "Pending" in carl.inner_text("table.contributions")
 
-    # --- A reviewer rejects it (a reason is required), then approves the resubmission.
+    # --- A reviewer asks for changes (a reason is required), then approves the resubmission.
     rita = new_page()
     sign_in(rita, "rita")
     rita.click("text=Review queue")
     _shot(rita, screenshots, "05-review-queue")
     rita.click("table.queue >> text=SetOwner")
     rita.wait_for_selector("text=Approve and publish")
-    rita.click("button.danger")
-    rita.wait_for_selector("text=A reason is required to reject a contribution.")
-    rita.fill("#id_reason", "Pin the image to its digest, please.")
-    rita.click("button.danger")
-    rita.wait_for_selector("text=Rejected contribution")
-    _shot(rita, screenshots, "06-review-rejected")
+    # A reason is required by the browser too: an empty one is not even sent.
+    assert rita.get_attribute("#id_reason", "required") is not None
+    rita.click("form.request-changes button")
+    assert rita.evaluate("document.querySelector('#id_changes').validity.valueMissing")
+    assert "Changes requested" not in rita.inner_text("p:has(.badge)")
+    rita.fill("#id_changes", "Pin the image to its digest, please.")
+    rita.click("form.request-changes button")
+    rita.wait_for_selector("text=Asked the author of contribution")
+    _shot(rita, screenshots, "06-review-changes-requested")
 
     carl.goto("/contributions/")
     row = carl.inner_text("table.contributions")
-    assert "Rejected" in row and "Pin the image to its digest, please." in row
-    _shot(carl, screenshots, "07-my-contributions-rejected")
+    assert "Changes requested" in row and "Pin the image to its digest, please." in row
+    _shot(carl, screenshots, "07-my-contributions-changes-requested")
     carl.click("text=Edit and resubmit")
     carl.fill("#id_content", DEFINITION.replace(":v1\n", ":v1@sha256:" + "d" * 64 + "\n"))
     carl.click("text=Resubmit for review")
@@ -114,7 +117,7 @@ def test_publish_contribute_review_search_and_copy(new_page, people, screenshots
     rita.click("a:has-text('Full audit log')")
     rita.wait_for_url("**/review/log/")
     log = rita.inner_text("table.audit")
-    for action in ("Submitted", "Rejected", "Resubmitted", "Approved"):
+    for action in ("Submitted", "Changes requested", "Resubmitted", "Approved"):
         assert action in log
     _shot(rita, screenshots, "09-audit-log")
 

@@ -25,8 +25,7 @@ LIST = "/api/v1/contributions/"
 ANONYMOUS = {"detail": "Authentication credentials were not provided."}
 NOT_VISIBLE = {"detail": "Only its author and reviewers may see a contribution."}
 NOT_REVIEWER = {
-    "detail": "Only reviewers and owners of publisher 'example-co' may approve or reject "
-    "contributions to it."
+    "detail": "Only reviewers and owners of publisher 'example-co' may review contributions to it."
 }
 NOT_AUTHOR = {"detail": "Only the author of a contribution may edit it."}
 OWN = {"detail": "Nobody reviews their own contribution."}
@@ -58,6 +57,14 @@ def client_for(contributor, other_user, reviewer, staff_user, owner):
 def rejected(pending, reviewer):
     """``pending``, rejected by the reviewer."""
     return contributions.contribution_reject(
+        contribution=pending, actor=reviewer, reason="Pin the image by digest."
+    )
+
+
+@pytest.fixture
+def changes_requested(pending, reviewer):
+    """``pending``, with changes requested by the reviewer."""
+    return contributions.contribution_request_changes(
         contribution=pending, actor=reviewer, reason="Pin the image by digest."
     )
 
@@ -481,9 +488,9 @@ EDITED = DEFINITION.replace("set-owner:v1", "set-owner@sha256:" + "a" * 64)
         ("staff", NOT_AUTHOR),
     ],
 )
-def test_only_the_author_resubmits(client_for, rejected, who, expected):
+def test_only_the_author_resubmits(client_for, changes_requested, who, expected):
     before = _state()
-    url = f"{LIST}{rejected.pk}/resubmit/"
+    url = f"{LIST}{changes_requested.pk}/resubmit/"
     response = client_for(who).post(url, {"definition": EDITED}, format="json")
     code = 401 if who == "anonymous" else 403
     assert (response.status_code, response.json()) == (code, expected)
@@ -492,16 +499,18 @@ def test_only_the_author_resubmits(client_for, rejected, who, expected):
 
 @pytest.mark.parametrize("who", ["reviewer", "staff"])
 @pytest.mark.parametrize("data", [{}, {"definition": 7}, {"definition": "kind: [unclosed"}])
-def test_a_non_author_resubmitting_a_bad_body_is_403_not_400(client_for, rejected, who, data):
+def test_a_non_author_resubmitting_a_bad_body_is_403_not_400(
+    client_for, changes_requested, who, data
+):
     """Reviewers see the contribution, but only its author edits it: 403 before any 400."""
     before = _state()
-    response = client_for(who).post(f"{LIST}{rejected.pk}/resubmit/", data, format="json")
+    response = client_for(who).post(f"{LIST}{changes_requested.pk}/resubmit/", data, format="json")
     assert (response.status_code, response.json()) == (403, NOT_AUTHOR)
     assert _state() == before
 
 
-def test_the_author_resubmits_a_rejected_contribution(client_for, rejected):
-    url = f"{LIST}{rejected.pk}/resubmit/"
+def test_the_author_resubmits_after_changes_are_requested(client_for, changes_requested):
+    url = f"{LIST}{changes_requested.pk}/resubmit/"
     response = client_for("author").post(url, {"definition": EDITED}, format="json")
     assert response.status_code == 200, response.content
     body = response.json()
@@ -511,26 +520,47 @@ def test_the_author_resubmits_a_rejected_contribution(client_for, rejected):
         EDITED,
         None,
     )
-    assert [e["action"] for e in body["events"]] == ["submitted", "rejected", "resubmitted"]
+    assert [e["action"] for e in body["events"]] == [
+        "submitted",
+        "changes_requested",
+        "resubmitted",
+    ]
     # Back in the queue: a reviewer approves the edited definition.
-    approved = client_for("reviewer").post(f"{LIST}{rejected.pk}/approve/")
+    approved = client_for("reviewer").post(f"{LIST}{changes_requested.pk}/approve/")
     assert approved.json()["published_version"] == 2
 
 
-def test_only_a_rejected_contribution_is_resubmitted(client_for, pending):
+def test_only_a_contribution_with_changes_requested_is_resubmitted(client_for, pending):
     before = _state()
     url = f"{LIST}{pending.pk}/resubmit/"
     response = client_for("author").post(url, {"definition": EDITED}, format="json")
     assert (response.status_code, response.json()) == (
         400,
-        {"detail": "Only a rejected contribution can be resubmitted; this one is pending."},
+        {
+            "detail": "Only a contribution with changes requested can be resubmitted; this one "
+            "is pending."
+        },
     )
     assert _state() == before
 
 
-def test_an_invalid_resubmission_changes_nothing(client_for, rejected):
+def test_a_rejection_is_final(client_for, rejected):
     before = _state()
     url = f"{LIST}{rejected.pk}/resubmit/"
+    response = client_for("author").post(url, {"definition": EDITED}, format="json")
+    assert (response.status_code, response.json()) == (
+        400,
+        {
+            "detail": "A rejected contribution cannot be resubmitted: the rejection is final. "
+            "Submit a new contribution instead."
+        },
+    )
+    assert _state() == before
+
+
+def test_an_invalid_resubmission_changes_nothing(client_for, changes_requested):
+    before = _state()
+    url = f"{LIST}{changes_requested.pk}/resubmit/"
     bad = EDITED.replace("  group: contrib.example.org\n", "")
     response = client_for("author").post(url, {"definition": bad}, format="json")
     assert response.status_code == 400
@@ -551,12 +581,12 @@ def test_the_schema_documents_the_contribution_endpoints(client):
     schema = yaml.safe_load(client.get("/api/schema/").content)
     paths = schema["paths"]
     assert set(paths["/api/v1/contributions/"]) >= {"get", "post"}
-    for action in ["resubmit", "approve", "reject"]:
+    for action in ["resubmit", "approve", "reject", "request-changes", "comments"]:
         assert "post" in paths[f"/api/v1/contributions/{{id}}/{action}/"]
     params = {p["name"] for p in paths["/api/v1/contributions/"]["get"]["parameters"]}
     assert {"status", "catalog", "mine", "page"} <= params
     enum = schema["components"]["schemas"]["ContributionStatusEnum"]["enum"]
-    assert enum == ["pending", "approved", "rejected"]
+    assert enum == ["pending", "approved", "changes_requested", "rejected"]
 
 
 def test_an_empty_mine_flag_is_refused_as_not_a_boolean(client, django_user_model):

@@ -127,8 +127,8 @@ def test_contribution_submit_review_and_resubmit(published, contributor, reviewe
     )
     assert [c["status"] for c in results(mine, CONTRIBUTIONS)] == ["pending"]
     assert [c["status"] for c in results(queue, CONTRIBUTIONS)] == ["pending"]
-    contributions.contribution_reject(contribution=submitted, actor=reviewer, reason="No.")
-    assert [c["status"] for c in results(mine, CONTRIBUTIONS)] == ["rejected"]
+    contributions.contribution_request_changes(contribution=submitted, actor=reviewer, reason="No.")
+    assert [c["status"] for c in results(mine, CONTRIBUTIONS)] == ["changes_requested"]
     contributions.contribution_resubmit(
         contribution=submitted, content=DEFINITION, actor=contributor
     )

@@ -15,6 +15,7 @@ import base64
 import hashlib
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.test import Client
 
 from catalogs.accounts.services import api_token_create
@@ -25,7 +26,8 @@ from tests.catalogs.factories import CatalogFactory, PublisherFactory, UserFacto
 
 pytestmark = pytest.mark.django_db
 
-ROLES = ["anonymous", "signed-in", "other-owner", "owner", "staff"]
+# "reviewer" holds the review permission: a reviewer of every public catalog, an outsider here.
+ROLES = ["anonymous", "signed-in", "other-owner", "reviewer", "owner", "staff"]
 SEES = {"owner", "staff"}
 
 
@@ -35,6 +37,7 @@ def world(db, jobs_in_this_process):
     users = {
         "signed-in": UserFactory(username="signed-in"),
         "other-owner": UserFactory(username="other-owner"),
+        "reviewer": UserFactory(username="reviewer"),
         "owner": owner,
         "staff": UserFactory(username="staff", is_staff=True),
     }
@@ -56,6 +59,7 @@ def world(db, jobs_in_this_process):
         catalog=Catalog.objects.get(name="secret"), actor=owner, visibility="private"
     )
     services.publisher_update(publisher=hidden, actor=owner, visibility="private")
+    users["reviewer"].user_permissions.add(Permission.objects.get(codename="review_contribution"))
     tokens = {role: api_token_create(user=user, name=role)[1] for role, user in users.items()}
     sequence = RevocationList.objects.get(catalog__name="secret").sequence
     return {"users": users, "tokens": tokens, "versions": published, "sequence": sequence}
@@ -322,3 +326,40 @@ def test_collisions_name_no_private_catalog_to_outsiders(world, role):
     assert ("acme/secret" in names) is (role in SEES)
     page = client.get("/catalogs/acme/open/functions/open.example/Tool/").content.decode()
     assert ("acme/secret" in page) is (role in SEES)
+
+
+# A contribution to the private catalog, by its owner: what each role gets from its API record,
+# its conversation and its review page (anonymous: 401 from the API, sent to sign in by pages).
+CONTRIBUTION_EXPECTED = {
+    "anonymous": (401, 401, 302),
+    "signed-in": (404, 404, 403),
+    "other-owner": (404, 404, 404),
+    "reviewer": (404, 404, 404),
+    "owner": (200, 200, 200),
+    "staff": (200, 200, 200),
+}
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_contributions_to_a_private_catalog_are_hidden_from_outsiders_and_reviewers(world, role):
+    from catalogs.review import services as contributions
+    from tests.catalogs.review.contribution_fixtures import DEFINITION
+
+    owner = world["users"]["owner"]
+    c = contributions.contribution_submit(
+        catalog=Catalog.objects.get(name="secret"), content=DEFINITION, actor=owner
+    )
+    contributions.contribution_comment_add(contribution=c, author=owner, body="secret plans")
+    client, _ = _client(world, role, "session")
+    paths = (f"/api/v1/contributions/{c.pk}/", f"/api/v1/contributions/{c.pk}/comments/")
+    got = tuple(client.get(path).status_code for path in paths)
+    page = client.get(f"/review/{c.pk}/")
+    assert (*got, page.status_code) == CONTRIBUTION_EXPECTED[role]
+    if role not in SEES:
+        assert b"secret plans" not in page.content
+    if role != "anonymous":
+        queue = client.get("/api/v1/contributions/").json()
+        assert queue["count"] == (1 if role in SEES else 0)
+        review = client.get("/review/")
+        if review.status_code == 200:
+            assert (b"SetOwner" in review.content) is (role in SEES)

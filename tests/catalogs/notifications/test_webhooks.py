@@ -263,7 +263,9 @@ def test_revocations_and_contributions_are_delivered(
     receiver = receiver_for()
     _hook(owner, receiver.url)
     with django_capture_on_commit_callbacks(execute=True):
-        contributions.contribution_reject(contribution=pending, actor=reviewer, reason="tests?")
+        contributions.contribution_request_changes(
+            contribution=pending, actor=reviewer, reason="tests?"
+        )
     with django_capture_on_commit_callbacks(execute=True):
         contributions.contribution_resubmit(
             contribution=pending, content=pending.content, actor=contributor
@@ -285,7 +287,7 @@ def test_revocations_and_contributions_are_delivered(
     ]
     decided, submitted, revoked = (r["event"]["data"] for r in receiver.received)
     assert (decided["status"], decided["reason"], decided["reviewer"]) == (
-        "rejected",
+        "changes_requested",
         "tests?",
         "reviewer",
     )

@@ -1,4 +1,5 @@
-"""Contributions: submit, review (approve / reject), resubmit, the audit log, change previews."""
+"""Contributions: submit, review (approve / request changes / reject), resubmit, the audit log,
+change previews."""
 
 # The shared fixtures are imported by name (tests/catalogs has no conftest of its own): F811.
 # ruff: noqa: F811
@@ -194,8 +195,7 @@ def test_only_reviewers_and_owners_of_the_target_review(pending, other_owner, wh
     }[who]
     before = _state()
     message = (
-        "^Only reviewers and owners of publisher 'example-co' may approve or reject "
-        "contributions to it.$"
+        "^Only reviewers and owners of publisher 'example-co' may review contributions to it.$"
     )
     with pytest.raises(NotAllowedError, match=message):
         contribution_approve(contribution=pending, actor=actor)
@@ -247,9 +247,11 @@ def test_reject_needs_a_reason(pending, reviewer):
     assert _state() == before
 
 
-def test_reject_then_resubmit_then_approve(pending, reviewer, contributor):
-    c = contribution_reject(contribution=pending, actor=reviewer, reason="Pin the image digest.")
-    assert (c.status, c.reason) == ("rejected", "Pin the image digest.")
+def test_request_changes_then_resubmit_then_approve(pending, reviewer, contributor):
+    c = contributions.contribution_request_changes(
+        contribution=pending, actor=reviewer, reason="Pin the image digest."
+    )
+    assert (c.status, c.reason) == ("changes_requested", "Pin the image digest.")
     edited = DEFINITION.replace(":v1\n", ":v1@sha256:" + "a" * 64 + "\n")
     c = contribution_resubmit(contribution=c, content=edited, actor=contributor)
     assert (c.status, c.revision, c.content) == ("pending", 2, edited)
@@ -258,16 +260,22 @@ def test_reject_then_resubmit_then_approve(pending, reviewer, contributor):
     log = list(c.events.values_list("action", "revision", "reason"))
     assert log == [
         ("submitted", 1, ""),
-        ("rejected", 1, "Pin the image digest."),
+        ("changes_requested", 1, "Pin the image digest."),
         ("resubmitted", 2, ""),
         ("approved", 2, ""),
     ]
 
 
-def test_only_the_author_resubmits_and_only_when_rejected(pending, reviewer, contributor):
-    with pytest.raises(InvalidInputError, match="^Only a rejected contribution can be resubmitted"):
+def test_only_the_author_resubmits_and_only_when_changes_are_requested(
+    pending, reviewer, contributor
+):
+    with pytest.raises(
+        InvalidInputError,
+        match="^Only a contribution with changes requested can be resubmitted; this one is "
+        "pending.$",
+    ):
         contribution_resubmit(contribution=pending, content=DEFINITION, actor=contributor)
-    contribution_reject(contribution=pending, actor=reviewer, reason="no")
+    contributions.contribution_request_changes(contribution=pending, actor=reviewer, reason="no")
     before = _state()
     with pytest.raises(NotAllowedError, match="^Only the author of a contribution may edit it.$"):
         contribution_resubmit(contribution=pending, content=DEFINITION, actor=reviewer)

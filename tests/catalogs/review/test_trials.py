@@ -8,13 +8,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
+import io
+import tarfile
 import threading
 
 import pytest
 
 from catalogs.review import sandbox, trials
 from catalogs.review.models import TrialRun, TrialRunStatus
-from catalogs.review.services import contribution_reject, contribution_resubmit, contribution_submit
+from catalogs.review.services import (
+    contribution_request_changes,
+    contribution_resubmit,
+    contribution_submit,
+)
 from tests.catalogs.review.container_fixtures import needs_image_tools, pushed_images  # noqa: F401
 from tests.catalogs.review.contribution_fixtures import (  # noqa: F401 (fixtures)
     DEFINITION,
@@ -54,10 +60,11 @@ def served(tmp_path, settings):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
 
-    def put(name: str, text: str) -> tuple[str, str]:
-        (root / name).write_text(text)
+    def put(name: str, text: str | bytes) -> tuple[str, str]:
+        data = text.encode() if isinstance(text, str) else text
+        (root / name).write_bytes(data)
         url = f"http://127.0.0.1:{server.server_address[1]}/{name}"
-        return url, hashlib.sha256(text.encode()).hexdigest()
+        return url, hashlib.sha256(data).hexdigest()
 
     yield put
     server.shutdown()
@@ -138,6 +145,40 @@ def test_an_exec_function_that_probes_the_jail_is_run_contained_and_flagged(
     assert "tried to use the network" in run.flags
     assert "tried to write outside its scratch dir" in run.flags
     assert run.diff == {"added": [], "removed": [], "changed": []}
+    # What ran, for the reviewer: the download's files (one executable here).
+    assert run.artifact == f"{len(program):>10} * probe"
+
+
+def test_the_files_of_an_exec_archive_are_listed_for_the_reviewer(
+    served, published, contributor, django_capture_on_commit_callbacks
+):
+    program = b"#!/bin/sh\ncat\n"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data, mode in (
+            ("bin/set-owner", program, 0o755),
+            ("README.md", b"# set-owner\n", 0o644),
+            ("lib/helper.sh", b"echo hi\n", 0o644),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            tar.addfile(info, io.BytesIO(data))
+    url, sha = served("set-owner.tar.gz", buffer.getvalue())
+    runtime = (
+        "      exec:\n        platforms:\n"
+        f"        - {{bin: bin/set-owner, os: linux, arch: {trials._arch()},\n"
+        f"           uri: '{url}', sha256: {sha}}}\n"
+    )
+    c = _submit(published, contributor, _definition(runtime), django_capture_on_commit_callbacks)
+    [run] = trials.trial_run_list(contribution=c)
+    assert run.status == TrialRunStatus.OK, run.detail
+    assert run.artifact.splitlines() == [
+        f"{12:>10}   README.md",
+        f"{len(program):>10} * bin/set-owner",
+        f"{8:>10}   lib/helper.sh",
+    ]
+    [artifact] = trials.trial_artifacts(contribution=c)
+    assert (artifact.runtime, artifact.text) == ("exec", run.artifact)
 
 
 EXAMPLE_IN = """\
@@ -351,7 +392,7 @@ def test_a_resubmission_is_trial_run_again(
     c = _submit(
         published, contributor, _starlark(bad_url, bad_sha), django_capture_on_commit_callbacks
     )
-    contribution_reject(contribution=c, actor=reviewer, reason="it crashes")
+    contribution_request_changes(contribution=c, actor=reviewer, reason="it crashes")
     url, sha = served("annotate.star", ANNOTATE)
     with django_capture_on_commit_callbacks(execute=True):
         c = contribution_resubmit(contribution=c, content=_starlark(url, sha), actor=contributor)
@@ -359,6 +400,41 @@ def test_a_resubmission_is_trial_run_again(
     assert run.revision == 2
     assert run.status == TrialRunStatus.OK
     assert TrialRun.objects.filter(contribution=c).count() == 2
+    # The crashed run of revision 1 wrote no output: there is nothing to compare with.
+    assert trials.trial_output_diffs(contribution=c) == []
+    # The script being approved is the one revision 2 ran (sha256-verified).
+    [artifact] = trials.trial_artifacts(contribution=c)
+    assert (artifact.version, artifact.runtime, artifact.text) == ("v1", "starlark", ANNOTATE)
+
+
+LABEL = 'for r in ctx.resource_list["items"]:\n    r["metadata"]["labels"] = {"tier": "%s"}\n'
+
+
+def test_the_output_of_a_new_revision_is_compared_with_the_previous_ones(
+    served, published, contributor, reviewer, django_capture_on_commit_callbacks
+):
+    url, sha = served("one.star", LABEL % "one")
+    c = _submit(published, contributor, _starlark(url, sha), django_capture_on_commit_callbacks)
+    [first] = trials.trial_run_list(contribution=c)
+    assert "tier: one" in first.output and "kind: ConfigMap" in first.output
+    assert trials.trial_output_diffs(contribution=c) == []  # revision 1: nothing before it
+    contribution_request_changes(contribution=c, actor=reviewer, reason="tier two, please")
+    url, sha = served("two.star", LABEL % "two")
+    with django_capture_on_commit_callbacks(execute=True):
+        c = contribution_resubmit(contribution=c, content=_starlark(url, sha), actor=contributor)
+    [diff] = trials.trial_output_diffs(contribution=c)
+    assert (diff.version, diff.example, diff.previous_revision) == ("v1", trials.BUILTIN_EXAMPLE, 1)
+    assert diff.lines[:2] == ["--- revision 1 output", "+++ revision 2 output"]
+    changed = [line for line in diff.lines[2:] if line[:1] in "+-"]
+    assert changed == ["-    tier: one", "+    tier: two"] * 3, diff.lines
+    # A revision whose output is the same says so: no lines.
+    contribution_request_changes(contribution=c, actor=reviewer, reason="docs")
+    with django_capture_on_commit_callbacks(execute=True):
+        c = contribution_resubmit(
+            contribution=c, content=_starlark(url, sha) + "\n# same\n", actor=contributor
+        )
+    [same] = trials.trial_output_diffs(contribution=c)
+    assert (same.previous_revision, same.lines) == (2, [])
 
 
 def test_nothing_is_enqueued_when_trial_runs_are_off(

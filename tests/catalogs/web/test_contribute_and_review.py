@@ -1,4 +1,5 @@
-"""Contribute, my contributions, the review queue, approve / reject, resubmit, the audit log."""
+"""Contribute, my contributions, the review queue, approve / request changes / reject, resubmit,
+the audit log."""
 
 from __future__ import annotations
 
@@ -143,17 +144,19 @@ def test_reject_needs_a_reason_and_changes_nothing_without_one(as_user, pending,
     assert pending.status == "pending" and pending.events.count() == 1
 
 
-def test_reject_then_edit_and_resubmit_then_approve(as_user, pending, reviewer, contributor):
+def test_request_changes_then_edit_and_resubmit_then_approve(
+    as_user, pending, reviewer, contributor
+):
     client = as_user(reviewer)
-    response = client.post(f"/review/{pending.pk}/reject/", {"reason": "Pin the image."})
+    response = client.post(f"/review/{pending.pk}/request-changes/", {"changes": "Pin the image."})
     assert response.status_code == 302
     body = as_user(contributor).get("/contributions/").content.decode()
-    assert "Rejected" in body and "Pin the image." in body and "Edit and resubmit" in body
+    assert "Changes requested" in body and "Pin the image." in body and "Edit and resubmit" in body
     edit_url = f"/contributions/{pending.pk}/edit/"
     bad = as_user(contributor).post(edit_url, {"content": "group: ["})
     assert "The function definition is invalid" in bad.content.decode()
     pending.refresh_from_db()
-    assert pending.status == "rejected"
+    assert pending.status == "changes_requested"
     fixed = DEFINITION.replace(":v1\n", ":v1@sha256:" + "b" * 64 + "\n")
     response = as_user(contributor).post(edit_url, {"content": fixed})
     assert response.status_code == 302
@@ -161,7 +164,7 @@ def test_reject_then_edit_and_resubmit_then_approve(as_user, pending, reviewer, 
     assert (pending.status, pending.revision, pending.content) == ("pending", 2, fixed)
     # The reviewer sees the earlier reason as such, not as a decision on this revision.
     review = as_user(reviewer).get(f"/review/{pending.pk}/").content.decode()
-    assert "Reason of the last rejection: <strong>Pin the image.</strong>" in review
+    assert "Changes asked of the last revision: <strong>Pin the image.</strong>" in review
     response = as_user(reviewer).post(f"/review/{pending.pk}/approve/", follow=True)
     assert response.redirect_chain == [(f"/review/{pending.pk}/", 302)]
     page = response.content.decode()
@@ -171,7 +174,7 @@ def test_reject_then_edit_and_resubmit_then_approve(as_user, pending, reviewer, 
     assert published.latest_version.number == 2
     log = as_user(reviewer).get("/review/log/")
     actions = [e.action for e in log.context["page"]]
-    assert actions == ["approved", "resubmitted", "rejected", "submitted"]
+    assert actions == ["approved", "resubmitted", "changes_requested", "submitted"]
     # A reason and a result each read on their own, never run together.
     text = log.content.decode()
     assert '<div class="audit-reason">Pin the image.</div>' in text
@@ -188,8 +191,9 @@ def test_editing_a_pending_contribution_is_refused(as_user, pending, contributor
         f"/contributions/{pending.pk}/edit/", {"content": DEFINITION}
     )
     assert response.status_code == 400
-    assert "Only a rejected contribution can be resubmitted; this one is pending." in (
-        response.content.decode()
+    assert (
+        "Only a contribution with changes requested can be resubmitted; this one is pending."
+        in response.content.decode()
     )
     pending.refresh_from_db()
     assert pending.revision == 1

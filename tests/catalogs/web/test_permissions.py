@@ -30,8 +30,10 @@ def users(owner, other_user, other_owner, reviewer, staff_user):
 
 @pytest.fixture
 def rejected(pending, reviewer):
-    """The contributor's contribution, rejected (so that its author may edit it)."""
-    return contributions.contribution_reject(contribution=pending, actor=reviewer, reason="no")
+    """The contributor's contribution, changes requested (so that its author may edit it)."""
+    return contributions.contribution_request_changes(
+        contribution=pending, actor=reviewer, reason="no"
+    )
 
 
 def _state():
@@ -80,7 +82,9 @@ def test_page_access(as_user, users, rejected, url, role):
     _expect(response, PAGES[url][ROLES.index(role)])
 
 
-def test_the_author_may_edit_their_rejected_contribution(as_user, rejected, contributor):
+def test_the_author_may_edit_their_contribution_with_changes_requested(
+    as_user, rejected, contributor
+):
     assert as_user(contributor).get(f"/contributions/{rejected.pk}/edit/").status_code == 200
 
 
@@ -134,7 +138,7 @@ def test_create_catalog_under_someone_elses_publisher_creates_nothing(
     assert _state() == before
 
 
-@pytest.mark.parametrize("action", ["approve", "reject"])
+@pytest.mark.parametrize("action", ["approve", "reject", "request-changes", "comment"])
 @pytest.mark.parametrize(
     ("role", "expected"),
     [
@@ -148,21 +152,50 @@ def test_create_catalog_under_someone_elses_publisher_creates_nothing(
 )
 def test_review_actions(as_user, users, pending, action, role, expected):
     before = _state()
-    response = as_user(users[role]).post(f"/review/{pending.pk}/{action}/", {"reason": "Not now."})
+    data = {"reason": "Not now.", "changes": "Not now.", "body": "Not now."}
+    response = as_user(users[role]).post(f"/review/{pending.pk}/{action}/", data)
     _expect(response, expected)
     pending.refresh_from_db()
-    if expected == 302:
-        assert pending.status == {"approve": "approved", "reject": "rejected"}[action]
+    if expected == 302 and action == "comment":
+        assert pending.status == "pending"
+        last = pending.events.last()
+        assert (last.action, last.actor, last.reason) == ("commented", users[role], "Not now.")
+    elif expected == 302:
+        statuses = {
+            "approve": "approved",
+            "reject": "rejected",
+            "request-changes": "changes_requested",
+        }
+        assert pending.status == statuses[action]
         assert pending.reviewer == users[role]
     else:
         assert _state() == before
 
 
+@pytest.mark.parametrize("action", ["approve", "reject", "request-changes", "comment"])
+@pytest.mark.parametrize("role", ["reviewer", "user", "other_owner"])
+def test_review_actions_on_a_private_catalog_are_404_to_who_may_not_see_it(
+    as_user, users, pending, owner, action, role
+):
+    """A reviewer of everything public is an outsider to a private catalog: 404, as for no
+    contribution, like everyone else who neither owns it nor is staff."""
+    from catalogs.publishing import services as publishing
+
+    publishing.catalog_update(catalog=pending.catalog, actor=owner, visibility="private")
+    before = _state()
+    data = {"reason": "x", "changes": "x", "body": "x"}
+    response = as_user(users[role]).post(f"/review/{pending.pk}/{action}/", data)
+    assert response.status_code == 404
+    assert _state() == before
+
+
 def test_the_author_cannot_review_even_as_a_reviewer(as_user, published, reviewer):
     c = contributions.contribution_submit(catalog=published, content=DEFINITION, actor=reviewer)
     before = _state()
-    for action in ("approve", "reject"):
-        response = as_user(reviewer).post(f"/review/{c.pk}/{action}/", {"reason": "x"})
+    for action in ("approve", "reject", "request-changes"):
+        response = as_user(reviewer).post(
+            f"/review/{c.pk}/{action}/", {"reason": "x", "changes": "x"}
+        )
         assert response.status_code == 403
         assert "Nobody reviews their own contribution." in response.content.decode()
     assert _state() == before

@@ -11,6 +11,7 @@ from tests.catalogs.factories import catalog_yaml
 pytestmark = pytest.mark.django_db
 PAGE = "/catalogs/example-co/functions/revocations/"
 FORM = {"group": "example.co", "kind": "SetTier", "version": "v1", "reason": "broken"}
+CONFIRMED = {**FORM, "confirm": "on"}
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ def test_owner_revokes_with_the_form(client, owner, with_version):
     client.force_login(owner)
     page = client.get(PAGE)
     assert page.status_code == 200 and b'name="runtime_digest"' in page.content
-    resp = client.post(PAGE, {**FORM, "replacement": "use v2"}, follow=True)
+    resp = client.post(PAGE, {**CONFIRMED, "replacement": "use v2"}, follow=True)
     assert resp.status_code == 200
     assert b"Revoked; revocation list sequence 1." in resp.content
     assert b"example.co/v1 SetTier" in resp.content and b"use v2" in resp.content
@@ -35,7 +36,7 @@ def test_owner_revokes_with_the_form(client, owner, with_version):
 
 def test_bad_form_input_shows_the_error_and_changes_nothing(client, owner, with_version):
     client.force_login(owner)
-    resp = client.post(PAGE, {**FORM, "version": "v7"})
+    resp = client.post(PAGE, {**CONFIRMED, "version": "v7"})
     assert resp.status_code == 400
     assert (
         b"No version of catalog &#x27;example-co/functions&#x27; defines example.co/v7 SetTier."
@@ -46,12 +47,33 @@ def test_bad_form_input_shows_the_error_and_changes_nothing(client, owner, with_
     assert list(RevocationList.objects.values_list("sequence", flat=True)) == [0]
 
 
+def test_revoking_needs_the_confirmation_server_side_and_in_the_browser(
+    client, owner, with_version
+):
+    client.force_login(owner)
+    page = client.get(PAGE).content.decode()
+    # The browser refuses to send the form unticked; the server does not rely on it.
+    assert '<input type="checkbox" name="confirm" required id="id_confirm">' in page
+    resp = client.post(PAGE, FORM)
+    assert resp.status_code == 400
+    assert (
+        "Tick the confirmation: a revocation cannot be undone, so it is not made without it."
+        in resp.content.decode()
+    )
+    assert not Revocation.objects.exists()
+    assert list(RevocationList.objects.values_list("sequence", flat=True)) == [0]
+    # What was typed is kept for the second try.
+    assert 'name="kind" value="SetTier"' in resp.content.decode()
+    assert client.post(PAGE, CONFIRMED).status_code == 302
+    assert Revocation.objects.count() == 1
+
+
 def test_others_see_no_form_and_cannot_post(client, other_user, with_version):
     assert b'name="reason"' not in client.get(PAGE).content
-    assert client.post(PAGE, FORM).status_code == 403
+    assert client.post(PAGE, CONFIRMED).status_code == 403
     client.force_login(other_user)
     assert b'name="reason"' not in client.get(PAGE).content
-    assert client.post(PAGE, FORM).status_code == 403
+    assert client.post(PAGE, CONFIRMED).status_code == 403
     assert not Revocation.objects.exists()
 
 

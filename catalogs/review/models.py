@@ -64,6 +64,7 @@ class ReviewEventAction(models.TextChoices):
     RESUBMITTED = "resubmitted", "Resubmitted"
     APPROVED = "approved", "Approved"
     REJECTED = "rejected", "Rejected"
+    COMMENTED = "commented", "Commented"
 
 
 class ReviewEvent(models.Model):

@@ -23,6 +23,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from catalogs import events
+from catalogs.accounts.verification import user_check_verified
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
@@ -512,6 +513,7 @@ def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contr
     """Propose a function definition for ``catalog``; any signed-in user may."""
     _require_user(actor, "contribute a function")
     assert signed_in(actor)  # _require_user let it through
+    user_check_verified(user=actor, what="contribute a function")
     mirror = catalog_mirror_url(catalog=catalog)
     if mirror is not None:
         # A mirror serves exactly what upstream publishes; an approved contribution would not be.
@@ -620,6 +622,32 @@ def contribution_approve(
     _log(locked, actor, ReviewEventAction.APPROVED, reason=locked.reason, version=version)
     events.emit(ContributionDecided(contribution=locked))
     return locked
+
+
+# The longest comment of the conversation on a contribution.
+COMMENT_MAX_CHARS = 4000
+
+
+@transaction.atomic
+def contribution_comment_add(
+    *, contribution: Contribution, actor: User, text: str
+) -> ReviewEvent:
+    """Add ``text`` to the conversation on ``contribution``: its author and its reviewers may,
+    in any status (a rejected contribution is where a question is most likely)."""
+    _require_user(actor, "comment on a contribution")
+    assert signed_in(actor)  # _require_user let it through
+    if contribution.author_id != actor.pk and not user_can_review_catalog(
+        user=actor, catalog=contribution.catalog
+    ):
+        raise NotAllowedError("Only its author and reviewers may comment on a contribution.")
+    text = (text or "").strip()
+    if not text:
+        raise InvalidInputError("comment: write something to send.")
+    if len(text) > COMMENT_MAX_CHARS:
+        raise InvalidInputError(
+            f"comment: at most {COMMENT_MAX_CHARS} characters, not {len(text)}."
+        )
+    return _log(contribution, actor, ReviewEventAction.COMMENTED, reason=text)
 
 
 @transaction.atomic

@@ -31,7 +31,9 @@ def _signed_in(user: AuthUser | AnonymousUser | None) -> bool:
 # --------------------------------------------------------------------------- selectors
 
 
-def email_verification_pending(*, user: AuthUser | AnonymousUser | None) -> EmailVerification | None:
+def email_verification_pending(
+    *, user: AuthUser | AnonymousUser | None
+) -> EmailVerification | None:
     """The unproven address of a self-signed-up ``user``, or None (verified, or an account an
     administrator made)."""
     if not _signed_in(user):
@@ -116,9 +118,7 @@ def email_verification_confirm(*, token: str) -> tuple[AuthUser, bool]:
     no longer has (nothing is changed then).
     """
     try:
-        data = signing.loads(
-            token, salt=SALT, max_age=settings.EMAIL_VERIFICATION_DAYS * 24 * 3600
-        )
+        data = signing.loads(token, salt=SALT, max_age=settings.EMAIL_VERIFICATION_DAYS * 24 * 3600)
     except signing.SignatureExpired:
         raise InvalidInputError(
             "This verification link has expired: sign in and send a new one from /accounts/email/."

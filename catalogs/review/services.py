@@ -629,9 +629,7 @@ COMMENT_MAX_CHARS = 4000
 
 
 @transaction.atomic
-def contribution_comment_add(
-    *, contribution: Contribution, actor: User, text: str
-) -> ReviewEvent:
+def contribution_comment_add(*, contribution: Contribution, actor: User, text: str) -> ReviewEvent:
     """Add ``text`` to the conversation on ``contribution``: its author and its reviewers may,
     in any status (a rejected contribution is where a question is most likely)."""
     _require_user(actor, "comment on a contribution")

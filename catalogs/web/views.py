@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -32,7 +31,7 @@ from catalogs.exceptions import (
     RegistryError,
 )
 from catalogs.mirroring import services as mirrors
-from catalogs.pages import domain_errors, page_forbidden, page_render
+from catalogs.pages import domain_errors, page_render
 from catalogs.publishing import selectors, services
 from catalogs.publishing.models import Catalog, Publisher
 from catalogs.review import services as contributions

@@ -4,15 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('review', '0002_trialrun_version'),
+        ("review", "0002_trialrun_version"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='reviewevent',
-            name='action',
-            field=models.CharField(choices=[('submitted', 'Submitted'), ('resubmitted', 'Resubmitted'), ('approved', 'Approved'), ('rejected', 'Rejected'), ('commented', 'Commented')], max_length=20),
+            model_name="reviewevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("submitted", "Submitted"),
+                    ("resubmitted", "Resubmitted"),
+                    ("approved", "Approved"),
+                    ("rejected", "Rejected"),
+                    ("commented", "Commented"),
+                ],
+                max_length=20,
+            ),
         ),
     ]

@@ -1,6 +1,9 @@
 """Users follow catalogs and functions: an inbox entry with a count in the navigation, and an
 e-mail received by a real local SMTP server (aiosmtpd) when a followed catalog publishes."""
 
+# The shared smtp fixture is imported by name: F811.
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import pytest

@@ -141,7 +141,7 @@ def test_an_account_an_administrator_made_needs_no_verification(client, owner):
     assert "Verify your e-mail address" not in client.get("/").text
     response = client.post("/publishers/new/", {"slug": "owner-co", "display_name": "O"})
     assert response.status_code == 302
-    assert "is <span class=\"badge ok\">verified</span>" in client.get("/accounts/email/").text
+    assert 'is <span class="badge ok">verified</span>' in client.get("/accounts/email/").text
 
 
 def test_password_reset_through_the_emailed_link(smtp, client):  # noqa: F811

@@ -5,6 +5,7 @@ contributions (it may sign in, read, search, pull and make API tokens)."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
@@ -19,12 +20,15 @@ from catalogs.accounts.models import EmailVerification
 from catalogs.exceptions import InvalidInputError, NotAllowedError, QuotaExceededError
 from catalogs.ratelimits import rate_limit_hit
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
 # What the signature of a verification link is bound to: no other signed value of the site
 # (a password reset, a session) can stand in for one.
 SALT = "catalogs.accounts.email-verification"
 
 
-def _signed_in(user: AuthUser | AnonymousUser | None) -> bool:
+def _signed_in(user: AuthUser | AnonymousUser | None) -> TypeIs[AuthUser]:
     return user is not None and bool(getattr(user, "is_authenticated", False))
 
 
@@ -150,3 +154,15 @@ def email_verification_confirm(*, token: str) -> tuple[AuthUser, bool]:
     record.verified_at = timezone.now()
     record.save(update_fields=["verified_at"])
     return record.user, True
+
+
+@transaction.atomic
+def email_verification_vouch(*, user: AuthUser, actor: AuthUser) -> bool:
+    """Staff ``actor`` vouches for ``user``'s address (say the mail never arrived): whether it
+    was unverified until now."""
+    if not (_signed_in(actor) and actor.is_staff):
+        raise NotAllowedError("Only staff may verify another user's e-mail address.")
+    updated = EmailVerification.objects.filter(user=user, verified_at__isnull=True).update(
+        verified_at=timezone.now()
+    )
+    return bool(updated)

@@ -625,27 +625,33 @@ def contribution_approve(
 
 
 # The longest comment of the conversation on a contribution.
-COMMENT_MAX_CHARS = 4000
+COMMENT_MAX_CHARS = 10_000
+
+
+def contribution_check_may_comment(*, contribution: Contribution, actor: User) -> None:
+    """NotAllowedError unless ``actor`` is the author or reviews the target catalog."""
+    _require_user(actor, "comment on a contribution")
+    assert signed_in(actor)  # _require_user let it through
+    if contribution.author_id == actor.pk:
+        return
+    if not user_can_review_catalog(user=actor, catalog=contribution.catalog):
+        raise NotAllowedError("Only its author and reviewers may comment on a contribution.")
 
 
 @transaction.atomic
-def contribution_comment_add(*, contribution: Contribution, actor: User, text: str) -> ReviewEvent:
-    """Add ``text`` to the conversation on ``contribution``: its author and its reviewers may,
-    in any status (a rejected contribution is where a question is most likely)."""
-    _require_user(actor, "comment on a contribution")
-    assert signed_in(actor)  # _require_user let it through
-    if contribution.author_id != actor.pk and not user_can_review_catalog(
-        user=actor, catalog=contribution.catalog
-    ):
-        raise NotAllowedError("Only its author and reviewers may comment on a contribution.")
-    text = (text or "").strip()
-    if not text:
-        raise InvalidInputError("comment: write something to send.")
-    if len(text) > COMMENT_MAX_CHARS:
+def contribution_comment_add(*, contribution: Contribution, author: User, body: str) -> ReviewEvent:
+    """Add a message to the contribution's conversation (its author or a reviewer of the
+    catalog, whatever the status); it is shown in order with the decisions."""
+    locked = Contribution.objects.select_for_update().get(pk=contribution.pk)
+    contribution_check_may_comment(contribution=locked, actor=author)
+    body = (body or "").strip()
+    if not body:
+        raise InvalidInputError("A comment needs some text.")
+    if len(body) > COMMENT_MAX_CHARS:
         raise InvalidInputError(
-            f"comment: at most {COMMENT_MAX_CHARS} characters, not {len(text)}."
+            f"The comment is {len(body)} characters long, over the limit of {COMMENT_MAX_CHARS}."
         )
-    return _log(contribution, actor, ReviewEventAction.COMMENTED, reason=text)
+    return _log(locked, author, ReviewEventAction.COMMENTED, reason=body)
 
 
 @transaction.atomic

@@ -202,11 +202,10 @@ class SignUpForm(UserCreationForm):
 
 
 class CommentForm(forms.Form):
-    """One comment of the conversation on a contribution."""
+    """One message of a contribution's conversation."""
 
-    text = forms.CharField(
+    body = forms.CharField(
         required=False,
-        strip=False,
-        widget=forms.Textarea(attrs={"rows": 3}),
+        widget=forms.Textarea(attrs={"rows": 3, "required": True}),
         label="Comment",
     )

@@ -335,10 +335,10 @@ def contribution_comment(request: HttpRequest, pk: int) -> HttpResponse:
     form.is_valid()
     try:
         contributions.contribution_comment_add(
-            contribution=contribution, actor=request.user, text=form.cleaned_data.get("text", "")
+            contribution=contribution, author=request.user, body=form.cleaned_data.get("body", "")
         )
     except InvalidInputError as err:
-        form.add_error("text", err.message)
+        form.add_error("body", err.message)
         return _contribution_page(request, contribution, form, status=400)
     messages.success(request, "Comment added.")
     return redirect(reverse("web:contribution", kwargs={"pk": pk}) + "#conversation")

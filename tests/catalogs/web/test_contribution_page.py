@@ -75,7 +75,7 @@ def test_the_author_sees_status_diff_trials_and_conversation(
 def test_author_and_reviewer_talk_on_the_page(as_user, pending, contributor, reviewer):
     author = as_user(contributor)
     sent = author.post(
-        f"/contributions/{pending.pk}/comments/", {"text": "Does v1 need a mount?"}, follow=True
+        f"/contributions/{pending.pk}/comments/", {"body": "Does v1 need a mount?"}, follow=True
     )
     assert sent.redirect_chain[-1][0] == f"/contributions/{pending.pk}/#conversation"
     assert "Does v1 need a mount?" in sent.text
@@ -85,7 +85,7 @@ def test_author_and_reviewer_talk_on_the_page(as_user, pending, contributor, rev
     assert f'href="/contributions/{pending.pk}/#conversation">Conversation' in review
     page = as_user(reviewer).get(f"/contributions/{pending.pk}/").text
     assert "Write to the author" in page and "Review it</a>" in page
-    as_user(reviewer).post(f"/contributions/{pending.pk}/comments/", {"text": "No mount."})
+    as_user(reviewer).post(f"/contributions/{pending.pk}/comments/", {"body": "No mount."})
     assert _events(pending)[1:] == [
         ("contributor", "commented", "Does v1 need a mount?"),
         ("reviewer", "commented", "No mount."),
@@ -97,11 +97,14 @@ def test_author_and_reviewer_talk_on_the_page(as_user, pending, contributor, rev
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("   ", "comment: write something to send."), ("x" * 4001, "at most 4000 characters")],
+    [
+        ("   ", "A comment needs some text."),
+        ("x" * 10_001, "The comment is 10001 characters long, over the limit of 10000."),
+    ],
 )
 def test_a_bad_comment_says_why_and_adds_nothing(as_user, pending, contributor, text, message):
     before = _events(pending)
-    response = as_user(contributor).post(f"/contributions/{pending.pk}/comments/", {"text": text})
+    response = as_user(contributor).post(f"/contributions/{pending.pk}/comments/", {"body": text})
     assert response.status_code == 400
     assert message in response.text
     assert _events(pending) == before
@@ -116,7 +119,7 @@ def test_nobody_else_reads_or_comments(as_user, pending, request, role):
     assert "Only its author and reviewers may see a contribution." in page.text
     assert "SetOwner" not in page.text
     before = _events(pending)
-    response = client.post(f"/contributions/{pending.pk}/comments/", {"text": "spam"})
+    response = client.post(f"/contributions/{pending.pk}/comments/", {"body": "spam"})
     assert response.status_code == 403
     assert _events(pending) == before
 
@@ -125,7 +128,7 @@ def test_anonymous_is_sent_to_sign_in_and_comments_nothing(as_user, pending):
     before = _events(pending)
     for response in (
         as_user(None).get(f"/contributions/{pending.pk}/"),
-        as_user(None).post(f"/contributions/{pending.pk}/comments/", {"text": "x"}),
+        as_user(None).post(f"/contributions/{pending.pk}/comments/", {"body": "x"}),
     ):
         assert response.status_code == 302
         assert response["Location"].startswith("/accounts/login/?next=")
@@ -141,6 +144,6 @@ def test_comment_service_refuses_outsiders(pending, other_user):
     from catalogs.exceptions import NotAllowedError
 
     with pytest.raises(NotAllowedError, match="Only its author and reviewers may comment"):
-        contributions.contribution_comment_add(contribution=pending, actor=other_user, text="hi")
+        contributions.contribution_comment_add(contribution=pending, author=other_user, body="hi")
     assert DEFINITION  # the fixture's definition is what the author submitted
     assert not ReviewEvent.objects.filter(action="commented").exists()

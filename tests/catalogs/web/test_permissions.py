@@ -202,7 +202,7 @@ def test_only_the_author_resubmits(as_user, users, rejected, role):
 def test_comment_action(as_user, users, rejected, role, expected):
     before = _state()
     response = as_user(users[role]).post(
-        f"/contributions/{rejected.pk}/comments/", {"text": "A word."}
+        f"/contributions/{rejected.pk}/comments/", {"body": "A word."}
     )
     _expect(response, expected)
     if expected == 302:
@@ -216,7 +216,7 @@ def test_comment_action(as_user, users, rejected, role, expected):
 
 def test_the_author_opens_and_comments_on_their_contribution(as_user, rejected, contributor):
     assert as_user(contributor).get(f"/contributions/{rejected.pk}/").status_code == 200
-    response = as_user(contributor).post(f"/contributions/{rejected.pk}/comments/", {"text": "?"})
+    response = as_user(contributor).post(f"/contributions/{rejected.pk}/comments/", {"body": "?"})
     assert response.status_code == 302
     assert ReviewEvent.objects.latest("pk").actor == contributor
 

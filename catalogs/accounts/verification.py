@@ -157,7 +157,7 @@ def email_verification_confirm(*, token: str) -> tuple[AuthUser, bool]:
 
 
 @transaction.atomic
-def email_verification_vouch(*, user: AuthUser, actor: AuthUser) -> bool:
+def email_verification_vouch(*, user: AuthUser, actor: AuthUser | AnonymousUser | None) -> bool:
     """Staff ``actor`` vouches for ``user``'s address (say the mail never arrived): whether it
     was unverified until now."""
     if not (_signed_in(actor) and actor.is_staff):

@@ -346,3 +346,25 @@ class RevocationAdmin(admin.ModelAdmin):
 @admin.register(RevocationList)
 class RevocationListAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["catalog", "sequence", "digest", "signing_key", "created_at"]
+
+
+from catalogs.accounts import verification as _verification  # noqa: E402
+from catalogs.accounts.models import EmailVerification  # noqa: E402
+
+
+@admin.register(EmailVerification)
+class EmailVerificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Addresses given at sign-up; staff may vouch for one whose link never arrived."""
+
+    list_display = ["user", "email", "created_at", "verified_at"]
+    list_filter = [("verified_at", admin.EmptyFieldListFilter)]
+    search_fields = ["user__username", "email"]
+    actions = ["vouch"]
+
+    @admin.action(description="Mark the selected addresses verified")
+    def vouch(self, request: HttpRequest, queryset) -> None:
+        done = sum(
+            _verification.email_verification_vouch(user=record.user, actor=request.user)
+            for record in queryset.select_related("user")
+        )
+        self.message_user(request, f"{done} address(es) marked verified.")

@@ -50,3 +50,23 @@ class ApiToken(models.Model):
     def has_scope(self, scope: str) -> bool:
         """Whether the token grants ``scope``."""
         return scope in self.scopes
+
+
+class EmailVerification(models.Model):
+    """The e-mail address a user gave at sign-up, and when they proved it is theirs.
+
+    Only self-signed-up accounts have one: an account an administrator created is vouched for by
+    the administrator. While ``verified_at`` is empty the user may sign in and read, but neither
+    create a publisher nor contribute (``user_check_verified``).
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="email_verification"
+    )
+    email = models.EmailField()
+    created_at = models.DateTimeField(default=timezone.now)
+    verified_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        state = "verified" if self.verified_at else "unverified"
+        return f"{self.user_id}:{self.email} ({state})"

@@ -21,6 +21,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from catalogs import events
+from catalogs.accounts.verification import user_check_verified
 from catalogs.exceptions import (
     AlreadyExistsError,
     InvalidCatalogError,
@@ -190,6 +191,7 @@ def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publ
     """
     if actor is not None and not signed_in(actor):
         raise NotAllowedError("Log in to create a publisher.")
+    user_check_verified(user=actor, what="create a publisher")
     slug = publisher_slug_check(slug=slug, system=actor is None)
     try:
         # A savepoint: a concurrent create of the same slug loses cleanly, not with a 500.

@@ -25,6 +25,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from catalogs import events
+from catalogs.accounts.verification import user_check_verified
 from catalogs.exceptions import (
     InvalidCatalogError,
     InvalidInputError,
@@ -604,6 +605,7 @@ def contribution_submit(*, catalog: Catalog, content: str, actor: User) -> Contr
     """Propose a function definition for ``catalog``; any signed-in user may."""
     _require_user(actor, "contribute a function")
     assert signed_in(actor)  # _require_user let it through
+    user_check_verified(user=actor, what="contribute a function")
     mirror = catalog_mirror_url(catalog=catalog)
     if mirror is not None:
         # A mirror serves exactly what upstream publishes; an approved contribution would not be.

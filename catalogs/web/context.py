@@ -12,6 +12,7 @@ from django.utils.functional import SimpleLazyObject
 
 def layout(request: HttpRequest) -> dict[str, Any]:
     """Who may see which navigation links; computed only when a template asks."""
+    from catalogs.accounts import verification
     from catalogs.mirroring import services as mirrors
     from catalogs.publishing import publishers
     from catalogs.review import services as contributions
@@ -27,6 +28,10 @@ def layout(request: HttpRequest) -> dict[str, Any]:
         "is_reviewer": SimpleLazyObject(lambda: contributions.user_can_review(user=user)),
         "is_operator": SimpleLazyObject(is_operator),
         "signup_enabled": settings.SIGNUP_ENABLED,
+        "docs_url": settings.DOCS_URL,
+        "email_pending": SimpleLazyObject(
+            lambda: verification.email_verification_pending(user=user) or ""
+        ),
         "invitation_count": SimpleLazyObject(
             lambda: publishers.owner_invitation_list_pending(user=user).count()
         ),

@@ -212,6 +212,15 @@ class SignUpForm(UserCreationForm):
     that says only that it cannot be had, not that an account of that name exists.
     """
 
+    email = forms.EmailField(
+        max_length=254,
+        label="E-mail address",
+        help_text="We send a link to it: open it to create publishers and contribute.",
+    )
+
+    class Meta(UserCreationForm.Meta):
+        fields = ("username", "email")
+
     def clean_username(self) -> str:
         """The user name, unless it is taken (case-insensitively)."""
         username = self.cleaned_data.get("username") or ""

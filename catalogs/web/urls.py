@@ -9,7 +9,7 @@ from catalogs.mirroring import pages as mirror_pages
 from catalogs.notifications import pages as inbox_pages
 from catalogs.publishing import pages as publisher_pages
 from catalogs.trust import pages as revocation_pages
-from catalogs.web import views
+from catalogs.web import accounts, views
 
 app_name = "web"
 
@@ -21,7 +21,27 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/signup/", accounts.signup, name="signup"),
+    path("accounts/email/", accounts.email_status, name="email"),
+    path("accounts/email/verify/<str:token>/", accounts.email_verify, name="email-verify"),
+    path("accounts/password/reset/", accounts.password_reset, name="password-reset"),
+    path(
+        "accounts/password/reset/sent/",
+        accounts.password_reset_done,
+        name="password-reset-done",
+    ),
+    path(
+        "accounts/password/reset/<uidb64>/<token>/",
+        accounts.password_reset_confirm,
+        name="password-reset-confirm",
+    ),
+    path(
+        "accounts/password/reset/done/",
+        accounts.password_reset_complete,
+        name="password-reset-complete",
+    ),
+    path("accounts/publishers/", accounts.publisher_list_mine, name="my-publishers"),
+    path("install/", accounts.install_krm, name="install"),
     path("accounts/tokens/", views.api_tokens, name="tokens"),
     path("inbox/", inbox_pages.inbox_page, name="inbox"),
     path("accounts/invitations/", publisher_pages.invitation_list, name="invitations"),
@@ -73,6 +93,12 @@ urlpatterns = [
     ),
     path("contribute/", views.contribution_create, name="contribute"),
     path("contributions/", views.contribution_list_mine, name="contributions"),
+    path("contributions/<int:pk>/", views.contribution_detail, name="contribution"),
+    path(
+        "contributions/<int:pk>/comments/",
+        views.contribution_comment,
+        name="contribution-comment",
+    ),
     path("contributions/<int:pk>/edit/", views.contribution_edit, name="contribution-edit"),
     path("review/", views.review_queue, name="review-queue"),
     path("review/log/", views.review_log, name="review-log"),

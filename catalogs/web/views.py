@@ -9,9 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -33,7 +31,7 @@ from catalogs.exceptions import (
     RegistryError,
 )
 from catalogs.mirroring import services as mirrors
-from catalogs.pages import domain_errors, page_forbidden, page_render
+from catalogs.pages import domain_errors, page_render
 from catalogs.publishing import selectors, services
 from catalogs.publishing.models import Catalog, Publisher
 from catalogs.review import services as contributions
@@ -302,6 +300,48 @@ def contribution_list_mine(request: HttpRequest) -> HttpResponse:
     assert selectors.signed_in(request.user)  # @login_required
     items = contributions.contribution_list(author=request.user)
     return page_render(request, "contribution_list.html", {"contributions": items})
+
+
+def _contribution_page(
+    request: HttpRequest, contribution, comment_form: forms.CommentForm, status: int = 200
+) -> HttpResponse:
+    context = _review_context(request, contribution)
+    context["events"] = contributions.review_event_list(contribution=contribution)
+    context["trial_runs"] = trials.trial_run_list(contribution=contribution)
+    context["comment_form"] = comment_form
+    context["own"] = contribution.author_id == request.user.pk
+    context["reviews_it"] = contributions.user_can_review_catalog(
+        user=request.user, catalog=contribution.catalog
+    )
+    return page_render(request, "contribution_detail.html", context, status=status)
+
+
+@login_required
+@domain_errors
+def contribution_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A contribution as its author (and its reviewers) see it: status, trial runs, the diff
+    against the catalog's current function and the conversation."""
+    contribution = contributions.contribution_get_visible(pk=pk, user=request.user)
+    return _contribution_page(request, contribution, forms.CommentForm())
+
+
+@login_required
+@domain_errors
+@require_POST
+def contribution_comment(request: HttpRequest, pk: int) -> HttpResponse:
+    """Add a comment to the conversation on a contribution (its author or a reviewer)."""
+    contribution = contributions.contribution_get_visible(pk=pk, user=request.user)
+    form = forms.CommentForm(request.POST)
+    form.is_valid()
+    try:
+        contributions.contribution_comment_add(
+            contribution=contribution, author=request.user, body=form.cleaned_data.get("body", "")
+        )
+    except InvalidInputError as err:
+        form.add_error("body", err.message)
+        return _contribution_page(request, contribution, form, status=400)
+    messages.success(request, "Comment added.")
+    return redirect(reverse("web:contribution", kwargs={"pk": pk}) + "#conversation")
 
 
 @login_required
@@ -592,19 +632,6 @@ def review_log(request: HttpRequest) -> HttpResponse:
 
 
 # --------------------------------------------------------------------------- accounts
-
-
-@require_http_methods(["GET", "POST"])
-def signup(request: HttpRequest) -> HttpResponse:
-    """Self sign-up, only when settings.SIGNUP_ENABLED; otherwise an admin creates accounts."""
-    if not settings.SIGNUP_ENABLED:
-        return page_forbidden(request, "Sign-up is closed; ask an administrator for an account.")
-    form = forms.SignUpForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        return redirect("web:search")
-    return page_render(request, "registration/signup.html", {"form": form})
 
 
 @login_required

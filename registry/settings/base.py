@@ -540,11 +540,21 @@ RESERVED_PUBLISHER_SLUGS = env.list(
     ],
 )
 
-# Web UI: sign-in pages, self sign-up (off by default: an admin creates accounts).
+# Web UI: sign-in pages, self sign-up (open by default; SIGNUP_ENABLED=false leaves account
+# creation to administrators). A signed-up account proves its e-mail address with a signed link
+# that works for EMAIL_VERIFICATION_DAYS; until then it may not create publishers or contribute.
+# EMAIL_VERIFICATION_RATE bounds the links one user may have sent ("limits" notation). Password
+# reset links (Django's) work for PASSWORD_RESET_TIMEOUT seconds (3 days).
 LOGIN_URL = "web:login"
 LOGIN_REDIRECT_URL = "web:search"
 LOGOUT_REDIRECT_URL = "web:search"
-SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
+SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=True)
+EMAIL_VERIFICATION_DAYS = env_int("EMAIL_VERIFICATION_DAYS", 3)
+EMAIL_VERIFICATION_RATE = env("EMAIL_VERIFICATION_RATE", default="5/hour")
+_rate_limit_checked("EMAIL_VERIFICATION_RATE", EMAIL_VERIFICATION_RATE)
+# Where the navigation's "Docs" link goes: the built MkDocs site of docs/ wherever the operator
+# serves it; empty: the registry's own "Install krm" page, which says how to build and read them.
+DOCS_URL = env("DOCS_URL", default="")
 # Sign-in throttling (django-axes): after LOGIN_FAILURE_LIMIT failed sign-ins of one user name from
 # one address, that pair is locked out (429) for LOGIN_LOCKOUT_MINUTES, counted again from each
 # further failure (a backoff a guesser cannot wait out by trying on).

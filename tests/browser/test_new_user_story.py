@@ -10,6 +10,8 @@ runtimes from the registry, not from upstream. Every page is screenshotted at bo
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from catalogs.mirroring.models import MirrorSource
@@ -19,6 +21,7 @@ from tests.browser.conftest import DESKTOP, PHONE, TRANSFERRED, WIDTH_JS
 from tests.catalogs.factories import UserFactory, catalog_yaml
 from tests.catalogs.review.contribution_fixtures import DEFINITION
 from tests.e2e.test_trusted_catalog import _app, _krm, serve_catalog_with_runtimes
+from tests.smtp_server import smtp  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -69,6 +72,7 @@ def test_new_user_story(
     https_upstream,
     jobs_in_this_process,
     tmp_path,
+    smtp,  # noqa: F811
 ):
     settings.SIGNUP_ENABLED = True
     settings.REGISTRY_PUBLIC_URL = live_server.url
@@ -91,11 +95,20 @@ def test_new_user_story(
     dana.shot("landing")
     dana.goto("/accounts/signup/")
     dana.page.fill("#id_username", "dana")
+    dana.page.fill("#id_email", "dana@example.org")
     dana.page.fill("#id_password1", "a-long-pass-9876")
     dana.page.fill("#id_password2", "a-long-pass-9876")
     dana.shot("sign-up")
     dana.page.click("text=Create account")
     dana.page.wait_for_selector("text=Sign out (dana)", state="attached")
+    # The verification link arrives at the real SMTP server; Dana opens it and confirms.
+    [(_, mail)] = smtp.bodies_to("dana@example.org")
+    link = re.search(r"https?://\S+/accounts/email/verify/\S+/", mail)
+    assert link, mail
+    dana.goto(link.group(0))
+    dana.shot("verify-email")
+    dana.page.click("text=Verify my e-mail address")
+    dana.page.wait_for_selector("text=Your e-mail address dana@example.org is verified.")
     dana.goto("/catalogs/new/")
     dana.page.wait_for_selector("text=A catalog belongs to a publisher: create yours first.")
     dana.page.fill("#id_slug", "dana-co")

@@ -72,3 +72,40 @@ def test_admin_pages_from_before_the_domain_apps_redirect_to_their_app(client, s
     assert response.status_code == 301
     assert response["Location"] == "/admin/review/contribution/?status=pending"
     assert client.get("/admin/catalogs/nosuchmodel/").status_code == 404
+
+
+def test_staff_vouch_for_an_address_whose_link_never_came(admin_client_with_version, owner):
+    from catalogs.accounts.models import EmailVerification
+    from catalogs.accounts.verification import email_verification_start, user_email_verified
+
+    client, _ = admin_client_with_version
+    owner.email = "owner@example.org"
+    owner.save()
+    record = email_verification_start(user=owner)
+    assert not user_email_verified(user=owner)
+    listed = client.get("/admin/accounts/emailverification/")
+    assert listed.status_code == 200 and "owner@example.org" in listed.content.decode()
+    response = client.post(
+        "/admin/accounts/emailverification/",
+        {"action": "vouch", "_selected_action": [record.pk]},
+        follow=True,
+    )
+    assert "1 address(es) marked verified." in response.content.decode()
+    assert EmailVerification.objects.get().verified_at is not None
+    assert user_email_verified(user=owner)
+
+
+def test_only_staff_vouch(owner, other_user):
+    from catalogs.accounts.verification import (
+        email_verification_start,
+        email_verification_vouch,
+        user_email_verified,
+    )
+    from catalogs.exceptions import NotAllowedError
+
+    owner.email = "owner@example.org"
+    owner.save()
+    email_verification_start(user=owner)
+    with pytest.raises(NotAllowedError, match="Only staff may verify"):
+        email_verification_vouch(user=owner, actor=other_user)
+    assert not user_email_verified(user=owner)

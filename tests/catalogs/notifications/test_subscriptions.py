@@ -1,48 +1,22 @@
 """Users follow catalogs and functions: an inbox entry with a count in the navigation, and an
 e-mail received by a real local SMTP server (aiosmtpd) when a followed catalog publishes."""
 
+# The shared smtp fixture is imported by name: F811.
+# ruff: noqa: F811
+
 from __future__ import annotations
 
-import socket
-
 import pytest
-from aiosmtpd.controller import Controller
 from rest_framework.test import APIClient
 
 from catalogs.notifications.models import Notification, Subscription
 from catalogs.publishing.services import catalog_version_publish
 from tests.catalogs.factories import UserFactory, catalog_yaml
+from tests.smtp_server import smtp  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
 SUBS = "/api/v1/subscriptions/"
-
-
-class Mailbox:
-    """aiosmtpd's handler: keeps every message it accepts."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[list[str], str]] = []
-
-    async def handle_DATA(self, server, session, envelope) -> str:
-        self.messages.append((list(envelope.rcpt_tos), envelope.content.decode()))
-        return "250 Message accepted for delivery"
-
-
-@pytest.fixture
-def smtp(settings, jobs_in_this_process):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    mailbox = Mailbox()
-    controller = Controller(mailbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
-    yield mailbox
-    controller.stop()
 
 
 def _as(user) -> APIClient:

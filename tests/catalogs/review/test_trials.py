@@ -461,6 +461,18 @@ def test_the_review_page_shows_trial_runs_and_a_reviewer_can_rerun_them(
     assert TrialRun.objects.filter(contribution=c).count() == 2
 
 
+def test_the_author_sees_the_trial_runs_on_their_contribution_page(
+    served, published, contributor, as_user, django_capture_on_commit_callbacks
+):
+    url, sha = served("bad.star", 'ctx.resource_list["items"] = []\n')
+    c = _submit(published, contributor, _starlark(url, sha), django_capture_on_commit_callbacks)
+    body = as_user(contributor).get(f"/contributions/{c.pk}/").content.decode()
+    assert "Trial runs in the sandbox" in body
+    assert "removed input resources" in body
+    assert "− Deployment.apps/demo/web" in body
+    assert "Run the trials again" not in body  # a reviewer's button, not the author's
+
+
 def test_only_reviewers_rerun_trials(
     served, published, contributor, as_user, django_capture_on_commit_callbacks
 ):

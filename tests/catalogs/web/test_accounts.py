@@ -1,4 +1,4 @@
-"""Sign in and out, sign-up behind SIGNUP_ENABLED, the API tokens page."""
+"""Sign in and out, sign-up (open unless SIGNUP_ENABLED=false), the API tokens page."""
 
 from __future__ import annotations
 
@@ -30,36 +30,61 @@ def test_a_wrong_password_is_refused(client, owner):
     assert "Please enter a correct username and password." in response.content.decode()
 
 
-def test_sign_up_is_closed_by_default(client):
+def test_sign_up_is_open_by_default(client):
+    assert '<a href="/accounts/signup/">Sign up</a>' in client.get("/").content.decode()
+    response = client.post(
+        "/accounts/signup/",
+        {
+            "username": "new",
+            "email": "new@example.org",
+            "password1": "a-long-pass-9876",
+            "password2": "a-long-pass-9876",
+        },
+        follow=True,
+    )
+    assert "Sign out (new)" in response.content.decode()
+    assert get_user_model().objects.get(username="new").email == "new@example.org"
+
+
+def test_closed_sign_up_is_refused_and_creates_nobody(client, settings):
+    settings.SIGNUP_ENABLED = False
     assert client.get("/").content.decode().count("Sign up") == 0
     response = client.post(
         "/accounts/signup/",
-        {"username": "new", "password1": "a-long-pass-9876", "password2": "a-long-pass-9876"},
+        {
+            "username": "new",
+            "email": "new@example.org",
+            "password1": "a-long-pass-9876",
+            "password2": "a-long-pass-9876",
+        },
     )
     assert response.status_code == 403
     assert "Sign-up is closed; ask an administrator for an account." in response.content.decode()
     assert not get_user_model().objects.filter(username="new").exists()
 
 
-def test_sign_up_when_enabled(client, settings):
-    settings.SIGNUP_ENABLED = True
-    assert "Sign up" in client.get("/").content.decode()
-    response = client.post(
-        "/accounts/signup/",
-        {"username": "new", "password1": "a-long-pass-9876", "password2": "a-long-pass-9876"},
-        follow=True,
-    )
-    assert "Sign out (new)" in response.content.decode()
-    assert get_user_model().objects.filter(username="new").exists()
-
-
-def test_sign_up_with_mismatched_passwords_creates_nobody(client, settings):
-    settings.SIGNUP_ENABLED = True
-    response = client.post(
-        "/accounts/signup/",
-        {"username": "new", "password1": "a-long-pass-9876", "password2": "other-pass-1234"},
-    )
-    assert "The two password fields didn’t match." in response.content.decode()
+@pytest.mark.parametrize(
+    ("form", "message"),
+    [
+        (
+            {"password1": "a-long-pass-9876", "password2": "other-pass-1234"},
+            "The two password fields didn’t match.",
+        ),
+        ({"email": ""}, "This field is required."),
+        ({"email": "not-an-address"}, "Enter a valid email address."),
+    ],
+)
+def test_a_bad_sign_up_says_why_and_creates_nobody(client, form, message):
+    data = {
+        "username": "new",
+        "email": "new@example.org",
+        "password1": "a-long-pass-9876",
+        "password2": "a-long-pass-9876",
+        **form,
+    }
+    response = client.post("/accounts/signup/", data)
+    assert response.status_code == 200
+    assert message in response.content.decode()
     assert not get_user_model().objects.filter(username="new").exists()
 
 

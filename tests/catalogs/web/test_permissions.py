@@ -66,12 +66,22 @@ PAGES = {
     "/verification/": [LOGIN, 403, 403, 403, 403, 200],
     "/contribute/": [LOGIN, 200, 200, 200, 200, 200],
     "/contributions/": [LOGIN, 200, 200, 200, 200, 200],
+    # The author's page (the contributor is none of these roles) is also the reviewers'.
+    "/contributions/{pk}/": [LOGIN, 403, 200, 403, 200, 200],
+    "/contributions/999999/": [LOGIN, 404, 404, 404, 404, 404],
     "/contributions/{pk}/edit/": [LOGIN, 403, 403, 403, 403, 403],
     # Owners review contributions to their own publishers' catalogs.
     "/review/": [LOGIN, 403, 200, 200, 200, 200],
     "/review/{pk}/": [LOGIN, 403, 200, 403, 200, 200],
     "/review/log/": [LOGIN, 403, 200, 200, 200, 200],
     "/accounts/tokens/": [LOGIN, 200, 200, 200, 200, 200],
+    "/accounts/publishers/": [LOGIN, 200, 200, 200, 200, 200],
+    "/accounts/email/": [LOGIN, 200, 200, 200, 200, 200],
+    "/accounts/signup/": [200] * 6,
+    "/accounts/password/reset/": [200] * 6,
+    "/accounts/password/reset/sent/": [200] * 6,
+    "/accounts/email/verify/not-a-token/": [200] * 6,  # a button; its POST checks the token
+    "/install/": [200] * 6,
 }
 
 
@@ -209,6 +219,48 @@ def test_only_the_author_resubmits(as_user, users, rejected, role):
     )
     _expect(response, LOGIN if role == "anonymous" else 403)
     assert _state() == before
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [
+        ("anonymous", LOGIN),
+        ("user", 403),
+        ("owner", 302),
+        ("other_owner", 403),
+        ("reviewer", 302),
+        ("staff", 302),
+    ],
+)
+def test_comment_action(as_user, users, rejected, role, expected):
+    before = _state()
+    response = as_user(users[role]).post(
+        f"/contributions/{rejected.pk}/comments/", {"body": "A word."}
+    )
+    _expect(response, expected)
+    if expected == 302:
+        event = ReviewEvent.objects.latest("pk")
+        assert (event.action, event.actor, event.reason) == ("commented", users[role], "A word.")
+        rejected.refresh_from_db()
+        assert rejected.status == "rejected"  # a comment decides nothing
+    else:
+        assert _state() == before
+
+
+def test_the_author_opens_and_comments_on_their_contribution(as_user, rejected, contributor):
+    assert as_user(contributor).get(f"/contributions/{rejected.pk}/").status_code == 200
+    response = as_user(contributor).post(f"/contributions/{rejected.pk}/comments/", {"body": "?"})
+    assert response.status_code == 302
+    assert ReviewEvent.objects.latest("pk").actor == contributor
+
+
+def test_verifying_with_a_bad_token_changes_nothing(as_user, users):
+    from catalogs.accounts.models import EmailVerification
+
+    for role in ROLES:
+        response = as_user(users[role]).post("/accounts/email/verify/not-a-token/")
+        assert response.status_code == 400
+    assert not EmailVerification.objects.exists()
 
 
 def test_anonymous_cannot_contribute(as_user, published):

@@ -242,7 +242,7 @@ def test_comment_action(as_user, users, rejected, role, expected):
         event = ReviewEvent.objects.latest("pk")
         assert (event.action, event.actor, event.reason) == ("commented", users[role], "A word.")
         rejected.refresh_from_db()
-        assert rejected.status == "rejected"  # a comment decides nothing
+        assert rejected.status == "changes_requested"  # a comment decides nothing
     else:
         assert _state() == before
 

@@ -11,6 +11,8 @@ Run: ``.venv/bin/python bench/hostile_inputs.py [--repeat 5] [--timeout 60] [--j
 the catalog page of the largest catalog CATALOG_MAX_BYTES allows (time and bytes, first and
 repeated), a 30,000-layer OCI manifest (time to its refusal, and a plain request answered
 meanwhile), and ten parallel abusive requests of each kind (slowest answer, statuses).
+``--registry --login-only`` runs only the sign-in cases (ten parallel wrong passwords for one user
+name, and for ten user names from one address), without publishing the large catalog.
 """
 
 from __future__ import annotations
@@ -166,7 +168,7 @@ def _timed(call: Any) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
-def wrong_password(base: str) -> Any:
+def wrong_password(base: str, username: str = "alice") -> Any:
     """A sign-in with a wrong password through the real form (its CSRF cookie and token)."""
     import re
 
@@ -178,12 +180,41 @@ def wrong_password(base: str) -> Any:
         token = found.group(1) if found else ""
         return client.post(
             "/accounts/login/",
-            data={"username": "alice", "password": "nope", "csrfmiddlewaretoken": token},
+            data={"username": username, "password": "nope", "csrfmiddlewaretoken": token},
             headers={"Referer": f"{base}/accounts/login/"},
         )
 
 
-def registry_cases() -> dict[str, object]:
+def ten_parallel(call: Any) -> dict[str, object]:
+    """``call(i)`` for i in 0..9 at once: the slowest answer, the wall time, the statuses."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(10) as pool:
+        start = time.perf_counter()
+        answers = list(pool.map(lambda i: _timed(lambda: call(i)), range(10)))
+        wall = time.perf_counter() - start
+    statuses: dict[str, int] = {}
+    for _, response in answers:
+        key = str(response.status_code)
+        statuses[key] = statuses.get(key, 0) + 1
+    return {
+        "slowest_s": round(max(t for t, _ in answers), 3),
+        "wall_s": round(wall, 3),
+        "statuses": statuses,
+    }
+
+
+def login_cases(base: str) -> dict[str, object]:
+    """Ten parallel wrong passwords: for alice, then for ten other user names (none exists)."""
+    return {
+        "10 parallel: wrong password": ten_parallel(lambda _: wrong_password(base)),
+        "10 parallel: 10 user names, one address": ten_parallel(
+            lambda i: wrong_password(base, f"nobody{i}")
+        ),
+    }
+
+
+def registry_cases(*, login_only: bool = False) -> dict[str, object]:
     """The registry's exhaustion figures (see the module's docstring)."""
     import base64
     from concurrent.futures import ThreadPoolExecutor
@@ -193,9 +224,13 @@ def registry_cases() -> dict[str, object]:
     from tests.live_registry import live_registry
 
     results: dict[str, object] = {}
+    served: dict[str, Any] = {"workers": 2, "threads": 4}
+    if login_only:
+        with tempfile.TemporaryDirectory() as tmp, live_registry(Path(tmp), **served) as r:
+            return login_cases(r.base)
     limit = 5 * 1024 * 1024
     document, count = largest_catalog(limit)
-    with tempfile.TemporaryDirectory() as tmp, live_registry(Path(tmp), workers=2, threads=4) as r:
+    with tempfile.TemporaryDirectory() as tmp, live_registry(Path(tmp), **served) as r:
         auth = {"Authorization": f"Token {r.token}", "Content-Type": "application/yaml"}
         publish_s, published = _timed(
             lambda: httpx.post(
@@ -263,25 +298,13 @@ def registry_cases() -> dict[str, object]:
             "plain status": plain_r.status_code,
         }
         kinds = {
-            "catalog page": lambda: httpx.get(page, timeout=120),
-            "30,000-layer manifest": lambda: put(manifest),
-            "100,000-deep manifest": lambda: put(deep),
-            "wrong password": lambda: wrong_password(r.base),
+            "catalog page": lambda _: httpx.get(page, timeout=120),
+            "30,000-layer manifest": lambda _: put(manifest),
+            "100,000-deep manifest": lambda _: put(deep),
         }
         for name, call in kinds.items():
-            with ThreadPoolExecutor(10) as pool:
-                start = time.perf_counter()
-                answers = list(pool.map(lambda _, call=call: _timed(call), range(10)))
-                wall = time.perf_counter() - start
-            statuses: dict[str, int] = {}
-            for _, response in answers:
-                key = str(response.status_code)
-                statuses[key] = statuses.get(key, 0) + 1
-            results[f"10 parallel: {name}"] = {
-                "slowest_s": round(max(t for t, _ in answers), 3),
-                "wall_s": round(wall, 3),
-                "statuses": statuses,
-            }
+            results[f"10 parallel: {name}"] = ten_parallel(call)
+        results.update(login_cases(r.base))
     return results
 
 
@@ -296,10 +319,13 @@ def main() -> int:
         help="checkout whose orchestrator/ the builds run (compare with an older one)",
     )
     p.add_argument("--registry", action="store_true", help="measure the registry instead")
+    p.add_argument(
+        "--login-only", action="store_true", help="with --registry: only the sign-in cases"
+    )
     args = p.parse_args()
     results: dict[str, object] = {}
     if args.registry:
-        results = registry_cases()
+        results = registry_cases(login_only=args.login_only)
         for name, value in results.items():
             print(f"{name:32} {value}")
         if args.json:

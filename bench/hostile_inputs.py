@@ -170,19 +170,9 @@ def _timed(call: Any) -> tuple[float, Any]:
 
 def wrong_password(base: str, username: str = "alice") -> Any:
     """A sign-in with a wrong password through the real form (its CSRF cookie and token)."""
-    import re
+    from tests.live_registry import sign_in
 
-    import httpx
-
-    with httpx.Client(base_url=base, timeout=120) as client:
-        form = client.get("/accounts/login/").text
-        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
-        token = found.group(1) if found else ""
-        return client.post(
-            "/accounts/login/",
-            data={"username": username, "password": "nope", "csrfmiddlewaretoken": token},
-            headers={"Referer": f"{base}/accounts/login/"},
-        )
+    return sign_in(base, username, "nope")
 
 
 def ten_parallel(call: Any) -> dict[str, object]:

@@ -19,6 +19,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from catalogs.accounts import login_gate
 from catalogs.accounts import selectors as tokens
 from catalogs.accounts import services as token_services
 from catalogs.accounts.models import ALL_SCOPES
@@ -555,7 +556,7 @@ def signup(request: HttpRequest) -> HttpResponse:
     form = forms.SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, user, backend=login_gate.BACKEND)
         return redirect("web:search")
     return page_render(request, "registration/signup.html", {"form": form})
 

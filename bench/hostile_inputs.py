@@ -12,7 +12,9 @@ the catalog page of the largest catalog CATALOG_MAX_BYTES allows (time and bytes
 repeated), a 30,000-layer OCI manifest (time to its refusal, and a plain request answered
 meanwhile), and ten parallel abusive requests of each kind (slowest answer, statuses).
 ``--registry --login-only`` runs only the sign-in cases (ten parallel wrong passwords for one user
-name, and for ten user names from one address), without publishing the large catalog.
+name, and for ten user names from one address), without publishing the large catalog;
+``--cache redis`` gives the web processes a private redis-server as their shared ``CACHE_URL``
+(as production does), instead of each its own memory cache.
 """
 
 from __future__ import annotations
@@ -204,97 +206,109 @@ def login_cases(base: str) -> dict[str, object]:
     }
 
 
-def registry_cases(*, login_only: bool = False) -> dict[str, object]:
+def registry_cases(*, login_only: bool = False, cache: str = "none") -> dict[str, object]:
     """The registry's exhaustion figures (see the module's docstring)."""
+    from contextlib import ExitStack
+
+    from tests.live_registry import live_registry, redis_server
+
+    results: dict[str, object] = {}
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        served: dict[str, Any] = {"workers": 2, "threads": 4}
+        if cache == "redis":
+            served["CACHE_URL"] = stack.enter_context(redis_server(tmp))
+        if login_only:
+            return login_cases(stack.enter_context(live_registry(tmp, **served)).base)
+        limit = 5 * 1024 * 1024
+        document, count = largest_catalog(limit)
+        r = stack.enter_context(live_registry(tmp, **served))
+        results.update(_registry_figures(r, document, count))
+    return results
+
+
+def _registry_figures(r: Any, document: str, count: int) -> dict[str, object]:
+    """The figures of ``registry_cases`` on the running registry ``r``."""
     import base64
     from concurrent.futures import ThreadPoolExecutor
 
     import httpx
 
-    from tests.live_registry import live_registry
-
     results: dict[str, object] = {}
-    served: dict[str, Any] = {"workers": 2, "threads": 4}
-    if login_only:
-        with tempfile.TemporaryDirectory() as tmp, live_registry(Path(tmp), **served) as r:
-            return login_cases(r.base)
-    limit = 5 * 1024 * 1024
-    document, count = largest_catalog(limit)
-    with tempfile.TemporaryDirectory() as tmp, live_registry(Path(tmp), **served) as r:
-        auth = {"Authorization": f"Token {r.token}", "Content-Type": "application/yaml"}
-        publish_s, published = _timed(
-            lambda: httpx.post(
-                f"{r.base}/api/v1/catalogs/acme/fns/versions/",
-                content=document.encode(),
-                headers=auth,
-                timeout=600,
-            )
+    auth = {"Authorization": f"Token {r.token}", "Content-Type": "application/yaml"}
+    publish_s, published = _timed(
+        lambda: httpx.post(
+            f"{r.base}/api/v1/catalogs/acme/fns/versions/",
+            content=document.encode(),
+            headers=auth,
+            timeout=600,
         )
-        results["publish largest catalog"] = {
-            "functions": count,
-            "bytes": len(document.encode()),
-            "status": published.status_code,
-            "seconds": round(publish_s, 2),
+    )
+    results["publish largest catalog"] = {
+        "functions": count,
+        "bytes": len(document.encode()),
+        "status": published.status_code,
+        "seconds": round(publish_s, 2),
+    }
+    page = f"{r.base}/catalogs/acme/fns/"
+    timings = [_timed(lambda: httpx.get(page, timeout=120)) for _ in range(6)]
+    results["catalog page"] = {
+        "first_s": round(timings[0][0], 3),
+        "repeated_best_s": round(min(t for t, _ in timings[1:]), 3),
+        "repeated_worst_s": round(max(t for t, _ in timings[1:]), 3),
+        "bytes": len(timings[0][1].content),
+        "status": timings[0][1].status_code,
+    }
+    basic = "Basic " + base64.b64encode(f"alice:{r.token}".encode()).decode()
+    layers = [
+        {"mediaType": "application/octet-stream", "digest": f"sha256:{i:064x}", "size": 1}
+        for i in range(30_000)
+    ]
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {
+                "mediaType": "application/vnd.oci.empty.v1+json",
+                "digest": "sha256:" + "44136fa355b3678a1146ad16f7e8649e"
+                "94fb4fc21fe77e8310c060f61caaff8a",
+                "size": 2,
+            },
+            "layers": layers,
         }
-        page = f"{r.base}/catalogs/acme/fns/"
-        timings = [_timed(lambda: httpx.get(page, timeout=120)) for _ in range(6)]
-        results["catalog page"] = {
-            "first_s": round(timings[0][0], 3),
-            "repeated_best_s": round(min(t for t, _ in timings[1:]), 3),
-            "repeated_worst_s": round(max(t for t, _ in timings[1:]), 3),
-            "bytes": len(timings[0][1].content),
-            "status": timings[0][1].status_code,
-        }
-        basic = "Basic " + base64.b64encode(f"alice:{r.token}".encode()).decode()
-        layers = [
-            {"mediaType": "application/octet-stream", "digest": f"sha256:{i:064x}", "size": 1}
-            for i in range(30_000)
-        ]
-        manifest = json.dumps(
-            {
-                "schemaVersion": 2,
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "config": {
-                    "mediaType": "application/vnd.oci.empty.v1+json",
-                    "digest": "sha256:" + "44136fa355b3678a1146ad16f7e8649e"
-                    "94fb4fc21fe77e8310c060f61caaff8a",
-                    "size": 2,
-                },
-                "layers": layers,
-            }
-        ).encode()
-        deep = b"[" * 100_000 + b"]" * 100_000
-        oci_headers = {
-            "Authorization": basic,
-            "Content-Type": "application/vnd.oci.image.manifest.v1+json",
-        }
+    ).encode()
+    deep = b"[" * 100_000 + b"]" * 100_000
+    oci_headers = {
+        "Authorization": basic,
+        "Content-Type": "application/vnd.oci.image.manifest.v1+json",
+    }
 
-        def put(body: bytes) -> httpx.Response:
-            return httpx.put(
-                f"{r.base}/v2/acme/fns/manifests/x", content=body, headers=oci_headers, timeout=120
-            )
+    def put(body: bytes) -> httpx.Response:
+        return httpx.put(
+            f"{r.base}/v2/acme/fns/manifests/x", content=body, headers=oci_headers, timeout=120
+        )
 
-        with ThreadPoolExecutor(2) as pool:
-            refused = pool.submit(lambda: _timed(lambda: put(manifest)))
-            time.sleep(0.05)
-            plain = pool.submit(lambda: _timed(lambda: httpx.get(f"{r.base}/v2/", timeout=120)))
-            (put_s, put_r), (plain_s, plain_r) = refused.result(), plain.result()
-        results["30,000-layer manifest"] = {
-            "bytes": len(manifest),
-            "seconds": round(put_s, 3),
-            "status": put_r.status_code,
-            "code": put_r.json()["errors"][0]["code"],
-            "plain request meanwhile_s": round(plain_s, 3),
-            "plain status": plain_r.status_code,
-        }
-        kinds = {
-            "catalog page": lambda _: httpx.get(page, timeout=120),
-            "30,000-layer manifest": lambda _: put(manifest),
-            "100,000-deep manifest": lambda _: put(deep),
-        }
-        for name, call in kinds.items():
-            results[f"10 parallel: {name}"] = ten_parallel(call)
-        results.update(login_cases(r.base))
+    with ThreadPoolExecutor(2) as pool:
+        refused = pool.submit(lambda: _timed(lambda: put(manifest)))
+        time.sleep(0.05)
+        plain = pool.submit(lambda: _timed(lambda: httpx.get(f"{r.base}/v2/", timeout=120)))
+        (put_s, put_r), (plain_s, plain_r) = refused.result(), plain.result()
+    results["30,000-layer manifest"] = {
+        "bytes": len(manifest),
+        "seconds": round(put_s, 3),
+        "status": put_r.status_code,
+        "code": put_r.json()["errors"][0]["code"],
+        "plain request meanwhile_s": round(plain_s, 3),
+        "plain status": plain_r.status_code,
+    }
+    kinds = {
+        "catalog page": lambda _: httpx.get(page, timeout=120),
+        "30,000-layer manifest": lambda _: put(manifest),
+        "100,000-deep manifest": lambda _: put(deep),
+    }
+    for name, call in kinds.items():
+        results[f"10 parallel: {name}"] = ten_parallel(call)
+    results.update(login_cases(r.base))
     return results
 
 
@@ -312,10 +326,16 @@ def main() -> int:
     p.add_argument(
         "--login-only", action="store_true", help="with --registry: only the sign-in cases"
     )
+    p.add_argument(
+        "--cache",
+        choices=["none", "redis"],
+        default="none",
+        help="with --registry: the web processes' shared cache (default: each its own memory)",
+    )
     args = p.parse_args()
     results: dict[str, object] = {}
     if args.registry:
-        results = registry_cases(login_only=args.login_only)
+        results = registry_cases(login_only=args.login_only, cache=args.cache)
         for name, value in results.items():
             print(f"{name:32} {value}")
         if args.json:

@@ -1,5 +1,5 @@
 """The sign-in gate: a password is hashed only when no other check of the same user name is in
-flight, and fewer than ``LOGIN_CHECKS_PER_ADDRESS`` from the same client address.
+flight, and fewer than ``LOGIN_CHECKS_PER_ADDRESS`` (1) from the same client address.
 
 A password check costs one slow hash (PBKDF2: about 0.4 s of CPU), and django-axes counts a
 failure only once that hash is done: ten guesses sent at once all passed its lockout check and

@@ -567,7 +567,7 @@ AXES_IPWARE_PROXY_ORDER = "right-most"
 # address; any other sign-in meanwhile gets the lockout answer at once, nothing hashed, and is
 # not counted as a failure. A place left by a process that died frees itself after
 # LOGIN_GATE_SECONDS. Shared by every process through CACHE_URL (else each process has its own).
-LOGIN_CHECKS_PER_ADDRESS = env_int("LOGIN_CHECKS_PER_ADDRESS", 2)
+LOGIN_CHECKS_PER_ADDRESS = env_int("LOGIN_CHECKS_PER_ADDRESS", 1)
 LOGIN_GATE_SECONDS = env_int("LOGIN_GATE_SECONDS", 30)
 AXES_WHITELIST_CALLABLE = "catalogs.accounts.login_gate.refused_by_gate"
 

@@ -61,6 +61,22 @@ def test_a_sign_in_while_the_user_names_check_is_in_flight_is_refused_at_once(
     assert hashes == ["hash"]
 
 
+def test_the_admin_sign_in_is_gated_too(client, staff_user, hashes):
+    with password_check_place(username=staff_user.username, address=None):
+        response = client.post(
+            "/admin/login/?next=/admin/",
+            {"username": staff_user.username, "password": "secret-password"},
+        )
+        assert response.status_code == 429
+        assert LOCKED in response.content.decode()
+        assert hashes == []
+    response = client.post(
+        "/admin/login/?next=/admin/",
+        {"username": staff_user.username, "password": "secret-password"},
+    )
+    assert (response.status_code, response.url) == (302, "/admin/")
+
+
 def test_the_refusal_does_not_tell_whether_the_user_exists(client, owner, hashes):
     pages = {}
     for name in ("owner", "nobody"):

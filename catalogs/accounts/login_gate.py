@@ -19,8 +19,10 @@ when the check ends, or after ``LOGIN_GATE_SECONDS`` if its process died meanwhi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, suppress
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from functools import partial
 from typing import Any
 
 from axes.helpers import get_client_ip_address
@@ -30,6 +32,8 @@ from django.contrib.auth.backends import ModelBackend
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+
+logger = logging.getLogger(__name__)
 
 # The backend's path, for ``login(request, user, backend=...)`` of a user who did not sign in
 # with a password (just signed up).
@@ -62,23 +66,42 @@ def _give_back_address(key: str) -> None:
         cache.decr(key)
 
 
+def _places_taken(username: str, address: str | None) -> list[Callable[[], object]] | None:
+    """Take the user name's place and one of the address's: the calls that give them back, or
+    None (nothing held) when either is taken."""
+    user_key = _user_key(username)
+    if not _take_user(user_key):
+        return None
+    give_back: list[Callable[[], object]] = [partial(cache.delete, user_key)]
+    if address:
+        address_key = "login-gate:address:" + address
+        if not _take_address(address_key):
+            cache.delete(user_key)
+            return None
+        give_back.append(partial(_give_back_address, address_key))
+    return give_back
+
+
 @contextmanager
 def password_check_place(*, username: str, address: str | None) -> Iterator[bool]:
     """Whether a password check of ``username`` from ``address`` may run now; its places are held
-    until the block ends."""
-    with ExitStack() as places:
-        user_key = _user_key(username)
-        if not _take_user(user_key):
-            yield False
-            return
-        places.callback(cache.delete, user_key)
-        if address:
-            address_key = "login-gate:address:" + address
-            if not _take_address(address_key):
-                yield False
-                return
-            places.callback(_give_back_address, address_key)
+    until the block ends. A cache outage admits every check (axes alone guards then)."""
+    try:
+        give_back = _places_taken(username, address)
+    except Exception:
+        logger.warning("sign-in gate: the cache is unavailable, checking anyway", exc_info=True)
+        give_back = []
+    if give_back is None:
+        yield False
+        return
+    try:
         yield True
+    finally:
+        for call in give_back:
+            try:
+                call()
+            except Exception:  # freed after LOGIN_GATE_SECONDS
+                logger.warning("sign-in gate: a place was not given back", exc_info=True)
 
 
 class GatedModelBackend(ModelBackend):

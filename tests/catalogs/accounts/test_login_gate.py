@@ -127,3 +127,19 @@ def test_a_place_left_by_a_dead_process_frees_itself(settings):
     time.sleep(1.2)
     with password_check_place(username="owner", address="192.0.2.5") as admitted:
         assert admitted
+
+
+def test_a_cache_outage_leaves_sign_in_to_axes(client, owner, settings, caplog):
+    # Nothing listens on port 9 (discard): every cache call fails at once.
+    settings.CACHES = {
+        **settings.CACHES,
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",
+        },
+    }
+    assert _sign_in(client, "owner", "wrong").status_code == 200
+    assert AccessAttempt.objects.get(username="owner").failures_since_start == 1
+    response = _sign_in(client, "owner", "secret-password")
+    assert (response.status_code, response.url) == (302, "/")
+    assert "sign-in gate: the cache is unavailable, checking anyway" in caplog.text

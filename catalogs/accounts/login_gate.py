@@ -2,14 +2,14 @@
 flight, and fewer than ``LOGIN_CHECKS_PER_ADDRESS`` (1) from the same client address.
 
 A password check costs one slow hash (PBKDF2: about 0.4 s of CPU), and django-axes counts a
-failure only once that hash is done: ten guesses sent at once all passed its lockout check and
-hashed together, keeping both CPUs busy for seconds. Here the check waits for no one: a sign-in
-that finds its user name's check, or all of its address's, in flight is refused at once with the
-lockout answer (429), before the user is even looked up, so the refusal says nothing about whether
-the user exists. It is not a failed guess either (no password was checked): axes does not count it
-(``refused_by_gate``, its ``AXES_WHITELIST_CALLABLE``), so that a guesser elsewhere cannot push the
-real user towards a lockout of their own. Axes's lockout check still comes first
-(``AUTHENTICATION_BACKENDS``): a locked pair is refused before the gate.
+failure only once that hash is done: on their own, guesses sent at once all pass its lockout
+check and hash together, keeping the CPUs busy for seconds. Here the check waits for no one: a
+sign-in that finds its user name's check, or all of its address's, in flight is refused at once
+with the lockout answer (429), before the user is even looked up, so the refusal says nothing
+about whether the user exists. It is not a failed guess either (no password was checked): axes
+does not count it (``refused_by_gate``, its ``AXES_WHITELIST_CALLABLE``), so that a guesser
+elsewhere cannot push the real user towards a lockout of their own. Axes's lockout check still
+comes first (``AUTHENTICATION_BACKENDS``): a locked pair is refused before the gate.
 
 The places are kept in the ``default`` cache (``CACHE_URL``): with Redis they hold across every
 web process; with the per-process memory cache each process keeps its own. A place is given back

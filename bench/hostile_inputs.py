@@ -11,6 +11,10 @@ Run: ``.venv/bin/python bench/hostile_inputs.py [--repeat 5] [--timeout 60] [--j
 the catalog page of the largest catalog CATALOG_MAX_BYTES allows (time and bytes, first and
 repeated), a 30,000-layer OCI manifest (time to its refusal, and a plain request answered
 meanwhile), and ten parallel abusive requests of each kind (slowest answer, statuses).
+``--registry --login-only`` runs only the sign-in cases (ten parallel wrong passwords for one user
+name, and for ten user names from one address), without publishing the large catalog;
+``--cache redis`` gives the web processes a private redis-server as their shared ``CACHE_URL``
+(as production does), instead of each its own memory cache.
 """
 
 from __future__ import annotations
@@ -166,122 +170,145 @@ def _timed(call: Any) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
-def wrong_password(base: str) -> Any:
+def wrong_password(base: str, username: str = "alice") -> Any:
     """A sign-in with a wrong password through the real form (its CSRF cookie and token)."""
-    import re
+    from tests.live_registry import sign_in
 
-    import httpx
-
-    with httpx.Client(base_url=base, timeout=120) as client:
-        form = client.get("/accounts/login/").text
-        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
-        token = found.group(1) if found else ""
-        return client.post(
-            "/accounts/login/",
-            data={"username": "alice", "password": "nope", "csrfmiddlewaretoken": token},
-            headers={"Referer": f"{base}/accounts/login/"},
-        )
+    return sign_in(base, username, "nope")
 
 
-def registry_cases() -> dict[str, object]:
+def ten_parallel(call: Any) -> dict[str, object]:
+    """``call(i)`` for i in 0..9 at once: the slowest answer, the wall time, the statuses."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(10) as pool:
+        start = time.perf_counter()
+        answers = list(pool.map(lambda i: _timed(lambda: call(i)), range(10)))
+        wall = time.perf_counter() - start
+    statuses: dict[str, int] = {}
+    for _, response in answers:
+        key = str(response.status_code)
+        statuses[key] = statuses.get(key, 0) + 1
+    return {
+        "slowest_s": round(max(t for t, _ in answers), 3),
+        "wall_s": round(wall, 3),
+        "statuses": statuses,
+    }
+
+
+def login_cases(base: str) -> dict[str, object]:
+    """Ten parallel wrong passwords: for alice, then for ten other user names (none exists)."""
+    return {
+        "10 parallel: wrong password": ten_parallel(lambda _: wrong_password(base)),
+        "10 parallel: 10 user names, one address": ten_parallel(
+            lambda i: wrong_password(base, f"nobody{i}")
+        ),
+    }
+
+
+def registry_cases(*, login_only: bool = False, cache: str = "none") -> dict[str, object]:
     """The registry's exhaustion figures (see the module's docstring)."""
+    from contextlib import ExitStack
+
+    from tests.live_registry import live_registry, redis_server
+
+    results: dict[str, object] = {}
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        served: dict[str, Any] = {"workers": 2, "threads": 4}
+        if cache == "redis":
+            served["CACHE_URL"] = stack.enter_context(redis_server(tmp))
+        if login_only:
+            return login_cases(stack.enter_context(live_registry(tmp, **served)).base)
+        limit = 5 * 1024 * 1024
+        document, count = largest_catalog(limit)
+        r = stack.enter_context(live_registry(tmp, **served))
+        results.update(_registry_figures(r, document, count))
+    return results
+
+
+def _registry_figures(r: Any, document: str, count: int) -> dict[str, object]:
+    """The figures of ``registry_cases`` on the running registry ``r``."""
     import base64
     from concurrent.futures import ThreadPoolExecutor
 
     import httpx
 
-    from tests.live_registry import live_registry
-
     results: dict[str, object] = {}
-    limit = 5 * 1024 * 1024
-    document, count = largest_catalog(limit)
-    with tempfile.TemporaryDirectory() as tmp, live_registry(Path(tmp), workers=2, threads=4) as r:
-        auth = {"Authorization": f"Token {r.token}", "Content-Type": "application/yaml"}
-        publish_s, published = _timed(
-            lambda: httpx.post(
-                f"{r.base}/api/v1/catalogs/acme/fns/versions/",
-                content=document.encode(),
-                headers=auth,
-                timeout=600,
-            )
+    auth = {"Authorization": f"Token {r.token}", "Content-Type": "application/yaml"}
+    publish_s, published = _timed(
+        lambda: httpx.post(
+            f"{r.base}/api/v1/catalogs/acme/fns/versions/",
+            content=document.encode(),
+            headers=auth,
+            timeout=600,
         )
-        results["publish largest catalog"] = {
-            "functions": count,
-            "bytes": len(document.encode()),
-            "status": published.status_code,
-            "seconds": round(publish_s, 2),
+    )
+    results["publish largest catalog"] = {
+        "functions": count,
+        "bytes": len(document.encode()),
+        "status": published.status_code,
+        "seconds": round(publish_s, 2),
+    }
+    page = f"{r.base}/catalogs/acme/fns/"
+    timings = [_timed(lambda: httpx.get(page, timeout=120)) for _ in range(6)]
+    results["catalog page"] = {
+        "first_s": round(timings[0][0], 3),
+        "repeated_best_s": round(min(t for t, _ in timings[1:]), 3),
+        "repeated_worst_s": round(max(t for t, _ in timings[1:]), 3),
+        "bytes": len(timings[0][1].content),
+        "status": timings[0][1].status_code,
+    }
+    basic = "Basic " + base64.b64encode(f"alice:{r.token}".encode()).decode()
+    layers = [
+        {"mediaType": "application/octet-stream", "digest": f"sha256:{i:064x}", "size": 1}
+        for i in range(30_000)
+    ]
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {
+                "mediaType": "application/vnd.oci.empty.v1+json",
+                "digest": "sha256:" + "44136fa355b3678a1146ad16f7e8649e"
+                "94fb4fc21fe77e8310c060f61caaff8a",
+                "size": 2,
+            },
+            "layers": layers,
         }
-        page = f"{r.base}/catalogs/acme/fns/"
-        timings = [_timed(lambda: httpx.get(page, timeout=120)) for _ in range(6)]
-        results["catalog page"] = {
-            "first_s": round(timings[0][0], 3),
-            "repeated_best_s": round(min(t for t, _ in timings[1:]), 3),
-            "repeated_worst_s": round(max(t for t, _ in timings[1:]), 3),
-            "bytes": len(timings[0][1].content),
-            "status": timings[0][1].status_code,
-        }
-        basic = "Basic " + base64.b64encode(f"alice:{r.token}".encode()).decode()
-        layers = [
-            {"mediaType": "application/octet-stream", "digest": f"sha256:{i:064x}", "size": 1}
-            for i in range(30_000)
-        ]
-        manifest = json.dumps(
-            {
-                "schemaVersion": 2,
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "config": {
-                    "mediaType": "application/vnd.oci.empty.v1+json",
-                    "digest": "sha256:" + "44136fa355b3678a1146ad16f7e8649e"
-                    "94fb4fc21fe77e8310c060f61caaff8a",
-                    "size": 2,
-                },
-                "layers": layers,
-            }
-        ).encode()
-        deep = b"[" * 100_000 + b"]" * 100_000
-        oci_headers = {
-            "Authorization": basic,
-            "Content-Type": "application/vnd.oci.image.manifest.v1+json",
-        }
+    ).encode()
+    deep = b"[" * 100_000 + b"]" * 100_000
+    oci_headers = {
+        "Authorization": basic,
+        "Content-Type": "application/vnd.oci.image.manifest.v1+json",
+    }
 
-        def put(body: bytes) -> httpx.Response:
-            return httpx.put(
-                f"{r.base}/v2/acme/fns/manifests/x", content=body, headers=oci_headers, timeout=120
-            )
+    def put(body: bytes) -> httpx.Response:
+        return httpx.put(
+            f"{r.base}/v2/acme/fns/manifests/x", content=body, headers=oci_headers, timeout=120
+        )
 
-        with ThreadPoolExecutor(2) as pool:
-            refused = pool.submit(lambda: _timed(lambda: put(manifest)))
-            time.sleep(0.05)
-            plain = pool.submit(lambda: _timed(lambda: httpx.get(f"{r.base}/v2/", timeout=120)))
-            (put_s, put_r), (plain_s, plain_r) = refused.result(), plain.result()
-        results["30,000-layer manifest"] = {
-            "bytes": len(manifest),
-            "seconds": round(put_s, 3),
-            "status": put_r.status_code,
-            "code": put_r.json()["errors"][0]["code"],
-            "plain request meanwhile_s": round(plain_s, 3),
-            "plain status": plain_r.status_code,
-        }
-        kinds = {
-            "catalog page": lambda: httpx.get(page, timeout=120),
-            "30,000-layer manifest": lambda: put(manifest),
-            "100,000-deep manifest": lambda: put(deep),
-            "wrong password": lambda: wrong_password(r.base),
-        }
-        for name, call in kinds.items():
-            with ThreadPoolExecutor(10) as pool:
-                start = time.perf_counter()
-                answers = list(pool.map(lambda _, call=call: _timed(call), range(10)))
-                wall = time.perf_counter() - start
-            statuses: dict[str, int] = {}
-            for _, response in answers:
-                key = str(response.status_code)
-                statuses[key] = statuses.get(key, 0) + 1
-            results[f"10 parallel: {name}"] = {
-                "slowest_s": round(max(t for t, _ in answers), 3),
-                "wall_s": round(wall, 3),
-                "statuses": statuses,
-            }
+    with ThreadPoolExecutor(2) as pool:
+        refused = pool.submit(lambda: _timed(lambda: put(manifest)))
+        time.sleep(0.05)
+        plain = pool.submit(lambda: _timed(lambda: httpx.get(f"{r.base}/v2/", timeout=120)))
+        (put_s, put_r), (plain_s, plain_r) = refused.result(), plain.result()
+    results["30,000-layer manifest"] = {
+        "bytes": len(manifest),
+        "seconds": round(put_s, 3),
+        "status": put_r.status_code,
+        "code": put_r.json()["errors"][0]["code"],
+        "plain request meanwhile_s": round(plain_s, 3),
+        "plain status": plain_r.status_code,
+    }
+    kinds = {
+        "catalog page": lambda _: httpx.get(page, timeout=120),
+        "30,000-layer manifest": lambda _: put(manifest),
+        "100,000-deep manifest": lambda _: put(deep),
+    }
+    for name, call in kinds.items():
+        results[f"10 parallel: {name}"] = ten_parallel(call)
+    results.update(login_cases(r.base))
     return results
 
 
@@ -296,10 +323,19 @@ def main() -> int:
         help="checkout whose orchestrator/ the builds run (compare with an older one)",
     )
     p.add_argument("--registry", action="store_true", help="measure the registry instead")
+    p.add_argument(
+        "--login-only", action="store_true", help="with --registry: only the sign-in cases"
+    )
+    p.add_argument(
+        "--cache",
+        choices=["none", "redis"],
+        default="none",
+        help="with --registry: the web processes' shared cache (default: each its own memory)",
+    )
     args = p.parse_args()
     results: dict[str, object] = {}
     if args.registry:
-        results = registry_cases()
+        results = registry_cases(login_only=args.login_only, cache=args.cache)
         for name, value in results.items():
             print(f"{name:32} {value}")
         if args.json:

@@ -203,31 +203,7 @@ def _content_caches_clear() -> None:
 def redis_url(tmp_path):
     """A redis-server of its own on a free loopback port (not the machine's shared one), for
     tests that must see exactly what their processes write; its URL (database 0)."""
-    import shutil
-    import socket
-    import subprocess
-    import time
+    from tests.live_registry import redis_server
 
-    if shutil.which("redis-server") is None:
-        pytest.fail("redis-server is missing: apt-get install -y redis-server")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with redis_server(tmp_path) as url:
+        yield url

@@ -7,6 +7,8 @@ server does: threads racing for SQLite's write lock, chunked request bodies deco
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -121,3 +123,49 @@ def live_registry(
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
         log.close()
+
+
+@contextmanager
+def redis_server(directory: Path) -> Iterator[str]:
+    """A redis-server of its own on a free loopback port (not the machine's shared one), its
+    files in ``directory``; its URL (database 0)."""
+    if shutil.which("redis-server") is None:
+        raise RuntimeError("redis-server is missing: apt-get install -y redis-server")
+    port = _free_port()
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--dir", str(directory)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("redis-server did not start")
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def sign_in(base: str, username: str, password: str, *, source: str = "") -> httpx.Response:
+    """A sign-in through the real form (its CSRF cookie and token), from the loopback address
+    ``source`` (any 127.x.y.z on Linux) when given; the POST's answer."""
+    transport = httpx.HTTPTransport(local_address=source) if source else None
+    with httpx.Client(base_url=base, timeout=120, transport=transport) as client:
+        form = client.get("/accounts/login/").text
+        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+        return client.post(
+            "/accounts/login/",
+            data={
+                "username": username,
+                "password": password,
+                "csrfmiddlewaretoken": found.group(1) if found else "",
+            },
+            headers={"Referer": f"{base}/accounts/login/"},
+        )

@@ -15,13 +15,11 @@ from django.shortcuts import redirect
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods
 
-from catalogs.accounts import verification
+from catalogs.accounts import login_gate, verification
 from catalogs.exceptions import InvalidInputError, QuotaExceededError
 from catalogs.pages import page_forbidden, page_render
 from catalogs.publishing import publishers
 from catalogs.web import forms
-
-MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
 def _send_link(request: HttpRequest, user) -> bool:
@@ -51,7 +49,7 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         user = form.save()
         verification.email_verification_start(user=user)
-        login(request, user, backend=MODEL_BACKEND)
+        login(request, user, backend=login_gate.BACKEND)
         if _send_link(request, user):
             messages.success(
                 request,
@@ -94,7 +92,7 @@ def email_verify(request: HttpRequest, token: str) -> HttpResponse:
     if verified_now and not request.user.is_authenticated:
         # The first use of the link signs in (the sign-up's browser may be another one);
         # a link used again is no way in: that takes the password.
-        login(request, user, backend=MODEL_BACKEND)
+        login(request, user, backend=login_gate.BACKEND)
         return redirect("web:search")
     return redirect("web:login")
 

@@ -81,10 +81,11 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# Every password sign-in (the site's and the admin's) goes through django-axes first.
+# Every password sign-in (the site's and the admin's) goes through django-axes first, then the
+# sign-in gate (catalogs/accounts/login_gate.py: LOGIN_CHECKS_PER_ADDRESS below), then the hash.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "catalogs.accounts.login_gate.GatedModelBackend",
 ]
 
 # The pages load scripts, styles, images and fonts from this site only, run no inline script or
@@ -572,6 +573,13 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = env.list("LOGIN_CLIENT_IP_HEADERS", default=
 AXES_IPWARE_PROXY_COUNT = env_int("LOGIN_PROXY_COUNT", 0) or None
 # The address the nearest proxy appended (nginx's $proxy_add_x_forwarded_for), not the client's.
 AXES_IPWARE_PROXY_ORDER = "right-most"
+# The sign-in gate: one password check in flight per user name, at most this many per client
+# address; any other sign-in meanwhile gets the lockout answer at once, nothing hashed, and is
+# not counted as a failure. A place left by a process that died frees itself after
+# LOGIN_GATE_SECONDS. Shared by every process through CACHE_URL (else each process has its own).
+LOGIN_CHECKS_PER_ADDRESS = env_int("LOGIN_CHECKS_PER_ADDRESS", 1)
+LOGIN_GATE_SECONDS = env_int("LOGIN_GATE_SECONDS", 30)
+AXES_WHITELIST_CALLABLE = "catalogs.accounts.login_gate.refused_by_gate"
 
 # Redis broker: a job left unacknowledged by a worker that died (tasks acknowledge late) is
 # redelivered after this many seconds; keep it above the longest sync.

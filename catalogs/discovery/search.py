@@ -465,14 +465,15 @@ MULTI_FACETS: dict[str, Any] = {
 }
 
 
-def _facets(groups: list[_Group], others: dict[str, list[_Group]]) -> list[Facet]:
+def _facets(groups: list[_Group], others: dict[str, dict[str, int]]) -> list[Facet]:
     """Counts of functions (not versions) per facet value, under the current query and filters;
     the parameters are those of the FilterSet (``runtime=exec``, ``verified=on``...). A facet
-    with values ticked counts over ``others[param]``, the functions found without its own
+    with values ticked takes its counts from ``others[param]``, worked out without its own
     filter, so that its other values say how many a second tick adds."""
 
     def counts(param: str) -> dict[str, int]:
-        return _count(others.get(param, groups), MULTI_FACETS[param])
+        found = others.get(param)
+        return _count(groups, MULTI_FACETS[param]) if found is None else found
 
     runtimes = counts("runtime")
     on = "on"
@@ -627,6 +628,40 @@ def _functions(
     return rows, groups
 
 
+# The column of step 1's rows each multi-select facet reads its values from (publisher and key:
+# from the catalog version).
+_FACET_COLUMNS = {"runtime": "runtime_kinds_index", "tag": "tags_index"}
+
+
+def _facet_counts(
+    versions: QuerySet[FunctionVersion], param: str, revoked: bool | None
+) -> dict[str, int]:
+    """{value of the facet ``param``: functions among ``versions`` with it}: one narrow query
+    (and the catalog versions' for publisher and key), no full fold; the Revoked facet ticked
+    needs each function's revocations, so it takes the full step 1."""
+    if revoked is not None:
+        return _count(_functions(versions, [], revoked)[1], MULTI_FACETS[param])
+    column = _FACET_COLUMNS.get(param, "catalog_version_id")
+    rows = versions.order_by().values_list("group", "kind", column).distinct()
+    values: dict[tuple[str, str], set[str]] = {}
+    if column == "catalog_version_id":
+        rows = list(rows)
+        cvs = _catalog_versions({cv for _, _, cv in rows})
+        attr = "publisher" if param == "publisher" else "key_id"
+        for group, kind, cv_id in rows:
+            value = getattr(cvs[cv_id], attr)
+            if value:
+                values.setdefault((group, kind), set()).add(value)
+    else:
+        for group, kind, index in rows:
+            values.setdefault((group, kind), set()).update(_split_index(index))
+    counts: dict[str, int] = {}
+    for found in values.values():
+        for value in found:
+            counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
 @dataclass
 class SearchFilters:
     """The FilterSet of a search, and for each multi-select facet ticked the versions found
@@ -696,7 +731,7 @@ def function_search(
     words = query.lower().split()
     rows, groups = _functions(versions, words, revoked)
     others = {
-        param: _functions(qs, [], revoked)[1]
+        param: _facet_counts(qs, param, revoked)
         for param, qs in (facet_versions or {}).items()
         if param in MULTI_FACETS
     }

@@ -8,6 +8,7 @@ from typing import Any
 
 import django_filters
 from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Q, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -26,10 +27,16 @@ class CatalogFilter(django_filters.FilterSet):
 
 
 class _AnyValueField(forms.MultipleChoiceField):
-    """Repeated values of an open-ended facet (``?publisher=a&publisher=b``): any may be asked."""
+    """Repeated values of an open-ended facet (``?publisher=a&publisher=b``): any may be asked,
+    except a NUL character (as a CharField refuses it: PostgreSQL cannot compare it)."""
 
     def valid_value(self, value: str) -> bool:
         return True
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        for item in value or []:
+            ProhibitNullCharactersValidator()(item)
 
 
 @extend_schema_field(OpenApiTypes.STR)

@@ -104,6 +104,8 @@ def test_facets_and_page_links(registry):
                 "signed": ["Must be true or false, not ''."],
             },
         ),
+        ("?publisher=a%00b", 400, {"publisher": ["Null characters are not allowed."]}),
+        ("?tag=x&tag=%00", 400, {"tag": ["Null characters are not allowed."]}),
         (
             "?runtime=wasm",
             400,

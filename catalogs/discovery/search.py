@@ -642,10 +642,11 @@ def _facet_counts(
     if revoked is not None:
         return _count(_functions(versions, [], revoked)[1], MULTI_FACETS[param])
     column = _FACET_COLUMNS.get(param, "catalog_version_id")
-    rows = versions.order_by().values_list("group", "kind", column).distinct()
+    rows: list[tuple[Any, ...]] = list(
+        versions.order_by().values_list("group", "kind", column).distinct()
+    )
     values: dict[tuple[str, str], set[str]] = {}
     if column == "catalog_version_id":
-        rows = list(rows)
         cvs = _catalog_versions({cv for _, _, cv in rows})
         attr = "publisher" if param == "publisher" else "key_id"
         for group, kind, cv_id in rows:

@@ -317,3 +317,30 @@ def test_cards_show_the_pull_count(client, registry):
     assert '<span class="pulls" title="Pulls of the catalogs carrying it">3 pulls</span>' in card
     [card] = _cards(client.get("/?q=bulk00").content.decode())
     assert 'class="pulls"' not in card  # never pulled: nothing to say
+
+
+def test_a_private_catalog_counts_in_no_facet_and_suggests_no_word(client, registry):
+    from catalogs.publishing.models import Catalog
+
+    owner = UserFactory(username="owner")
+    hidden = PublisherFactory(slug="hidden", owners=[owner])
+    _publish(
+        CatalogFactory(publisher=hidden, name="stuff"),
+        ("example.com", "SetNamespace", "v3"),
+        ("zz.io", "Zanzibar", "v1"),
+    )
+    services.catalog_update(
+        catalog=Catalog.objects.get(name="stuff"), actor=owner, visibility="private"
+    )
+    body = client.get("/?publisher=zeta&publisher=hidden").content.decode()
+    facets = _facet_links(re.search(r'<aside class="facets".*?</aside>', body, re.S).group(0))
+    assert facets["hidden"] == ("?publisher=zeta", 0)  # ticked by hand: shown, counting nothing
+    assert facets["acme"][1] == 25 and facets["zeta"][1] == 2
+    assert _notices(client.get("/?q=zanzibr").content.decode()) == []
+    client.force_login(owner)
+    body = client.get("/?publisher=zeta&publisher=hidden").content.decode()
+    facets = _facet_links(re.search(r'<aside class="facets".*?</aside>', body, re.S).group(0))
+    assert facets["hidden"] == ("?publisher=zeta", 2)
+    assert _notices(client.get("/?q=zanzibr").content.decode()) == [
+        "No function contains “zanzibr”: showing those with “zanzibar”."
+    ]

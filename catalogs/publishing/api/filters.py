@@ -110,6 +110,8 @@ class FunctionVersionFilter(django_filters.FilterSet):
 TYPO_MIN_LENGTH = 4
 TYPO_CUTOFF = 0.75
 TYPO_ALTERNATIVES = 3
+# Only the first few words are checked (one query each): a long query costs no more.
+TYPO_MAX_WORDS = 5
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
 
@@ -155,10 +157,11 @@ class FunctionSearchFilter(FunctionVersionFilter):
         """{word that no visible function contains: the indexed words nearest to it}; one cheap
         query per long word (it stops at the first match), the index only read for a typo."""
         visible = self.queryset.order_by()
+        long_words = [w for w in dict.fromkeys(words) if len(w) >= TYPO_MIN_LENGTH]
         missing = [
             w
-            for w in dict.fromkeys(words)
-            if len(w) >= TYPO_MIN_LENGTH and not visible.filter(search_text__contains=w).exists()
+            for w in long_words[:TYPO_MAX_WORDS]
+            if not visible.filter(search_text__contains=w).exists()
         ]
         if not missing:
             return {}

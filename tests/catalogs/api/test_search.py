@@ -181,6 +181,16 @@ def test_a_mistyped_word_finds_the_nearest_indexed_words(registry):
     assert _get("?q=namespce&publisher=nobody")["count"] == 0
 
 
+def test_a_long_query_checks_only_its_first_words_for_typos(
+    registry, django_assert_max_num_queries
+):
+    words = "+".join(["namespace"] * 5 + [f"word{i}" for i in range(50)])
+    # Five exists() checks, the rows, the badges: not one query per word.
+    with django_assert_max_num_queries(8):
+        body = _get(f"?q={words}")
+    assert (body["count"], body["corrections"]) == (0, {})
+
+
 def test_most_pulled_sort_and_pull_counts(registry):
     from catalogs.publishing.models import CatalogVersion, CatalogVersionPulls
 

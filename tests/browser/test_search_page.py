@@ -84,7 +84,9 @@ def test_the_search_page_fits_and_reads_at_both_sizes(
     if size == "phone":
         page.click("label.facets-toggle-label")
     page.click("aside.facets >> text=container")
-    assert "runtime=exec" in page.url and "runtime=container" in page.url
+    page.wait_for_url(lambda url: "runtime=container" in url)
+    page.wait_for_load_state("load")
+    assert "runtime=exec" in page.url
     assert page.locator('aside.facets [role="checkbox"][aria-checked="true"]').count() == 2
     assert page.locator("a.chip").count() == 2
     page.screenshot(path=str(screenshots / f"s-two-runtimes-{size}.png"), full_page=True)

@@ -77,7 +77,8 @@ def test_the_search_page_fits_and_reads_at_both_sizes(
     assert facets.is_visible()
     page.screenshot(path=str(screenshots / f"s-filters-open-{size}.png"), full_page=True)
     page.click("aside.facets >> text=exec")
-    assert "runtime=exec" in page.url
+    page.wait_for_url(lambda url: "runtime=exec" in url)
+    page.wait_for_load_state("load")
     assert page.locator("li.result").count() == 1
     assert page.locator("a.chip").first.inner_text().startswith("runtime: exec")
     # A second runtime ticked: functions with either (the URL repeats the parameter).

@@ -59,6 +59,10 @@ URLS = [
     ("name, page 7", "/?sort=name&page=7"),
     ("word, page 2 of 30", "/?q=e&page=2&page_size=30"),
     ("no hits", "/?q=no-such-function"),
+    ("two publishers", "/?publisher=acme&publisher=globex"),
+    ("two tags, a runtime", "/?tag=security&tag=labels&runtime=exec&runtime=starlark"),
+    ("typo", "/?q=namespce"),
+    ("most pulled", "/?sort=pulls"),
 ]
 SIGNED_IN_URLS = [("signed in, word", "/?q=secret"), ("signed in, front", "/")]
 

@@ -78,6 +78,9 @@ class FunctionResultSerializer(serializers.Serializer):
     revoked = serializers.BooleanField(
         help_text="A catalog carrying it revoked a version it lists (see each catalog's revoked)."
     )
+    pulls = serializers.IntegerField(
+        help_text="Pulls of the catalogs carrying it, every version's (what sort=pulls orders by)."
+    )
     catalogs = CarrierSerializer(source="carriers", many=True)
 
 
@@ -111,6 +114,11 @@ class FunctionSearchSerializer(serializers.Serializer):
     previous = serializers.URLField(allow_null=True)
     results = FunctionResultSerializer(many=True)
     facets = FacetSerializer(many=True)
+    corrections = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="Words of q that no function contains (typos), each with the indexed words "
+        "searched instead.",
+    )
 
 
 _PARAMETERS = [
@@ -119,7 +127,8 @@ _PARAMETERS = [
         OpenApiTypes.STR,
         enum=list(search.SORTS),
         description="relevance (the default with `q`), name (the default without), updated "
-        "(newest catalog version first), catalogs (carried by the most catalogs first).",
+        "(newest catalog version first), catalogs (carried by the most catalogs first), pulls "
+        "(most pulled first).",
     ),
     OpenApiParameter("page", {"type": "integer", "minimum": 1}, description="From 1."),
     OpenApiParameter(
@@ -177,18 +186,20 @@ class FunctionSearchView(GenericAPIView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         _strict_booleans(params)
-        flt = FunctionSearchFilter(params, queryset=self.get_queryset())
+        filters = search.search_filters(params, versions=self.get_queryset())
+        flt = filters.filter
         if not flt.is_valid():
             raise ValidationError(flt.errors)
         try:
             found = search.function_search(
                 versions=flt.qs,
-                query=(params.get("q") or "").strip(),
+                query=flt.ranked_query,
                 sort=params.get("sort"),
                 page=params.get("page"),
                 page_size=params.get("page_size"),
                 strict=True,
                 revoked={"true": True, "false": False}.get(params.get("revoked", "")),
+                facet_versions=filters.facet_versions,
             )
         except search.SearchParameterError as err:
             asked = str(params.get("page", ""))
@@ -209,5 +220,6 @@ class FunctionSearchView(GenericAPIView):
                 page.object_list, many=True, context={"request": request}
             ).data,
             "facets": FacetSerializer(found.facets, many=True).data,
+            "corrections": filters.corrections,
         }
         return Response(body)

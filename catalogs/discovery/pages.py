@@ -54,35 +54,65 @@ def _link(params: QueryDict, **changes: str | None) -> str:
     return f"?{encoded}" if encoded else "?"
 
 
-def _selected(params: QueryDict, param: str, value: str) -> bool:
-    given = params.get(param, "")
-    return given.lower() == value.lower() if param in ("tag", "runtime") else given == value
+def _same(param: str, a: str, b: str) -> bool:
+    return a.lower() == b.lower() if param in ("tag", "runtime") else a == b
+
+
+def _toggle(params: QueryDict, param: str, value: str) -> str:
+    """``?...`` with ``value`` ticked or unticked among the values of ``param`` (a multi-select
+    facet keeps its other values: ``?publisher=a&publisher=b``), back to page 1."""
+    query = params.copy()
+    query.pop("page", None)
+    values = query.getlist(param)
+    kept = [v for v in values if not _same(param, v, value)]
+    if len(kept) == len(values) and param in search.MULTI_FACETS:
+        kept.append(value)
+    elif len(kept) == len(values):
+        kept = [value]
+    query.setlist(param, kept)
+    if not kept:
+        query.pop(param)
+    encoded = query.urlencode()
+    return f"?{encoded}" if encoded else "?"
 
 
 def _facets(params: QueryDict, facets: list[search.Facet]) -> list[dict[str, Any]]:
-    """Facets with each value's toggle link; a selected value is kept even at a zero count."""
+    """Facets with each value's checkbox link; a ticked value is kept even at a zero count or
+    beyond the values a facet lists."""
     shown = []
     for facet in facets:
         values = []
+        listed = set()
         for v in facet.values:
-            selected = _selected(params, v.param, v.value)
+            selected = any(_same(v.param, given, v.value) for given in params.getlist(v.param))
+            listed.add(v.value.lower())
             if v.count or selected:
-                link = _link(params, **{v.param: None if selected else v.value})
-                values.append({"value": v, "selected": selected, "href": link})
+                href = _toggle(params, v.param, v.value)
+                values.append({"value": v, "selected": selected, "href": href})
+        param = facet.values[0].param if facet.values else None
+        if param in search.MULTI_FACETS:
+            for given in params.getlist(param):
+                if given.lower() not in listed:
+                    listed.add(given.lower())
+                    v = search.FacetValue(param, given, given, 0)
+                    href = _toggle(params, param, given)
+                    values.append({"value": v, "selected": True, "href": href})
         if values:
             shown.append({"label": facet.label, "values": values})
     return shown
 
 
 def _active_filters(params: QueryDict) -> list[dict[str, str]]:
-    """The filters in use, each with the link that removes it."""
+    """The filters in use, one per value, each with the link that removes it."""
     active = []
-    for key in params:
-        value = params.get(key, "")
-        if key in NOT_FILTERS or not value:
+    for key, values in params.lists():
+        if key in NOT_FILTERS:
             continue
-        label = key if value == "on" else f"{key}: {value}"
-        active.append({"label": label, "href": _link(params, **{key: None})})
+        for value in values:
+            if not value:
+                continue
+            label = key if value == "on" else f"{key}: {value}"
+            active.append({"label": label, "href": _toggle(params, key, value)})
     return active
 
 
@@ -141,6 +171,16 @@ def _filter_errors(flt: FunctionSearchFilter) -> list[str]:
     return notices
 
 
+def _corrections(corrections: dict[str, list[str]]) -> list[str]:
+    """A notice per mistyped word: what was searched instead."""
+    return [
+        f"No function contains “{word}”: showing those with "
+        + " or ".join(f"“{n}”" for n in near)
+        + "."
+        for word, near in corrections.items()
+    ]
+
+
 def _revoked_param(value: str | None) -> bool | None:
     """The Revoked facet's ``revoked=on`` (or the API's ``true``/``false``); anything else: any."""
     return {"on": True, "true": True, "false": False, "off": False}.get((value or "").lower())
@@ -169,18 +209,20 @@ def search_page(request: HttpRequest) -> HttpResponse:
                 cleaned.setlist(key, kept)
         encoded = cleaned.urlencode()
         return redirect(f"{request.path}?{encoded}" if encoded else request.path)
-    flt = FunctionSearchFilter(
-        params, queryset=selectors.function_version_list(viewer=request.user)
+    filters = search.search_filters(
+        params, versions=selectors.function_version_list(viewer=request.user)
     )
-    notices = _filter_errors(flt)
+    flt = filters.filter
+    notices = _filter_errors(flt) + _corrections(filters.corrections)
     query = (params.get("q") or "").strip()
     found = search.function_search(
         versions=flt.qs,
-        query=query,
+        query=flt.ranked_query,
         sort=params.get("sort"),
         page=params.get("page"),
         page_size=params.get("page_size"),
         revoked=_revoked_param(params.get("revoked")),
+        facet_versions=filters.facet_versions,
     )
     page = found.page
     active = _active_filters(params)

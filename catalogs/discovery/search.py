@@ -23,8 +23,10 @@ from django.core.paginator import Page, Paginator
 from django.db import connections
 from django.db.models import Exists, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
+from django.http import QueryDict
 
 from catalogs.discovery.revoked import Revoked, revoked_in_search
+from catalogs.publishing.api.filters import FunctionSearchFilter
 from catalogs.publishing.models import CatalogVersion, CatalogVersionPulls, FunctionVersion
 from catalogs.trust.models import Revocation
 
@@ -100,6 +102,7 @@ class FunctionResult:
     updated_at: datetime | None = None
     score: int = 0
     revoked: bool = False  # some catalog carrying it revoked a version it lists
+    pulls: int = 0  # of the catalogs carrying it (every version's), as "most pulled" sorts
 
     @property
     def publishers(self) -> list[str]:
@@ -453,10 +456,26 @@ def _top(param: str, counts: dict[str, int]) -> list[FacetValue]:
     return [FacetValue(param, value, value, count) for value, count in best]
 
 
-def _facets(groups: list[_Group]) -> list[Facet]:
+# The facets whose values are OR-ed (several may be ticked), and what each counts of a function.
+MULTI_FACETS: dict[str, Any] = {
+    "runtime": lambda g: g.runtimes,
+    "publisher": lambda g: g.publishers,
+    "tag": lambda g: g.tags,
+    "key": lambda g: g.key_ids,
+}
+
+
+def _facets(groups: list[_Group], others: dict[str, dict[str, int]]) -> list[Facet]:
     """Counts of functions (not versions) per facet value, under the current query and filters;
-    the parameters are those of the FilterSet (``runtime=exec``, ``verified=on``...)."""
-    runtimes = _count(groups, lambda g: g.runtimes)
+    the parameters are those of the FilterSet (``runtime=exec``, ``verified=on``...). A facet
+    with values ticked takes its counts from ``others[param]``, worked out without its own
+    filter, so that its other values say how many a second tick adds."""
+
+    def counts(param: str) -> dict[str, int]:
+        found = others.get(param)
+        return _count(groups, MULTI_FACETS[param]) if found is None else found
+
+    runtimes = counts("runtime")
     on = "on"
     return [
         Facet(
@@ -478,9 +497,9 @@ def _facets(groups: list[_Group]) -> list[Facet]:
                 FacetValue("storage", on, "Storage mount", sum(g.storage for g in groups)),
             ],
         ),
-        Facet("Publisher", _top("publisher", _count(groups, lambda g: g.publishers))),
-        Facet("Tag", _top("tag", _count(groups, lambda g: g.tags))),
-        Facet("Signing key", _top("key", _count(groups, lambda g: g.key_ids))),
+        Facet("Publisher", _top("publisher", counts("publisher"))),
+        Facet("Tag", _top("tag", counts("tag"))),
+        Facet("Signing key", _top("key", counts("key"))),
     ]
 
 
@@ -525,6 +544,7 @@ def _results(versions: QuerySet[FunctionVersion], page: list[_Group]) -> list[Fu
             requires_storage_mount=g.storage,
             score=g.score,
             revoked=bool(g.revoked),
+            pulls=g.pulls,
         )
         for g in page
     }
@@ -593,6 +613,84 @@ def _mark_revoked(
         g.revoked = found.get((g.group, g.kind), [])
 
 
+def _functions(
+    versions: QuerySet[FunctionVersion], words: list[str], revoked: bool | None
+) -> tuple[list[tuple], list[_Group]]:
+    """Step 1: the rows and the functions they fold into, revocations marked and filtered."""
+    with _gc_paused():
+        rows = _rows(versions)
+        folded, revoking = _fold(rows, words)
+        groups = list(folded.values())
+    if revoking:
+        _mark_revoked(versions, groups, revoking)
+    if revoked is not None:
+        groups = [g for g in groups if bool(g.revoked) == revoked]
+    return rows, groups
+
+
+# The column of step 1's rows each multi-select facet reads its values from (publisher and key:
+# from the catalog version).
+_FACET_COLUMNS = {"runtime": "runtime_kinds_index", "tag": "tags_index"}
+
+
+def _facet_counts(
+    versions: QuerySet[FunctionVersion], param: str, revoked: bool | None
+) -> dict[str, int]:
+    """{value of the facet ``param``: functions among ``versions`` with it}: one narrow query
+    (and the catalog versions' for publisher and key), no full fold; the Revoked facet ticked
+    needs each function's revocations, so it takes the full step 1."""
+    if revoked is not None:
+        return _count(_functions(versions, [], revoked)[1], MULTI_FACETS[param])
+    column = _FACET_COLUMNS.get(param, "catalog_version_id")
+    rows: list[tuple[Any, ...]] = list(
+        versions.order_by().values_list("group", "kind", column).distinct()
+    )
+    values: dict[tuple[str, str], set[str]] = {}
+    if column == "catalog_version_id":
+        cvs = _catalog_versions({cv for _, _, cv in rows})
+        attr = "publisher" if param == "publisher" else "key_id"
+        for group, kind, cv_id in rows:
+            value = getattr(cvs[cv_id], attr)
+            if value:
+                values.setdefault((group, kind), set()).add(value)
+    else:
+        for group, kind, index in rows:
+            values.setdefault((group, kind), set()).update(_split_index(index))
+    counts: dict[str, int] = {}
+    for found in values.values():
+        for value in found:
+            counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+@dataclass
+class SearchFilters:
+    """The FilterSet of a search, and for each multi-select facet ticked the versions found
+    without that facet's own filter (its counts)."""
+
+    filter: FunctionSearchFilter
+    facet_versions: dict[str, QuerySet[FunctionVersion]]
+
+    @property
+    def corrections(self) -> dict[str, list[str]]:
+        return self.filter.corrections
+
+
+def search_filters(params: QueryDict, *, versions: QuerySet[FunctionVersion]) -> SearchFilters:
+    """``params`` applied to ``versions`` (those the viewer may see): several values of one
+    facet match any of them, different facets must all match."""
+    flt = FunctionSearchFilter(params, queryset=versions)
+    flt.qs  # noqa: B018 -- runs the filters, which find the query's typos (corrections)
+    others = {}
+    for param in MULTI_FACETS:
+        if params.getlist(param):
+            rest = params.copy()
+            rest.pop(param)
+            other = FunctionSearchFilter(rest, queryset=versions, corrections=flt.corrections)
+            others[param] = other.qs
+    return SearchFilters(filter=flt, facet_versions=others)
+
+
 def function_search(
     *,
     versions: QuerySet[FunctionVersion],
@@ -602,6 +700,7 @@ def function_search(
     page_size: str | int | None = None,
     strict: bool = False,
     revoked: bool | None = None,
+    facet_versions: dict[str, QuerySet[FunctionVersion]] | None = None,
 ) -> FunctionSearch:
     """One page of the functions among ``versions`` (already filtered), one result per function.
 
@@ -609,6 +708,8 @@ def function_search(
     ``sort``, ``page`` or ``page_size`` falls back on its default with a notice saying so, or
     with ``strict`` raises SearchParameterError. ``revoked``: True keeps only the functions
     with a revoked version, False only those without; revoked functions are listed last.
+    ``facet_versions``: for each multi-select facet with values ticked, the versions filtered
+    by everything but that facet (its counts; one more query per facet ticked).
     """
     notices: list[str] = []
 
@@ -629,14 +730,12 @@ def function_search(
         size = DEFAULT_PAGE_SIZE
 
     words = query.lower().split()
-    with _gc_paused():
-        rows = _rows(versions)
-        folded, revoking = _fold(rows, words)
-        groups = list(folded.values())
-    if revoking:
-        _mark_revoked(versions, groups, revoking)
-    if revoked is not None:
-        groups = [g for g in groups if bool(g.revoked) == revoked]
+    rows, groups = _functions(versions, words, revoked)
+    others = {
+        param: _facet_counts(qs, param, revoked)
+        for param, qs in (facet_versions or {}).items()
+        if param in MULTI_FACETS
+    }
     ordered = sorted(_sorted(groups, chosen_sort), key=lambda g: bool(g.revoked))
     paginator = Paginator(ordered, size)
     try:
@@ -655,7 +754,7 @@ def function_search(
         page=current,
         functions=len(groups),
         catalogs=len({row[0] for row in rows}),
-        facets=_facets(groups),
+        facets=_facets(groups, others),
         sort=chosen_sort,
         page_size=size,
         notices=notices,

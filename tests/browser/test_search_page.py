@@ -37,6 +37,8 @@ STATES = [
     ("all", "/?sort=name&page=2&page_size=10"),
     ("largest", "/?sort=name&page_size=30"),
     ("filtered", "/?runtime=exec&verified=on"),
+    ("two-publishers", "/?publisher=acme&publisher=zeta-with-a-rather-long-publisher-name"),
+    ("typo", "/?q=namespce"),
     ("empty", "/?q=nothing-like-this&publisher=acme"),
     ("bad-parameters", "/?sort=popular&page=99"),
     (
@@ -75,9 +77,21 @@ def test_the_search_page_fits_and_reads_at_both_sizes(
     assert facets.is_visible()
     page.screenshot(path=str(screenshots / f"s-filters-open-{size}.png"), full_page=True)
     page.click("aside.facets >> text=exec")
-    assert "runtime=exec" in page.url
+    page.wait_for_url(lambda url: "runtime=exec" in url)
+    page.wait_for_load_state("load")
     assert page.locator("li.result").count() == 1
     assert page.locator("a.chip").first.inner_text().startswith("runtime: exec")
+    # A second runtime ticked: functions with either (the URL repeats the parameter).
+    if size == "phone":
+        page.click("label.facets-toggle-label")
+    page.click("aside.facets >> text=container")
+    page.wait_for_url(lambda url: "runtime=container" in url)
+    page.wait_for_load_state("load")
+    assert "runtime=exec" in page.url
+    assert page.locator('aside.facets [role="checkbox"][aria-checked="true"]').count() == 2
+    assert page.locator("a.chip").count() == 2
+    page.screenshot(path=str(screenshots / f"s-two-runtimes-{size}.png"), full_page=True)
+    assert page.evaluate(WIDTH_JS) <= viewport["width"]
 
     page.goto("/?q=nothing-like-this&publisher=acme")
     empty = page.locator(".empty-state")

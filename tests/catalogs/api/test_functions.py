@@ -107,3 +107,19 @@ def test_pagination(api_client, published):
 
 def _page(api_client, page: int) -> list[dict]:
     return api_client.get(FUNCTIONS, {"page_size": 2, "page": page}).json()["results"]
+
+
+def test_a_repeated_filter_matches_any_of_its_values(api_client, published):
+    both = api_client.get(FUNCTIONS + "?publisher=example-co&publisher=acme")
+    assert len(_kinds(both)) == 5
+    assert _kinds(api_client.get(FUNCTIONS + "?tag=java&tag=no-such-tag")) == [
+        ("JavaApplication", "v1")
+    ]
+    # Another filter still narrows, and q takes its words as typed here (no typo tolerance).
+    assert _kinds(
+        api_client.get(FUNCTIONS + "?publisher=example-co&publisher=acme&kind=prune")
+    ) == [
+        ("Prune", "v1"),
+        ("Prune", "v2"),
+    ]
+    assert _kinds(api_client.get(FUNCTIONS, {"q": "namespce"})) == []

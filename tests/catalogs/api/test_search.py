@@ -104,6 +104,8 @@ def test_facets_and_page_links(registry):
                 "signed": ["Must be true or false, not ''."],
             },
         ),
+        ("?publisher=a%00b", 400, {"publisher": ["Null characters are not allowed."]}),
+        ("?tag=x&tag=%00", 400, {"tag": ["Null characters are not allowed."]}),
         (
             "?runtime=wasm",
             400,
@@ -135,3 +137,96 @@ def test_the_schema_documents_the_search(client):
     assert params["page_size"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 30}
     assert params["verified"]["schema"] == {"type": "boolean"}
     assert {"200", "400", "404"} <= set(operation["responses"])
+
+
+def _facet(body: dict, label: str) -> dict[str, int]:
+    [facet] = [f for f in body["facets"] if f["label"] == label]
+    return {v["value"]: v["count"] for v in facet["values"]}
+
+
+def test_values_of_one_facet_are_or_ed_and_facets_are_and_ed(registry):
+    one = _get("?publisher=zeta")
+    assert one["count"] == 1
+    # The ticked facet counts as if it were not ticked: what a second tick adds.
+    assert _facet(one, "Publisher") == {"acme": 13, "zeta": 1}
+    assert _facet(one, "Runtime") == {"exec": 1}  # the other facets: under the tick
+    both = _get("?publisher=zeta&publisher=acme")
+    assert both["count"] == 13
+    assert _facet(both, "Runtime") == {"container": 13, "exec": 1}
+    # The repeated parameter survives in the page links.
+    paged = _get("?publisher=zeta&publisher=acme&page_size=5")
+    assert paged["next"].endswith("?publisher=zeta&publisher=acme&page_size=5&page=2")
+    # Another facet narrows (AND): only zeta's SetNamespace runs as exec.
+    narrowed = _get("?publisher=zeta&publisher=acme&runtime=exec")
+    assert [(r["kind"], r["runtime_kinds"]) for r in narrowed["results"]] == [
+        ("SetNamespace", ["exec"])
+    ]
+    assert _get("?runtime=exec&runtime=container")["count"] == 13
+    assert _get("?runtime=exec&runtime=wasm", 400) == {
+        "runtime": ["Select a valid choice. wasm is not one of the available choices."]
+    }
+
+
+def test_a_mistyped_word_finds_the_nearest_indexed_words(registry):
+    body = _get("?q=namespce")
+    assert body["corrections"] == {"namespce": ["namespace"]}
+    assert [r["kind"] for r in body["results"]] == ["SetNamespace"]
+    assert body["sort"] == "relevance"
+    # A word found as typed is never corrected; a word near nothing finds nothing.
+    assert _get("?q=namespace")["corrections"] == {}
+    nothing = _get("?q=qqxxzzvv")
+    assert (nothing["count"], nothing["corrections"]) == (0, {})
+    # The correction applies with the other filters.
+    assert _get("?q=namespce&runtime=exec")["count"] == 1
+    assert _get("?q=namespce&publisher=nobody")["count"] == 0
+
+
+def test_a_long_query_checks_only_its_first_words_for_typos(
+    registry, django_assert_max_num_queries
+):
+    words = "+".join(["namespace"] * 5 + [f"word{i}" for i in range(50)])
+    # Five exists() checks, the rows, the badges: not one query per word.
+    with django_assert_max_num_queries(8):
+        body = _get(f"?q={words}")
+    assert (body["count"], body["corrections"]) == (0, {})
+
+
+def test_most_pulled_sort_and_pull_counts(registry):
+    from catalogs.publishing.models import CatalogVersion, CatalogVersionPulls
+
+    fork = CatalogVersion.objects.get(catalog__name="fork")
+    CatalogVersionPulls.objects.create(version=fork, day="2026-11-01", via="https", count=5)
+    CatalogVersionPulls.objects.create(version=fork, day="2026-11-02", via="oci", count=2)
+    body = _get("?sort=pulls&page_size=3")
+    assert [(r["kind"], r["pulls"]) for r in body["results"]] == [
+        ("SetNamespace", 7),
+        ("Bulk00", 0),
+        ("Bulk01", 0),
+    ]
+
+
+def test_private_catalogs_leak_into_no_facet_count_or_correction(registry):
+    from catalogs.publishing.models import Catalog
+    from tests.catalogs.factories import UserFactory
+
+    owner = UserFactory(username="owner")
+    hidden = PublisherFactory(slug="hidden", owners=[owner])
+    catalog = CatalogFactory(publisher=hidden, name="stuff")
+    services.catalog_version_publish(
+        catalog=catalog,
+        content=catalog_yaml(("example.com", "SetNamespace", "v3"), ("zz.io", "Zanzibar", "v1")),
+        actor=None,
+    )
+    services.catalog_update(
+        catalog=Catalog.objects.get(name="stuff"), actor=owner, visibility="private"
+    )
+    outsider = _get("?publisher=hidden&publisher=zeta")
+    assert outsider["count"] == 1 and "hidden" not in _facet(outsider, "Publisher")
+    assert _facet(outsider, "Publisher") == {"acme": 13, "zeta": 1}
+    assert _get("?q=zanzibr")["corrections"] == {}  # no private word suggested
+    member = APIClient()
+    member.force_authenticate(owner)
+    body = member.get(SEARCH + "?q=zanzibr").json()
+    assert body["corrections"] == {"zanzibr": ["zanzibar"]} and body["count"] == 1
+    body = member.get(SEARCH + "?publisher=hidden&publisher=zeta").json()
+    assert body["count"] == 2 and _facet(body, "Publisher") == {"acme": 13, "hidden": 2, "zeta": 1}

@@ -146,3 +146,22 @@ def test_the_search_api_has_a_revoked_field_and_filter(client, revoked):
     bad = client.get("/api/v1/search/", {"revoked": "yes"})
     assert bad.status_code == 400
     assert bad.json()["revoked"] == ["Must be true or false, not 'yes'."]
+
+
+def test_the_revoked_facet_combines_with_ticked_facets(client, revoked):
+    both = client.get("/api/v1/search/?revoked=true&runtime=exec&runtime=container").json()
+    assert sorted(r["kind"] for r in both["results"]) == ["Packer", "SetTier"]
+    one = client.get("/api/v1/search/?revoked=true&runtime=exec").json()
+    assert [r["kind"] for r in one["results"]] == ["Packer"]
+    # The ticked runtime counts among the revoked functions as if it were not ticked.
+    [runtime] = [f for f in one["facets"] if f["label"] == "Runtime"]
+    assert {v["value"]: v["count"] for v in runtime["values"]} == {"container": 1, "exec": 1}
+    unrevoked = client.get("/api/v1/search/?revoked=false&runtime=exec").json()
+    assert unrevoked["count"] == 0
+    # The page: the Revoked checkbox, ticked, with its count.
+    body = client.get("/?revoked=on&runtime=exec").content.decode()
+    assert (
+        '<a href="?runtime=exec" role="checkbox" aria-checked="true" class="selected" '
+        'rel="nofollow"><span class="box" aria-hidden="true"></span><span class="label">Revoked'
+        '</span><span class="count">1</span>'
+    ) in body

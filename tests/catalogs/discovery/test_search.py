@@ -206,3 +206,34 @@ def test_two_queries_whatever_the_number_of_functions(registry, django_assert_nu
     assert found.functions == 43 and len(found.page.object_list) == 30
     with django_assert_num_queries(1):  # nothing found: no badge or display query
         search.function_search(versions=versions.filter(kind="None"))
+
+
+def test_the_words_a_typo_may_be_matched_to():
+    from catalogs.publishing.api.filters import indexed_words
+
+    words = indexed_words([("SetNamespace", "acme example.com setnamespace sets a namespace")])
+    assert {"set", "namespace", "setnamespace", "acme", "example", "com", "sets"} == words
+    assert indexed_words([("HTTPRoute", "httproute")]) == {"http", "route", "httproute"}
+
+
+@pytest.mark.parametrize(
+    ("query", "corrections", "kinds"),
+    [
+        ("q=namespce", {"namespce": ["namespace"]}, ["SetNamespace"]),
+        ("q=anotate", {"anotate": ["annotate"]}, ["Annotate"]),
+        ("q=set+lables", {"lables": ["labels"]}, ["SetLabels"]),
+        ("q=set", {}, ["SetLabels", "SetNamespace"]),  # three letters: never corrected
+        ("q=qqqqqq", {}, []),
+    ],
+)
+def test_search_filters_correct_typos_and_rank_by_the_correction(
+    registry, query, corrections, kinds
+):
+    from catalogs.publishing.api.filters import FunctionSearchFilter
+
+    found = search.search_filters(QueryDict(query), versions=selectors.function_version_list())
+    assert found.corrections == corrections
+    flt = found.filter
+    assert isinstance(flt, FunctionSearchFilter)
+    result = search.function_search(versions=flt.qs, query=flt.ranked_query, sort="name")
+    assert _names(result) == kinds

@@ -128,15 +128,21 @@ def test_pages_are_numbered_and_keep_every_parameter(client, registry):
     assert "Next →" not in last and "← Previous" in last
 
 
-def test_facets_show_counts_and_toggle(client, registry):
-    body = client.get("/?q=set").content.decode()
-    facets = re.search(r'<aside class="facets".*?</aside>', body, re.S).group(0)
+def _facet_links(facets: str) -> dict[str, tuple[str, int]]:
+    """{label: (href, count)} of a page's facet checkboxes."""
     links = re.findall(
-        r'<a href="([^"]+)"( class="selected")?[^>]*><span class="label">([^<]+)</span>'
+        r'<a href="([^"]+)" role="checkbox" aria-checked="(?:true|false)"[^>]*>'
+        r'<span class="box" aria-hidden="true"></span><span class="label">([^<]+)</span>'
         r'<span class="count">(\d+)</span>',
         facets,
     )
-    found = {label: (html.unescape(href), int(count)) for href, _, label, count in links}
+    return {label: (html.unescape(href), int(count)) for href, label, count in links}
+
+
+def test_facets_show_counts_and_toggle(client, registry):
+    body = client.get("/?q=set").content.decode()
+    facets = re.search(r'<aside class="facets".*?</aside>', body, re.S).group(0)
+    found = _facet_links(facets)
     assert found["container"] == ("?q=set&runtime=container", 1)
     assert found["exec"] == ("?q=set&runtime=exec", 1)
     assert found["acme"] == ("?q=set&publisher=acme", 1)
@@ -144,8 +150,11 @@ def test_facets_show_counts_and_toggle(client, registry):
     assert "Mirrored" not in found  # a zero count is not offered
     selected = client.get("/?q=set&runtime=exec&page=2").content.decode()
     facets = re.search(r'<aside class="facets".*?</aside>', selected, re.S).group(0)
-    # The selected value links to its own removal (and the page is dropped).
-    assert '<a href="?q=set" class="selected" aria-current="true" rel="nofollow">' in facets
+    # The selected value is a ticked checkbox linking to its own removal (the page is dropped).
+    assert (
+        '<a href="?q=set" role="checkbox" aria-checked="true" class="selected" rel="nofollow">'
+        in facets
+    )
     assert 'class="chip" href="?q=set"' in selected
     # A new query typed in the box keeps the filters (hidden inputs), not the page.
     form = re.search(r'<form class="search".*?</form>', selected, re.S).group(0)
@@ -222,8 +231,10 @@ def test_queries_per_page_do_not_grow_with_the_results(
         client.force_login(UserFactory(username="olivia"))
     # Three for the search, one for the catalogs listed under an empty query, one for the
     # landing (signed out), or seven for session, user, reviewer, operator, pending-invitation
-    # and unread-inbox checks (signed in).
-    budget = 12 if signed_in else 5
+    # and unread-inbox checks (signed in); a multi-select facet ticked (runtime=exec) adds two
+    # (its counts: the rows and badges without it), a word of four letters or more one (is it
+    # found as typed?).
+    budget = 14 if signed_in else 7
     for path in ("/", "/?q=bulk&page_size=30", "/?q=e&runtime=exec&sort=updated", "/?q=zzz"):
         with django_assert_max_num_queries(budget):
             assert client.get(path).status_code == 200
@@ -254,3 +265,82 @@ def test_the_largest_page_with_its_assets_stays_under_100_kb(client, db):
     assert len(_cards(body)) == 30 and body.count("and 5 more catalogs") == 30
     total = len(response.content) + _asset_bytes(body)
     assert total <= 100 * 1024, (len(response.content), total)
+
+
+def test_several_values_of_a_facet_are_ticked_together(client, registry):
+    body = client.get("/?publisher=zeta").content.decode()
+    facets = _facet_links(re.search(r'<aside class="facets".*?</aside>', body, re.S).group(0))
+    # Ticking acme adds it to zeta (the URL repeats the parameter); its count is what it adds.
+    assert facets["acme"] == ("?publisher=zeta&publisher=acme", 25)
+    assert facets["zeta"] == ("?", 2)
+    both = client.get("/?publisher=zeta&publisher=acme&sort=name").content.decode()
+    assert len(_kinds(both)) == 20  # 27 functions of both publishers, 20 a page
+    facets = _facet_links(re.search(r'<aside class="facets".*?</aside>', both, re.S).group(0))
+    # Unticking one keeps the other; both ticked boxes say so.
+    assert facets["acme"] == ("?publisher=zeta&sort=name", 25)
+    assert facets["zeta"] == ("?publisher=acme&sort=name", 2)
+    assert both.count('aria-checked="true"') == 2
+    # One chip per value, each removing only its own.
+    chips = re.findall(r'<a class="chip" href="([^"]+)"[^>]*>([^<]+)<', both)
+    assert [(html.unescape(h), label.strip()) for h, label in chips] == [
+        ("?publisher=acme&sort=name", "publisher: zeta"),
+        ("?publisher=zeta&sort=name", "publisher: acme"),
+    ]
+    # A new query keeps both (hidden inputs), and a second facet narrows (AND).
+    form = re.search(r'<form class="search".*?</form>', both, re.S).group(0)
+    assert form.count('<input type="hidden" name="publisher"') == 2
+    narrowed = client.get("/?publisher=zeta&publisher=acme&runtime=exec").content.decode()
+    assert _kinds(narrowed) == ["SetNamespace", "Untag"]
+
+
+def test_a_ticked_value_beyond_the_listed_ones_stays_ticked(client, registry):
+    body = client.get("/?publisher=nobody&publisher=zeta").content.decode()
+    facets = _facet_links(re.search(r'<aside class="facets".*?</aside>', body, re.S).group(0))
+    assert facets["nobody"] == ("?publisher=zeta", 0)
+    assert _kinds(body) == ["SetNamespace", "Untag"]
+
+
+def test_a_mistyped_word_says_what_was_searched_instead(client, registry):
+    body = client.get("/?q=namespce").content.decode()
+    assert _kinds(body) == ["SetNamespace"]
+    assert _notices(body) == ["No function contains “namespce”: showing those with “namespace”."]
+    assert _notices(client.get("/?q=namespace").content.decode()) == []
+
+
+def test_cards_show_the_pull_count(client, registry):
+    from catalogs.publishing import pulls
+
+    for _ in range(3):
+        assert client.get("/c/zeta/fork/catalog.yaml").status_code == 200
+    pulls.pulls_flush()
+    [card] = _cards(client.get("/?q=untag").content.decode())
+    assert '<span class="pulls" title="Pulls of the catalogs carrying it">3 pulls</span>' in card
+    [card] = _cards(client.get("/?q=bulk00").content.decode())
+    assert 'class="pulls"' not in card  # never pulled: nothing to say
+
+
+def test_a_private_catalog_counts_in_no_facet_and_suggests_no_word(client, registry):
+    from catalogs.publishing.models import Catalog
+
+    owner = UserFactory(username="owner")
+    hidden = PublisherFactory(slug="hidden", owners=[owner])
+    _publish(
+        CatalogFactory(publisher=hidden, name="stuff"),
+        ("example.com", "SetNamespace", "v3"),
+        ("zz.io", "Zanzibar", "v1"),
+    )
+    services.catalog_update(
+        catalog=Catalog.objects.get(name="stuff"), actor=owner, visibility="private"
+    )
+    body = client.get("/?publisher=zeta&publisher=hidden").content.decode()
+    facets = _facet_links(re.search(r'<aside class="facets".*?</aside>', body, re.S).group(0))
+    assert facets["hidden"] == ("?publisher=zeta", 0)  # ticked by hand: shown, counting nothing
+    assert facets["acme"][1] == 25 and facets["zeta"][1] == 2
+    assert _notices(client.get("/?q=zanzibr").content.decode()) == []
+    client.force_login(owner)
+    body = client.get("/?publisher=zeta&publisher=hidden").content.decode()
+    facets = _facet_links(re.search(r'<aside class="facets".*?</aside>', body, re.S).group(0))
+    assert facets["hidden"] == ("?publisher=zeta", 2)
+    assert _notices(client.get("/?q=zanzibr").content.decode()) == [
+        "No function contains “zanzibr”: showing those with “zanzibar”."
+    ]

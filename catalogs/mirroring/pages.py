@@ -105,7 +105,10 @@ def mirror_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             source = mirrors.mirror_source_create(
-                name=form.cleaned_data["name"], actor=request.user, **form.settings()
+                name=form.cleaned_data["name"],
+                kind=form.cleaned_data["kind"],
+                actor=request.user,
+                **form.settings(),
             )
         except AlreadyExistsError as err:
             form.add_error("name", err.message)

@@ -55,7 +55,7 @@ from catalogs.mirroring.fetchers.base import (
 )
 from catalogs.mirroring.fetchers.git import COMMIT_RE, parse_git_ref
 from catalogs.mirroring.fetchers.https import HttpsSession
-from catalogs.mirroring.fetchers.oci import OciClient, parse_oci_ref
+from catalogs.mirroring.fetchers.oci import OciClient, OciPackageRef, parse_oci_ref
 from catalogs.mirroring.limits import mirror_limits
 from catalogs.mirroring.models import DriftEvent, MirrorSource, RuntimeArtifact, SyncRun
 from catalogs.mirroring.revocations import (
@@ -169,6 +169,8 @@ def _source_checked(
     sigstore_identity: str,
     sigstore_issuer: str,
     upstream_root_sha256: str = "",
+    source_kind: str = MirrorSource.Kind.CATALOG,
+    mirror_runtimes: bool = False,
 ) -> str:
     """Validate a source's URL, pin and signature policy; return the URL's kind."""
     if url_has_credentials(url):
@@ -195,6 +197,21 @@ def _source_checked(
         raise InvalidInputError(exc.message)
     scheme = scheme_of(url)
     kind = "oci" if scheme == "oci" else "https" if scheme == "https" else "git"
+    if source_kind not in MirrorSource.Kind.values:
+        raise InvalidInputError(
+            f"kind must be one of {', '.join(MirrorSource.Kind.values)}, not {source_kind!r}."
+        )
+    if source_kind == MirrorSource.Kind.PACKAGE:
+        if kind != "oci":
+            raise InvalidInputError(
+                "A kustomization package is an OCI artifact: its URL is oci://host/repository:tag "
+                "or oci://host/repository@sha256:…"
+            )
+        if upstream_root_sha256 or mirror_runtimes or sigstore_identity or sigstore_issuer:
+            raise InvalidInputError(
+                "A package source is verified by its digest and, optionally, a cosign public key; "
+                "upstream_root_sha256, a sigstore identity and mirror_runtimes are for catalogs."
+            )
     try:
         if kind == "git":
             parse_git_ref(url)
@@ -265,6 +282,7 @@ def mirror_source_create(
     name: str,
     url: str,
     actor: Actor,
+    kind: str = MirrorSource.Kind.CATALOG,
     digest: str = "",
     cosign_public_key: str = "",
     sigstore_identity: str = "",
@@ -284,6 +302,8 @@ def mirror_source_create(
         sigstore_identity=sigstore_identity,
         sigstore_issuer=sigstore_issuer,
         upstream_root_sha256=upstream_root_sha256,
+        source_kind=kind,
+        mirror_runtimes=mirror_runtimes,
     )
     if MirrorSource.objects.filter(name=name).exists():
         raise AlreadyExistsError(f"Mirror source '{name}' already exists.")
@@ -299,6 +319,7 @@ def mirror_source_create(
         with transaction.atomic():
             return MirrorSource.objects.create(
                 name=name,
+                kind=kind,
                 url=url,
                 digest=digest,
                 cosign_public_key=cosign_public_key,
@@ -347,6 +368,8 @@ def mirror_source_update(*, source: MirrorSource, actor: Actor, **changes: Any) 
         sigstore_identity=locked.sigstore_identity,
         sigstore_issuer=locked.sigstore_issuer,
         upstream_root_sha256=locked.upstream_root_sha256,
+        source_kind=locked.kind,
+        mirror_runtimes=locked.mirror_runtimes,
     )
     # What was verified before no longer speaks for the new settings: force a full sync.
     locked.last_digest = locked.last_etag = locked.last_modified = ""
@@ -443,6 +466,19 @@ class _Outcome:
     revocations: UpstreamList | None = None
     # The upstream's TUF metadata trusted now (kept on the source once the run commits).
     upstream_tuf: dict[str, Any] | None = None
+    # A package source's manifest, blobs and files, verified, stored at commit.
+    package: _PackageStaged | None = None
+
+
+@dataclass
+class _PackageStaged:
+    """A kustomization package read upstream and verified (digests, signature, tree)."""
+
+    manifest: bytes
+    media_type: str
+    blobs: dict[str, bytes]
+    tag: str
+    files: list[list[Any]]
 
 
 def sync_run_admit(*, run_pk: int) -> Deferral | None:
@@ -514,6 +550,8 @@ def _sync_fetch_and_verify(
     *, source: MirrorSource, scratch: str, progress: Callable[[str, int, int], None] | None
 ) -> _Outcome:
     """Everything that reads the network, before anything is written."""
+    if source.kind == MirrorSource.Kind.PACKAGE:
+        return _package_fetch_and_verify(source=source, progress=progress)
     limits = mirror_limits()
     has_version = source.catalog.latest_version_id is not None
     wants_signature = bool(source.cosign_public_key or source.sigstore_identity)
@@ -644,6 +682,108 @@ def _sync_fetch_and_verify(
         revocations=_upstream_list(trusted, source),
         upstream_tuf=trusted.state if trusted is not None else None,
     )
+
+
+def _package_fetch_and_verify(
+    *, source: MirrorSource, progress: Callable[[str, int, int], None] | None
+) -> _Outcome:
+    """A package source: the manifest read by tag or digest and checked against the pin, the
+    cosign signature checked when the source has a key, then the blobs read and checked against
+    their digests and the tree checked by the push path's rules (``oci_package_files``)."""
+    from catalogs.distribution.errors import OciError
+    from catalogs.distribution.models import OciPackage
+    from catalogs.distribution.services import oci_manifest_parse, oci_package_files
+
+    if progress:
+        progress("fetch", 0, 1)
+    upstream = OciPackageRef(source.url, limits=mirror_limits())
+    provenance = upstream.provenance()
+    pin = _pin_of(source)
+    if pin and pin != upstream.digest:
+        raise DigestMismatchError(
+            f"Digest pin mismatch: pinned {pin}, upstream has {upstream.digest}."
+        )
+    base = _Outcome(
+        content=b"",
+        fetched_digest=upstream.digest,
+        provenance=provenance,
+        verification=source.verification,
+        function_count=0,
+        staged=[],
+        images={},
+    )
+    served = OciPackage.objects.filter(
+        manifest__catalog_id=source.catalog_id, manifest__digest=upstream.digest
+    ).exists()
+    if served and source.last_digest == upstream.digest:
+        if progress:
+            progress("fetch", 1, 1)
+        base.not_modified = True
+        return base
+    try:
+        oci_manifest_parse(manifest=upstream.raw, media_type=upstream.media_type)
+    except OciError as exc:
+        raise SyncError(f"Package {source.url} refused: {exc.message}")
+    if source.cosign_public_key:
+        verification = cosign_verify(
+            public_key_pem=source.cosign_public_key,
+            signatures=upstream.signatures(),
+            manifest_digest=upstream.digest,
+        )
+    else:
+        verification = {"type": "none"}
+    blobs = upstream.blobs(max_bytes=int(settings.OCI_UPLOAD_MAX_BYTES))
+    if progress:
+        progress("fetch", 1, 1)
+    try:
+        files = oci_package_files(content=blobs[str(upstream.layer["digest"])])
+    except OciError as exc:
+        raise SyncError(f"Package {source.url} refused: {exc.message}")
+    provenance["verification"] = verification["type"]
+    base.verification = verification
+    base.downloaded = len(upstream.raw) + sum(len(b) for b in blobs.values())
+    base.package = _PackageStaged(
+        manifest=upstream.raw,
+        media_type=upstream.media_type,
+        blobs=blobs,
+        tag=upstream.tag,
+        files=files,
+    )
+    return base
+
+
+def _package_commit(*, run: SyncRun, source: MirrorSource, outcome: _Outcome) -> SyncRun:
+    """Store a verified package in the mirror's repository (signed by trust, as a push is),
+    move its tag, and record a drift event when the upstream tag moved."""
+    from catalogs.distribution.services import oci_package_mirror_store
+
+    package = outcome.package
+    assert package is not None
+    oci_package_mirror_store(
+        catalog=source.catalog,
+        manifest=package.manifest,
+        media_type=package.media_type,
+        blobs=package.blobs,
+        tag=package.tag,
+        files=package.files,
+    )
+    catalog_tag_drift_record(source=source, run=run, digest=outcome.fetched_digest)
+    now = timezone.now()
+    source.last_digest = outcome.fetched_digest
+    source.last_synced_at = now
+    source.verification = outcome.verification
+    source.save()
+    _transition(
+        run,
+        SyncRun.Status.SUCCEEDED,
+        digest=outcome.fetched_digest,
+        bytes=outcome.downloaded,
+        artifact_count=len(package.blobs),
+        provenance=outcome.provenance,
+        verification=outcome.verification,
+        finished_at=now,
+    )
+    return run
 
 
 def _upstream_list(trusted: Any, source: MirrorSource) -> UpstreamList:
@@ -882,6 +1022,8 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
                     update_fields=["last_synced_at", "image_digests", "upstream_tuf", "updated_at"]
                 )
                 return run
+            if outcome.package is not None:
+                return _package_commit(run=run, source=source, outcome=outcome)
             names = _store_blobs(outcome.staged, created_files)
             catalog = Catalog.objects.select_related("publisher").get(pk=source.catalog_id)
             version, created = services.catalog_version_publish(

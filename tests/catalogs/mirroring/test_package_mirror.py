@@ -266,3 +266,47 @@ def test_refused_package_keeps_nothing_and_the_mirrored_one_stays(
     assert run.reason.startswith(expected), run.reason
     assert state(source) == before
     assert OciTag.objects.get(catalog=source.catalog, name="v1").manifest.digest == good
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            {"url": "https://127.0.0.1/pkg.tar.gz"},
+            "A kustomization package is an OCI artifact: its URL is oci://host/repository:tag "
+            "or oci://host/repository@sha256:…",
+        ),
+        (
+            {"mirror_runtimes": True},
+            "A package source is verified by its digest and, optionally, a cosign public key; "
+            "upstream_root_sha256, a sigstore identity and mirror_runtimes are for catalogs.",
+        ),
+        ({"kind": "chart"}, None),
+    ],
+    ids=["not-oci", "runtimes", "unknown-kind"],
+)
+def test_api_refuses_a_package_source_that_cannot_be_one(
+    oci_settings, oci_upstream, extra, message
+):
+    from rest_framework.test import APIClient
+
+    from catalogs.mirroring.models import MirrorSource
+    from tests.catalogs.factories import UserFactory
+
+    staff = APIClient()
+    staff.force_authenticate(UserFactory(username="admin", is_staff=True))
+    data = {"name": "pkg", "kind": "package", "url": oci_upstream.url("pkgs/x:v1"), **extra}
+    response = staff.post("/api/v1/sources/", data, format="json")
+    assert response.status_code == 400, response.content
+    if message is not None:
+        assert message in str(response.json())
+    else:
+        assert "kind" in response.json()
+    assert not MirrorSource.objects.exists()
+    created = staff.post(
+        "/api/v1/sources/",
+        {"name": "pkg", "kind": "package", "url": oci_upstream.url("pkgs/x:v1")},
+        format="json",
+    )
+    assert created.status_code == 201 and created.json()["kind"] == "package"

@@ -31,6 +31,7 @@ class MirrorSourceForm(forms.Form):
             ("package", "A kustomization package (OCI, Flux's artifact format)"),
         ],
         initial="catalog",
+        required=False,
         label="What it mirrors",
         help_text="A package is served at oci://<this registry>/mirrors/<name>:<upstream tag> "
         "and on the mirror's packages page; cannot change later.",

@@ -49,6 +49,7 @@ from catalogs.mirroring.fetchers import FetchOptions, Limits, fetch, fetcher_for
 from catalogs.mirroring.fetchers.base import (
     COSIGN_BLOB_SIGNATURE_SUFFIX,
     SIGSTORE_BUNDLE_SUFFIX,
+    destination_precheck,
     scheme_of,
     url_has_credentials,
     url_secret_query_names,
@@ -179,7 +180,8 @@ def _source_checked(
             "A source URL must not contain a user name, password or token (user:secret@host): "
             "sources, runs and pages show their URL. Put credentials in the MIRROR_CREDENTIALS "
             'setting instead, per host: {"host": {"token": "..."}} or '
-            '{"host": {"username": "...", "password": "..."}}.'
+            '{"host": {"username": "...", "password": "..."}}.',
+            field="url",
         )
     secret_names = url_secret_query_names(url)
     if secret_names:
@@ -189,23 +191,26 @@ def _source_checked(
             f"A source URL must not carry a token, key or signature in its query string "
             f"({names}): sources, runs and pages show their URL. Put credentials in the "
             'MIRROR_CREDENTIALS setting instead, per host: {"host": {"token": "..."}} or '
-            '{"host": {"username": "...", "password": "..."}}.'
+            '{"host": {"username": "...", "password": "..."}}.',
+            field="url",
         )
     try:
         fetcher_for(url)
     except FetchError as exc:
-        raise InvalidInputError(exc.message)
+        raise InvalidInputError(exc.message, field="url")
     scheme = scheme_of(url)
     kind = "oci" if scheme == "oci" else "https" if scheme == "https" else "git"
     if source_kind not in MirrorSource.Kind.values:
         raise InvalidInputError(
-            f"kind must be one of {', '.join(MirrorSource.Kind.values)}, not {source_kind!r}."
+            f"kind must be one of {', '.join(MirrorSource.Kind.values)}, not {source_kind!r}.",
+            field="kind",
         )
     if source_kind == MirrorSource.Kind.PACKAGE:
         if kind != "oci":
             raise InvalidInputError(
                 "A kustomization package is an OCI artifact: its URL is oci://host/repository:tag "
-                "or oci://host/repository@sha256:…"
+                "or oci://host/repository@sha256:…",
+                field="url",
             )
         if upstream_root_sha256 or mirror_runtimes or sigstore_identity or sigstore_issuer:
             raise InvalidInputError(
@@ -218,15 +223,17 @@ def _source_checked(
         elif kind == "oci":
             parse_oci_ref(url)
     except FetchError as exc:
-        raise InvalidInputError(exc.message)
+        raise InvalidInputError(exc.message, field="url")
     if digest:
         if kind == "git" and not COMMIT_RE.fullmatch(digest):
             raise InvalidInputError(
-                "digest of a git source is the pinned commit: 40 lower-case hexadecimal characters."
+                "digest of a git source is the pinned commit: 40 lower-case hexadecimal characters.",
+                field="digest",
             )
         if kind != "git" and not SHA256_RE.fullmatch(digest):
             raise InvalidInputError(
-                "digest must be sha256: and 64 lower-case hexadecimal characters."
+                "digest must be sha256: and 64 lower-case hexadecimal characters.",
+                field="digest",
             )
     if cosign_public_key and (sigstore_identity or sigstore_issuer):
         raise InvalidInputError(
@@ -235,7 +242,10 @@ def _source_checked(
     if cosign_public_key:
         # OCI: cosign's signature artifact (sha256-<digest>.sig); https and git: the
         # `cosign sign-blob` signature beside the file (<file>.sig).
-        cosign_public_key_load(cosign_public_key)
+        try:
+            cosign_public_key_load(cosign_public_key)
+        except InvalidInputError as exc:
+            raise InvalidInputError(exc.message, field="cosign_public_key")
     if bool(sigstore_identity) != bool(sigstore_issuer):
         raise InvalidInputError(
             "A sigstore policy needs both sigstore_identity and sigstore_issuer."
@@ -243,13 +253,15 @@ def _source_checked(
     if sigstore_identity and kind == "oci":
         raise InvalidInputError(
             "A sigstore identity verifies https and git sources (a bundle beside the catalog); "
-            "use a cosign public key for OCI sources."
+            "use a cosign public key for OCI sources.",
+            field="sigstore_identity",
         )
     if upstream_root_sha256:
         if not re.fullmatch(r"[0-9a-f]{64}", upstream_root_sha256):
             raise InvalidInputError(
                 "upstream_root_sha256 is the sha256 of the upstream's TUF root.json: "
-                "64 lower-case hexadecimal characters."
+                "64 lower-case hexadecimal characters.",
+                field="upstream_root_sha256",
             )
         if upstream_of(url) is None:
             raise InvalidInputError(
@@ -258,6 +270,17 @@ def _source_checked(
                 "catalog.yaml or oci://host/<publisher>/<catalog>:tag)."
             )
     return kind
+
+
+def _destination_checked(url: str) -> None:
+    """The network policy and, for TLS, the certificate, checked as a sync's first connection
+    checks them (``destination_precheck``): a refusal is InvalidInputError on ``url``; a host that
+    cannot be resolved or reached now is left to the first sync, which reports it."""
+    found = destination_precheck(url, limits=mirror_limits(credentials=False))
+    if found.refused:
+        raise InvalidInputError(found.refused, field="url")
+    if found.unreachable:
+        logger.info("mirror source %s not reachable at creation: %s", url, found.unreachable)
 
 
 def _mirror_publisher() -> Publisher:
@@ -307,6 +330,7 @@ def mirror_source_create(
     )
     if MirrorSource.objects.filter(name=name).exists():
         raise AlreadyExistsError(f"Mirror source '{name}' already exists.")
+    _destination_checked(url)
     publisher = _mirror_publisher()
     catalog = services.catalog_create(
         publisher=publisher,
@@ -371,6 +395,8 @@ def mirror_source_update(*, source: MirrorSource, actor: Actor, **changes: Any) 
         source_kind=locked.kind,
         mirror_runtimes=locked.mirror_runtimes,
     )
+    if locked.url != old_url:
+        _destination_checked(locked.url)
     # What was verified before no longer speaks for the new settings: force a full sync.
     locked.last_digest = locked.last_etag = locked.last_modified = ""
     if (locked.url, locked.cosign_public_key, locked.upstream_root_sha256) != old_anchor:

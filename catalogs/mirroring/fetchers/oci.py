@@ -153,7 +153,8 @@ class OciClient:
         auth._tls_verify = self.registry._tls_verify  # type: ignore[attr-defined]
         self.registry.auth = auth
         # MIRROR_CREDENTIALS for this registry (host:port or host); never part of a reference.
-        self.credential = credential_for(f"https://{host}/", limits=limits)
+        # MIRROR_NETRC_FILE too, over TLS only (never in clear text to a plain-HTTP registry).
+        self.credential = credential_for(f"https://{host}/", limits=limits, netrc=not plain)
         if self.credential is not None and self.credential.token:
             auth.set_token_auth(self.credential.token)
         elif self.credential is not None:

@@ -90,7 +90,9 @@ def test_private_catalog_of_the_live_server_mirrored_with_a_netrc(
     mirrors.mirror_source_update(source=source, actor=None, digest="")
     gone = run_sync(source)
     assert gone.status == "failed"
-    assert gone.reason == f"MIRROR_NETRC_FILE {tmp_path / 'missing'} does not exist or is not a file."
+    assert (
+        gone.reason == f"MIRROR_NETRC_FILE {tmp_path / 'missing'} does not exist or is not a file."
+    )
     assert client.get("/c/mirrors/private/catalog.yaml").content == served.content
 
 
@@ -115,3 +117,33 @@ def test_a_netrc_entry_never_follows_a_redirect_to_another_host(
     sent = {path: headers.get("Authorization") for path, headers in https_upstream.requests}
     assert sent["/start/catalog.yaml"] == "Basic Ym90OmZpcnN0LWhvc3Qtc2VjcmV0"  # bot:first-…
     assert sent["/real/catalog.yaml"] is None
+
+
+def test_git_over_https_sends_the_netrc_entry_of_its_host(
+    mirror_settings, https_upstream, git_upstream, tmp_path
+):
+    import base64
+
+    from tests.catalogs.mirroring.conftest import catalog_doc
+
+    wanted = "Basic " + base64.b64encode(b"bot:git-netrc-secret").decode()
+    https_upstream.git_root = git_upstream.path.parent
+    https_upstream.required_authorization = wanted
+    commit = git_upstream.commit({"catalog.yaml": catalog_doc("private-git")})
+    repo = https_upstream.url(f"/git/{git_upstream.path.name}")
+    source = mirrors.mirror_source_create(
+        name="private-git", url=f"git+{repo}//catalog.yaml?ref=main", actor=None
+    )
+    refused = run_sync(source)
+    assert refused.status == "failed"
+    assert refused.reason.startswith(f"Cannot fetch ref 'main' of {repo}: fatal: could not read ")
+
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1\n  login bot\n  password git-netrc-secret\n")
+    mirror_settings.MIRROR_NETRC_FILE = str(netrc)
+    https_upstream.requests.clear()
+    run = run_sync(source)
+    assert (run.status, run.reason, run.digest) == ("succeeded", "", commit)
+    git_requests = [h for path, h in https_upstream.requests if path.startswith("/git/")]
+    assert git_requests and all(h.get("Authorization") == wanted for h in git_requests)
+    assert "git-netrc-secret" not in str(run.provenance) + run.reason

@@ -147,7 +147,9 @@ def test_search_filters_mirrored_and_signed(client, source):
     key_id = source.catalog.versions.get().signing_key.key_id
     # The signing key is a facet of the search: its id, the functions it signed, a link.
     body = page.content.decode()
-    assert ' <span class="badge ok">signed</span>' in body
+    # Signed by this registry, but not green: nothing verified the upstream (say so beside it).
+    assert ' <span class="badge">signed</span>' in body
+    assert "mirror · upstream not verified</span>" in body
     assert (
         f'<a href="?signed=on&amp;key={key_id}" rel="nofollow"><span class="label">{key_id}</span>'
         '<span class="count">1</span>'

@@ -29,10 +29,10 @@ from typing import Any, TypeGuard
 import yaml
 from django.urls import reverse
 
-from catalogs.mirroring.badges import mirror_upstream_check
 from catalogs.discovery.revoked import catalog_revocations, revoked_versions
 from catalogs.exceptions import NotFoundError
 from catalogs.markdown import markdown_code_blocks, markdown_html
+from catalogs.mirroring.badges import mirror_upstream_check
 from catalogs.publishing.models import Catalog, FunctionDefinition, FunctionVersion
 from catalogs.publishing.selectors import Viewer
 from catalogs.trust.collisions import function_collisions

@@ -227,7 +227,8 @@ def _source_checked(
     if digest:
         if kind == "git" and not COMMIT_RE.fullmatch(digest):
             raise InvalidInputError(
-                "digest of a git source is the pinned commit: 40 lower-case hexadecimal characters.",
+                "digest of a git source is the pinned commit: 40 lower-case hexadecimal "
+                "characters.",
                 field="digest",
             )
         if kind != "git" and not SHA256_RE.fullmatch(digest):

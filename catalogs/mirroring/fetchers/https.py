@@ -141,9 +141,7 @@ class HttpsSession:
             check_destination(current, limits=limits)
             # Looked up per hop: a redirect to another host never carries this host's secret,
             # and a netrc entry goes to the host of the URL asked for only.
-            credential = credential_for(
-                current, limits=limits, netrc=same_host(current, url)
-            )
+            credential = credential_for(current, limits=limits, netrc=same_host(current, url))
             sent = dict(headers or {})
             if credential is not None:
                 sent["Authorization"] = credential.authorization()

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('mirroring', '0002_mirrorsource_upstream_tuf_pin'),
+        ("mirroring", "0002_mirrorsource_upstream_tuf_pin"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='mirrorsource',
-            name='kind',
-            field=models.CharField(choices=[('catalog', 'Catalog'), ('package', 'Package')], default='catalog', max_length=20),
+            model_name="mirrorsource",
+            name="kind",
+            field=models.CharField(
+                choices=[("catalog", "Catalog"), ("package", "Package")],
+                default="catalog",
+                max_length=20,
+            ),
         ),
     ]

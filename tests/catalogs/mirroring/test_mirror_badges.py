@@ -87,9 +87,7 @@ def test_search_cards_say_how_each_mirror_upstream_was_verified(client, two_mirr
     assert len(cards) == 2, body[-4000:]
     by_kind = {}
     for kind in ("Unvouched", "Vouched"):
-        [card] = [
-            c for c in cards if f"/functions/example.co/{kind}/" in c.split("</ul>")[0]
-        ]
+        [card] = [c for c in cards if f"/functions/example.co/{kind}/" in c.split("</ul>")[0]]
         by_kind[kind] = _badges(card.split("</ul>")[0])
     assert by_kind["Vouched"] == [
         "badge ok: signed",

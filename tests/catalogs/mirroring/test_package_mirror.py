@@ -105,8 +105,8 @@ def test_mirrored_package_builds_from_this_registry_like_from_upstream(
     oci_settings,
     oci_upstream,
     cosign_key,
-    own_key,
-    tmp_path,  # noqa: F811
+    own_key,  # noqa: F811
+    tmp_path,
 ):
     oci_settings.SIGNING_OCI_ARTIFACTS = True
     oci_settings.REGISTRY_PUBLIC_URL = live_server.url

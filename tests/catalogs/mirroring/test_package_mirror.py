@@ -310,3 +310,11 @@ def test_api_refuses_a_package_source_that_cannot_be_one(
         format="json",
     )
     assert created.status_code == 201 and created.json()["kind"] == "package"
+    # Its operator page says what it mirrors and links the packages page it is served on.
+    from django.test import Client
+
+    web = Client()
+    web.force_login(UserFactory(username="operator", is_staff=True))
+    page = web.get(f"/mirrors/{created.json()['id']}/").content.decode()
+    assert "<dt>Mirrors</dt><dd>a kustomization package (OCI)</dd>" in page
+    assert 'href="/catalogs/mirrors/pkg/packages/">packages of mirrors/pkg</a>' in page

@@ -69,7 +69,12 @@ class InvalidCatalogError(RegistryError):
 
 
 class InvalidInputError(RegistryError):
-    """A request argument that is malformed (bad slug, unknown user name)."""
+    """A request argument that is malformed (bad slug, unknown user name); ``field`` names the
+    input it is about, when one is (forms show the error on that field, the API says it)."""
+
+    def __init__(self, message: str, field: str = ""):
+        super().__init__(message)
+        self.field = field
 
 
 # --- Mirroring. A sync run records ``message`` of any of these as its one reason. ---

@@ -58,9 +58,18 @@ def _free_port() -> int:
 
 @contextmanager
 def live_registry(
-    workdir: Path, *, workers: int = 2, threads: int = 8, **env_extra: str
+    workdir: Path,
+    *,
+    workers: int = 2,
+    threads: int = 8,
+    tls: tuple[Path, Path, Path] | None = None,
+    **env_extra: str,
 ) -> Iterator[LiveRegistry]:
-    """Migrate a fresh database in ``workdir``, create alice's catalog, serve it with gunicorn."""
+    """Migrate a fresh database in ``workdir``, create alice's catalog, serve it with gunicorn.
+
+    ``tls``: (certificate, key, CA) files: gunicorn serves HTTPS with them (the base URL is
+    ``https://``), checked against the CA.
+    """
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONPATH": str(ROOT),
@@ -97,6 +106,7 @@ def live_registry(
             str(threads),
             "--timeout",
             "300",
+            *(["--certfile", str(tls[0]), "--keyfile", str(tls[1])] if tls else []),
         ],
         env=env,
         cwd=ROOT,
@@ -104,13 +114,13 @@ def live_registry(
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    base = f"http://127.0.0.1:{port}"
+    base = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     try:
         for _ in range(300):
             if server.poll() is not None:
                 raise RuntimeError((workdir / "gunicorn.log").read_text()[-3000:])
             try:
-                httpx.get(f"{base}/api/v1/", timeout=2)
+                httpx.get(f"{base}/api/v1/", timeout=2, verify=str(tls[2]) if tls else True)
                 break
             except httpx.TransportError:
                 time.sleep(0.1)

@@ -32,6 +32,7 @@ from django.urls import reverse
 from catalogs.discovery.revoked import catalog_revocations, revoked_versions
 from catalogs.exceptions import NotFoundError
 from catalogs.markdown import markdown_code_blocks, markdown_html
+from catalogs.mirroring.badges import mirror_upstream_check
 from catalogs.publishing.models import Catalog, FunctionDefinition, FunctionVersion
 from catalogs.publishing.selectors import Viewer
 from catalogs.trust.collisions import function_collisions
@@ -860,6 +861,8 @@ def function_page(
         "use": use,
         "maintainers": maintainers,
         "signed": latest.signing_key_id is not None,
+        # A mirror: how its upstream was verified (its badges say so beside the signature).
+        "mirror_upstream": mirror_upstream_check(catalog_id=catalog.pk),
         "kustomization": kustomization_snippet(file_name=f"{kebab(fn.kind)}.yaml", field=field),
         "field_name": field,
         "build_latest": f"krm build . --trusted-catalog={latest_url}{flags}",

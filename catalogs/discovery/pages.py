@@ -18,6 +18,7 @@ from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.timezone import localtime
 
 from catalogs.discovery import search
+from catalogs.mirroring.badges import upstream_check
 from catalogs.pages import page_render
 from catalogs.publishing import selectors
 from catalogs.publishing.api.filters import FunctionSearchFilter
@@ -146,6 +147,7 @@ def _cards(results: Iterable[search.FunctionResult], limit: int) -> list[dict[st
                 "verified": c.publisher_verified,
                 "signed": bool(c.signed_key_id),
                 "mirrored": c.mirrored,
+                "upstream": upstream_check(c.upstream_verification) if c.mirrored else None,
                 "revoked": c.revoked,
                 "when": f"{', '.join(c.versions)} · {localtime(c.updated_at):%Y-%m-%d}",
             }

@@ -80,6 +80,8 @@ class Carrier:
     signed_key_id: str
     mirrored: bool
     updated_at: datetime
+    # A mirror: the type of its upstream's verification at the last good sync ("" unverified).
+    upstream_verification: str = ""
     # What this catalog says about the function (catalogs may word it differently).
     description: str = ""
     tags: list[str] = field(default_factory=list)
@@ -524,6 +526,7 @@ _DISPLAY = (
     "catalog_version__catalog__publisher__slug",
     "catalog_version__catalog__publisher__verified",
     "catalog_version__catalog__mirror_source__id",
+    "catalog_version__catalog__mirror_source__verification__type",
     "catalog_version__signing_key__key_id",
     "catalog_version__created_at",
     "function__description",
@@ -564,6 +567,7 @@ def _results(versions: QuerySet[FunctionVersion], page: list[_Group]) -> list[Fu
         publisher,
         verified,
         mirror_id,
+        upstream_verification,
         key_id,
         created_at,
         description,
@@ -582,6 +586,7 @@ def _results(versions: QuerySet[FunctionVersion], page: list[_Group]) -> list[Fu
                 signed_key_id=key_id or "",
                 mirrored=mirror_id is not None,
                 updated_at=created_at,
+                upstream_verification=str(upstream_verification or ""),
                 description=description,
                 tags=list(tags or []),
             )

@@ -572,6 +572,49 @@ def _package_push(
     return Pushed(digest)
 
 
+@transaction.atomic
+def oci_package_mirror_store(
+    *,
+    catalog: Catalog,
+    manifest: bytes,
+    media_type: str,
+    blobs: dict[str, bytes],
+    tag: str,
+    files: list[list[Any]],
+) -> OciManifest:
+    """Store a kustomization package mirrored from an upstream registry, byte for byte, in its
+    mirror's repository and point ``tag`` at it (a tag that moved upstream moves here).
+
+    A system service for mirror syncs: the caller read the manifest and blobs by digest, checked
+    the tree with ``oci_package_files`` and any upstream signature. The package is then what a
+    push makes of it: recorded for the page and signed by trust (``OciPackagePushed``). The
+    mirror's repository has no catalog versions, so any tag, ``latest`` included, names the
+    package.
+    """
+    from catalogs import events
+    from catalogs.distribution.events import OciPackagePushed
+    from catalogs.distribution.models import OciPackage
+
+    parsed = oci_manifest_parse(manifest=manifest, media_type=media_type)
+    if not m.is_package_manifest(parsed):
+        raise ManifestInvalidError("not a kustomization package: one layer of a package type")
+    if tag:
+        _check_tag(tag)
+    for digest, content in blobs.items():
+        _blob_put(catalog=catalog, digest=_check_digest(digest), content=content)
+    _check_references(catalog=catalog, parsed=parsed)
+    row = _manifest_row(catalog=catalog, content=manifest, parsed=parsed, version=None)
+    if tag:
+        _tag_set(catalog=catalog, name=tag, manifest=row)
+    _, created = OciPackage.objects.get_or_create(
+        manifest=row,
+        defaults={"layer_digest": parsed["layers"][0]["digest"], "files": files},
+    )
+    if created:
+        events.emit(OciPackagePushed(manifest=row))
+    return row
+
+
 def _layer_bytes(*, catalog: Catalog, digest: str) -> bytes:
     known = (
         OciBlob.objects.filter(catalog=catalog, digest=digest).exists()

@@ -99,6 +99,7 @@ class MirrorSourceSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "name",
+            "kind",
             "url",
             "upstream_url",
             "digest",
@@ -156,6 +157,9 @@ class MirrorSourceCreateSerializer(serializers.Serializer):
     """Input of source creation."""
 
     name = serializers.SlugField(max_length=100)
+    kind = serializers.ChoiceField(
+        choices=MirrorSource.Kind.choices, required=False, default=MirrorSource.Kind.CATALOG
+    )
     url = serializers.CharField(max_length=2048)
     digest = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     cosign_public_key = serializers.CharField(required=False, allow_blank=True, default="")

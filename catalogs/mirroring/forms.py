@@ -25,6 +25,17 @@ class MirrorSourceForm(forms.Form):
     name = forms.SlugField(
         max_length=100, help_text="Served as /c/mirrors/<name>/catalog.yaml; cannot change later."
     )
+    kind = forms.ChoiceField(
+        choices=[
+            ("catalog", "A catalog (https, git or OCI)"),
+            ("package", "A kustomization package (OCI, Flux's artifact format)"),
+        ],
+        initial="catalog",
+        required=False,
+        label="What it mirrors",
+        help_text="A package is served at oci://<this registry>/mirrors/<name>:<upstream tag> "
+        "and on the mirror's packages page; cannot change later.",
+    )
     url = forms.CharField(
         max_length=2048,
         label="Upstream URL",
@@ -66,8 +77,9 @@ class MirrorSourceForm(forms.Form):
     def __init__(self, *args, editing: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         if editing:
-            # The name is where the catalog is served: it stays.
+            # The name is where the catalog is served, the kind what it serves: they stay.
             del self.fields["name"]
+            del self.fields["kind"]
         if schedules_never_run():
             self.fields["enabled"].help_text = SCHEDULE_NEVER_RUNS
 

@@ -9,9 +9,17 @@ from catalogs.publishing.models import Catalog, CatalogVersion
 
 
 class MirrorSource(models.Model):
-    """A catalog published elsewhere (HTTPS, Git or OCI) that the registry mirrors and serves."""
+    """A catalog published elsewhere (HTTPS, Git or OCI) that the registry mirrors and serves,
+    or a kustomization package (an OCI artifact in Flux's format) it mirrors into a repository."""
+
+    class Kind(models.TextChoices):
+        CATALOG = "catalog"
+        PACKAGE = "package"
 
     name = models.SlugField(max_length=100, unique=True)
+    # What the URL names: a catalog (https, git or oci), or a kustomization package (oci only),
+    # served at oci://<registry>/mirrors/<name>:<upstream tag> and on the packages page.
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.CATALOG)
     url = models.CharField(max_length=2048)
     # Optional pin: sha256 of the document (https), manifest digest (oci) or commit (git).
     digest = models.CharField(max_length=100, blank=True)

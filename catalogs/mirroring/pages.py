@@ -95,6 +95,12 @@ def _sync_message(request: HttpRequest, run: SyncRun, name: str) -> None:
         messages.error(request, f"Sync run {run.pk} of {name} failed: {run.reason}")
 
 
+def _field_of(err: RegistryError, form: forms.MirrorSourceForm) -> str | None:
+    """The form field an error is about (shown beside it), else None (shown above the form)."""
+    field = getattr(err, "field", "")
+    return field if field in form.fields else None
+
+
 @login_required
 @domain_errors
 @require_http_methods(["GET", "POST"])
@@ -105,14 +111,17 @@ def mirror_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             source = mirrors.mirror_source_create(
-                name=form.cleaned_data["name"], actor=request.user, **form.settings()
+                name=form.cleaned_data["name"],
+                kind=form.cleaned_data["kind"] or "catalog",
+                actor=request.user,
+                **form.settings(),
             )
         except AlreadyExistsError as err:
             form.add_error("name", err.message)
         except NotAllowedError:
             raise
         except RegistryError as err:
-            form.add_error(None, err.message)
+            form.add_error(_field_of(err, form), err.message)
         else:
             messages.success(request, f"Source {source.name} created. Sync it to serve it.")
             return redirect("web:mirror", pk=source.pk)
@@ -137,7 +146,7 @@ def mirror_edit(request: HttpRequest, pk: int) -> HttpResponse:
         except NotAllowedError:
             raise
         except RegistryError as err:
-            form.add_error(None, err.message)
+            form.add_error(_field_of(err, form), err.message)
         else:
             messages.success(request, f"Source {source.name} changed; the next sync re-verifies.")
             return redirect("web:mirror", pk=source.pk)

@@ -49,13 +49,14 @@ from catalogs.mirroring.fetchers import FetchOptions, Limits, fetch, fetcher_for
 from catalogs.mirroring.fetchers.base import (
     COSIGN_BLOB_SIGNATURE_SUFFIX,
     SIGSTORE_BUNDLE_SUFFIX,
+    destination_precheck,
     scheme_of,
     url_has_credentials,
     url_secret_query_names,
 )
 from catalogs.mirroring.fetchers.git import COMMIT_RE, parse_git_ref
 from catalogs.mirroring.fetchers.https import HttpsSession
-from catalogs.mirroring.fetchers.oci import OciClient, parse_oci_ref
+from catalogs.mirroring.fetchers.oci import OciClient, OciPackageRef, parse_oci_ref
 from catalogs.mirroring.limits import mirror_limits
 from catalogs.mirroring.models import DriftEvent, MirrorSource, RuntimeArtifact, SyncRun
 from catalogs.mirroring.revocations import (
@@ -169,6 +170,8 @@ def _source_checked(
     sigstore_identity: str,
     sigstore_issuer: str,
     upstream_root_sha256: str = "",
+    source_kind: str = MirrorSource.Kind.CATALOG,
+    mirror_runtimes: bool = False,
 ) -> str:
     """Validate a source's URL, pin and signature policy; return the URL's kind."""
     if url_has_credentials(url):
@@ -177,7 +180,8 @@ def _source_checked(
             "A source URL must not contain a user name, password or token (user:secret@host): "
             "sources, runs and pages show their URL. Put credentials in the MIRROR_CREDENTIALS "
             'setting instead, per host: {"host": {"token": "..."}} or '
-            '{"host": {"username": "...", "password": "..."}}.'
+            '{"host": {"username": "...", "password": "..."}}.',
+            field="url",
         )
     secret_names = url_secret_query_names(url)
     if secret_names:
@@ -187,29 +191,50 @@ def _source_checked(
             f"A source URL must not carry a token, key or signature in its query string "
             f"({names}): sources, runs and pages show their URL. Put credentials in the "
             'MIRROR_CREDENTIALS setting instead, per host: {"host": {"token": "..."}} or '
-            '{"host": {"username": "...", "password": "..."}}.'
+            '{"host": {"username": "...", "password": "..."}}.',
+            field="url",
         )
     try:
         fetcher_for(url)
     except FetchError as exc:
-        raise InvalidInputError(exc.message)
+        raise InvalidInputError(exc.message, field="url")
     scheme = scheme_of(url)
     kind = "oci" if scheme == "oci" else "https" if scheme == "https" else "git"
+    if source_kind not in MirrorSource.Kind.values:
+        raise InvalidInputError(
+            f"kind must be one of {', '.join(MirrorSource.Kind.values)}, not {source_kind!r}.",
+            field="kind",
+        )
+    if source_kind == MirrorSource.Kind.PACKAGE:
+        if kind != "oci":
+            raise InvalidInputError(
+                "A kustomization package is an OCI artifact: its URL is oci://host/repository:tag "
+                "or oci://host/repository@sha256:…",
+                field="url",
+            )
+        if upstream_root_sha256 or mirror_runtimes or sigstore_identity or sigstore_issuer:
+            raise InvalidInputError(
+                "A package source is verified by its digest and, optionally, a cosign public key; "
+                "upstream_root_sha256, a sigstore identity and mirror_runtimes are for catalogs."
+            )
     try:
         if kind == "git":
             parse_git_ref(url)
         elif kind == "oci":
             parse_oci_ref(url)
     except FetchError as exc:
-        raise InvalidInputError(exc.message)
+        raise InvalidInputError(exc.message, field="url")
     if digest:
         if kind == "git" and not COMMIT_RE.fullmatch(digest):
             raise InvalidInputError(
-                "digest of a git source is the pinned commit: 40 lower-case hexadecimal characters."
+                "digest of a git source is the pinned commit: 40 lower-case hexadecimal "
+                "characters.",
+                field="digest",
             )
         if kind != "git" and not SHA256_RE.fullmatch(digest):
             raise InvalidInputError(
-                "digest must be sha256: and 64 lower-case hexadecimal characters."
+                "digest must be sha256: and 64 lower-case hexadecimal characters.",
+                field="digest",
             )
     if cosign_public_key and (sigstore_identity or sigstore_issuer):
         raise InvalidInputError(
@@ -218,7 +243,10 @@ def _source_checked(
     if cosign_public_key:
         # OCI: cosign's signature artifact (sha256-<digest>.sig); https and git: the
         # `cosign sign-blob` signature beside the file (<file>.sig).
-        cosign_public_key_load(cosign_public_key)
+        try:
+            cosign_public_key_load(cosign_public_key)
+        except InvalidInputError as exc:
+            raise InvalidInputError(exc.message, field="cosign_public_key")
     if bool(sigstore_identity) != bool(sigstore_issuer):
         raise InvalidInputError(
             "A sigstore policy needs both sigstore_identity and sigstore_issuer."
@@ -226,13 +254,15 @@ def _source_checked(
     if sigstore_identity and kind == "oci":
         raise InvalidInputError(
             "A sigstore identity verifies https and git sources (a bundle beside the catalog); "
-            "use a cosign public key for OCI sources."
+            "use a cosign public key for OCI sources.",
+            field="sigstore_identity",
         )
     if upstream_root_sha256:
         if not re.fullmatch(r"[0-9a-f]{64}", upstream_root_sha256):
             raise InvalidInputError(
                 "upstream_root_sha256 is the sha256 of the upstream's TUF root.json: "
-                "64 lower-case hexadecimal characters."
+                "64 lower-case hexadecimal characters.",
+                field="upstream_root_sha256",
             )
         if upstream_of(url) is None:
             raise InvalidInputError(
@@ -241,6 +271,17 @@ def _source_checked(
                 "catalog.yaml or oci://host/<publisher>/<catalog>:tag)."
             )
     return kind
+
+
+def _destination_checked(url: str) -> None:
+    """The network policy and, for TLS, the certificate, checked as a sync's first connection
+    checks them (``destination_precheck``): a refusal is InvalidInputError on ``url``; a host that
+    cannot be resolved or reached now is left to the first sync, which reports it."""
+    found = destination_precheck(url, limits=mirror_limits(credentials=False))
+    if found.refused:
+        raise InvalidInputError(found.refused, field="url")
+    if found.unreachable:
+        logger.info("mirror source %s not reachable at creation: %s", url, found.unreachable)
 
 
 def _mirror_publisher() -> Publisher:
@@ -265,6 +306,7 @@ def mirror_source_create(
     name: str,
     url: str,
     actor: Actor,
+    kind: str = MirrorSource.Kind.CATALOG,
     digest: str = "",
     cosign_public_key: str = "",
     sigstore_identity: str = "",
@@ -284,9 +326,12 @@ def mirror_source_create(
         sigstore_identity=sigstore_identity,
         sigstore_issuer=sigstore_issuer,
         upstream_root_sha256=upstream_root_sha256,
+        source_kind=kind,
+        mirror_runtimes=mirror_runtimes,
     )
     if MirrorSource.objects.filter(name=name).exists():
         raise AlreadyExistsError(f"Mirror source '{name}' already exists.")
+    _destination_checked(url)
     publisher = _mirror_publisher()
     catalog = services.catalog_create(
         publisher=publisher,
@@ -299,6 +344,7 @@ def mirror_source_create(
         with transaction.atomic():
             return MirrorSource.objects.create(
                 name=name,
+                kind=kind,
                 url=url,
                 digest=digest,
                 cosign_public_key=cosign_public_key,
@@ -347,7 +393,11 @@ def mirror_source_update(*, source: MirrorSource, actor: Actor, **changes: Any) 
         sigstore_identity=locked.sigstore_identity,
         sigstore_issuer=locked.sigstore_issuer,
         upstream_root_sha256=locked.upstream_root_sha256,
+        source_kind=locked.kind,
+        mirror_runtimes=locked.mirror_runtimes,
     )
+    if locked.url != old_url:
+        _destination_checked(locked.url)
     # What was verified before no longer speaks for the new settings: force a full sync.
     locked.last_digest = locked.last_etag = locked.last_modified = ""
     if (locked.url, locked.cosign_public_key, locked.upstream_root_sha256) != old_anchor:
@@ -443,6 +493,19 @@ class _Outcome:
     revocations: UpstreamList | None = None
     # The upstream's TUF metadata trusted now (kept on the source once the run commits).
     upstream_tuf: dict[str, Any] | None = None
+    # A package source's manifest, blobs and files, verified, stored at commit.
+    package: _PackageStaged | None = None
+
+
+@dataclass
+class _PackageStaged:
+    """A kustomization package read upstream and verified (digests, signature, tree)."""
+
+    manifest: bytes
+    media_type: str
+    blobs: dict[str, bytes]
+    tag: str
+    files: list[list[Any]]
 
 
 def sync_run_admit(*, run_pk: int) -> Deferral | None:
@@ -514,6 +577,8 @@ def _sync_fetch_and_verify(
     *, source: MirrorSource, scratch: str, progress: Callable[[str, int, int], None] | None
 ) -> _Outcome:
     """Everything that reads the network, before anything is written."""
+    if source.kind == MirrorSource.Kind.PACKAGE:
+        return _package_fetch_and_verify(source=source, progress=progress)
     limits = mirror_limits()
     has_version = source.catalog.latest_version_id is not None
     wants_signature = bool(source.cosign_public_key or source.sigstore_identity)
@@ -644,6 +709,108 @@ def _sync_fetch_and_verify(
         revocations=_upstream_list(trusted, source),
         upstream_tuf=trusted.state if trusted is not None else None,
     )
+
+
+def _package_fetch_and_verify(
+    *, source: MirrorSource, progress: Callable[[str, int, int], None] | None
+) -> _Outcome:
+    """A package source: the manifest read by tag or digest and checked against the pin, the
+    cosign signature checked when the source has a key, then the blobs read and checked against
+    their digests and the tree checked by the push path's rules (``oci_package_files``)."""
+    from catalogs.distribution.errors import OciError
+    from catalogs.distribution.models import OciPackage
+    from catalogs.distribution.services import oci_manifest_parse, oci_package_files
+
+    if progress:
+        progress("fetch", 0, 1)
+    upstream = OciPackageRef(source.url, limits=mirror_limits())
+    provenance = upstream.provenance()
+    pin = _pin_of(source)
+    if pin and pin != upstream.digest:
+        raise DigestMismatchError(
+            f"Digest pin mismatch: pinned {pin}, upstream has {upstream.digest}."
+        )
+    base = _Outcome(
+        content=b"",
+        fetched_digest=upstream.digest,
+        provenance=provenance,
+        verification=source.verification,
+        function_count=0,
+        staged=[],
+        images={},
+    )
+    served = OciPackage.objects.filter(
+        manifest__catalog_id=source.catalog_id, manifest__digest=upstream.digest
+    ).exists()
+    if served and source.last_digest == upstream.digest:
+        if progress:
+            progress("fetch", 1, 1)
+        base.not_modified = True
+        return base
+    try:
+        oci_manifest_parse(manifest=upstream.raw, media_type=upstream.media_type)
+    except OciError as exc:
+        raise SyncError(f"Package {source.url} refused: {exc.message}")
+    if source.cosign_public_key:
+        verification = cosign_verify(
+            public_key_pem=source.cosign_public_key,
+            signatures=upstream.signatures(),
+            manifest_digest=upstream.digest,
+        )
+    else:
+        verification = {"type": "none"}
+    blobs = upstream.blobs(max_bytes=int(settings.OCI_UPLOAD_MAX_BYTES))
+    if progress:
+        progress("fetch", 1, 1)
+    try:
+        files = oci_package_files(content=blobs[str(upstream.layer["digest"])])
+    except OciError as exc:
+        raise SyncError(f"Package {source.url} refused: {exc.message}")
+    provenance["verification"] = verification["type"]
+    base.verification = verification
+    base.downloaded = len(upstream.raw) + sum(len(b) for b in blobs.values())
+    base.package = _PackageStaged(
+        manifest=upstream.raw,
+        media_type=upstream.media_type,
+        blobs=blobs,
+        tag=upstream.tag,
+        files=files,
+    )
+    return base
+
+
+def _package_commit(*, run: SyncRun, source: MirrorSource, outcome: _Outcome) -> SyncRun:
+    """Store a verified package in the mirror's repository (signed by trust, as a push is),
+    move its tag, and record a drift event when the upstream tag moved."""
+    from catalogs.distribution.services import oci_package_mirror_store
+
+    package = outcome.package
+    assert package is not None
+    oci_package_mirror_store(
+        catalog=source.catalog,
+        manifest=package.manifest,
+        media_type=package.media_type,
+        blobs=package.blobs,
+        tag=package.tag,
+        files=package.files,
+    )
+    catalog_tag_drift_record(source=source, run=run, digest=outcome.fetched_digest)
+    now = timezone.now()
+    source.last_digest = outcome.fetched_digest
+    source.last_synced_at = now
+    source.verification = outcome.verification
+    source.save()
+    _transition(
+        run,
+        SyncRun.Status.SUCCEEDED,
+        digest=outcome.fetched_digest,
+        bytes=outcome.downloaded,
+        artifact_count=len(package.blobs),
+        provenance=outcome.provenance,
+        verification=outcome.verification,
+        finished_at=now,
+    )
+    return run
 
 
 def _upstream_list(trusted: Any, source: MirrorSource) -> UpstreamList:
@@ -882,6 +1049,8 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
                     update_fields=["last_synced_at", "image_digests", "upstream_tuf", "updated_at"]
                 )
                 return run
+            if outcome.package is not None:
+                return _package_commit(run=run, source=source, outcome=outcome)
             names = _store_blobs(outcome.staged, created_files)
             catalog = Catalog.objects.select_related("publisher").get(pk=source.catalog_id)
             version, created = services.catalog_version_publish(

@@ -31,6 +31,7 @@ from catalogs.exceptions import (
     RegistryError,
 )
 from catalogs.mirroring import services as mirrors
+from catalogs.mirroring.badges import mirror_upstream_check
 from catalogs.pages import domain_errors, page_render
 from catalogs.publishing import selectors, services
 from catalogs.publishing.models import Catalog, Publisher
@@ -138,6 +139,7 @@ def catalog_detail(request: HttpRequest, publisher: str, catalog: str) -> HttpRe
         "page": page,
         "revoked": [(row["fn"], r) for row in function_rows for r in row["revoked"]],
         "mirror_url": mirror_url,
+        "mirror_upstream": mirror_upstream_check(catalog_id=cat.pk) if mirror_url else None,
         "pulls_recent": selectors.catalog_pulls_recent(catalog=cat),
         # A mirror's catalog takes versions only from its sync runs.
         "can_publish": mirror_url is None

@@ -86,33 +86,47 @@ def netrc_path() -> str:
     return os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
 
 
-def netrc_authorization(url: str) -> str | None:
-    """``Basic`` credentials for ``url``'s host from the netrc file (``machine <host> login
-    <user> password <token>``, as curl and git read it), or None.
+def netrc_credentials(host: str, *, path: str | None = None) -> tuple[str, str] | None:
+    """(login, password) for ``host`` in a netrc file (``machine <host> login <user> password
+    <token>``, as curl and git read it; its ``default`` entry too), or None.
 
-    Sent only over https, or plain http to loopback: never in clear text over a network. Read
-    with Python's ``netrc`` module, which refuses a ``~/.netrc`` with passwords that others can
-    read.
+    ``path`` is the file to read; without it ``netrc_path()``. Read with Python's ``netrc``
+    module, which refuses a ``~/.netrc`` with passwords that others can read (the default file
+    only). FetchError names the file when it cannot be read or parsed, never a secret.
     """
-    import base64
     import netrc
 
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if not host or not (parts.scheme == "https" or (parts.scheme == "http" and is_loopback(host))):
-        return None
-    path = netrc_path()
+    explicit = path is not None or "NETRC" in os.environ
+    path = path or netrc_path()
     if not os.path.isfile(path):
         return None
     try:
         # No argument for the default file: the module checks its permissions then.
-        found = netrc.netrc(None if "NETRC" not in os.environ else path).authenticators(host)
+        found = netrc.netrc(path if explicit else None).authenticators(host.lower())
     except (netrc.NetrcParseError, OSError) as exc:
         raise FetchError(f"cannot read credentials from {path}: {exc}") from None
     if found is None:
         return None
     login, _account, password = found
-    pair = f"{login or ''}:{password or ''}".encode()
+    return login or "", password or ""
+
+
+def netrc_authorization(url: str) -> str | None:
+    """``Basic`` credentials for ``url``'s host from the netrc file (``netrc_credentials``), or
+    None.
+
+    Sent only over https, or plain http to loopback: never in clear text over a network.
+    """
+    import base64
+
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if not host or not (parts.scheme == "https" or (parts.scheme == "http" and is_loopback(host))):
+        return None
+    found = netrc_credentials(host)
+    if found is None:
+        return None
+    pair = f"{found[0]}:{found[1]}".encode()
     return "Basic " + base64.b64encode(pair).decode()
 
 

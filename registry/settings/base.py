@@ -442,6 +442,10 @@ MIRROR_PUBLISHER_SLUG = env("MIRROR_PUBLISHER_SLUG", default="mirrors")
 # {"git.example.co": {"username": "bot", "password": "..."}, "ghcr.io": {"token": "..."}}.
 # Never put them in a source URL: sources, runs and pages would show them.
 MIRROR_CREDENTIALS = env.json("MIRROR_CREDENTIALS", default={})
+# A netrc file (machine <host> login <user> password <token>) whose entries the https, git over
+# https and OCI (over TLS) fetchers send to the host they name, after MIRROR_CREDENTIALS; never
+# to another host a redirect leads to. Empty: none.
+MIRROR_NETRC_FILE = env("MIRROR_NETRC_FILE", default="")
 MIRROR_DEFAULT_INTERVAL_MINUTES = env_int("MIRROR_DEFAULT_INTERVAL_MINUTES", 60)
 # A queued or running run older than this is taken as lost when a new sync is requested; keep
 # it above CELERY_VISIBILITY_TIMEOUT so that a redelivered job is never cut short.

@@ -171,10 +171,14 @@ def test_mirror_pages(new_page, people, screenshots, monkeypatch):
     # PostgreSQL + Redis CI stage, where a real worker (with its own settings) would pick it up.
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     UserFactory(username="sam", is_staff=True)
-    # A loopback port nobody listens on: "sync now" runs eagerly here and must fail locally.
-    source = mirrors.mirror_source_create(
-        name="upstream", url="https://127.0.0.1:9/catalog.yaml", actor=None
-    )
+    # A loopback port nobody listens on: "sync now" runs eagerly here and must fail locally
+    # (created while loopback is allowed: the policy is checked at creation too).
+    from django.test import override_settings
+
+    with override_settings(MIRROR_ALLOWED_NETWORKS=["127.0.0.1/32"]):
+        source = mirrors.mirror_source_create(
+            name="upstream", url="https://127.0.0.1:9/catalog.yaml", actor=None
+        )
     SyncRun.objects.create(
         source=source,
         status=SyncRun.Status.FAILED,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import os
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -61,14 +62,40 @@ def credentials_parse(raw: Mapping[str, Any]) -> tuple[tuple[str, Credential], .
     return tuple(parsed)
 
 
-def credential_for(url: str, *, limits: Limits) -> Credential | None:
-    """The credential configured for ``url``'s host:port, else for its host, else None."""
+def credential_for(url: str, *, limits: Limits, netrc: bool = True) -> Credential | None:
+    """The credential configured for ``url``'s host:port, else for its host (MIRROR_CREDENTIALS),
+    else, with ``netrc`` and an https ``url``, the host's entry of MIRROR_NETRC_FILE, else None.
+
+    Callers pass ``netrc=False`` for a host the operator did not name as the source (a redirect's
+    target): a netrc entry goes only to the host of the URL it was looked up for.
+    """
     parts = urlsplit(url)
     host = (parts.hostname or "").lower().rstrip(".")
     by_host = dict(limits.credentials)
     if parts.port is not None and f"{host}:{parts.port}" in by_host:
         return by_host[f"{host}:{parts.port}"]
-    return by_host.get(host)
+    if host in by_host:
+        return by_host[host]
+    if netrc and limits.netrc_file and host and parts.scheme == "https":
+        return netrc_credential(host, path=limits.netrc_file)
+    return None
+
+
+def netrc_credential(host: str, *, path: str) -> Credential | None:
+    """``host``'s login and password in the netrc file ``path`` (krm's reader), or None."""
+    from orchestrator.errors import KrmError
+    from orchestrator.functions.fetch import netrc_credentials
+
+    if not os.path.isfile(path):
+        # Configured but missing: say so rather than fetch without credentials.
+        raise FetchError(f"MIRROR_NETRC_FILE {path} does not exist or is not a file.")
+    try:
+        found = netrc_credentials(host, path=path)
+    except KrmError as exc:
+        raise FetchError(f"MIRROR_NETRC_FILE: {exc}") from None
+    if found is None:
+        return None
+    return Credential(username=found[0], password=found[1])
 
 
 # Query parameters that carry a secret: tokens and keys, and the signatures of pre-signed URLs
@@ -147,6 +174,8 @@ class Limits:
     ca_bundle: str = ""
     oci_plain_http_hosts: tuple[str, ...] = ()
     credentials: tuple[tuple[str, Credential], ...] = ()
+    # MIRROR_NETRC_FILE: credentials per host for https, git over https and OCI over TLS.
+    netrc_file: str = ""
 
 
 @dataclass(frozen=True)
@@ -329,3 +358,90 @@ def check_destination(url: str, *, limits: Limits) -> list[str]:
     if not host:
         raise DestinationRefusedError(f"URL '{url}' has no host.")
     return resolve_checked(host, default_port(url), limits=limits, url=url)
+
+
+# --- The same checks when a source is created or changed (before anything is stored). ---
+
+PRECHECK_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Precheck:
+    """What a destination check at creation found: ``refused`` (a policy or certificate
+    problem: the source must not be stored) or ``unreachable`` (not checked further: a host down
+    now may be up at the first sync, which reports it)."""
+
+    refused: str = ""
+    unreachable: str = ""
+
+
+def _precheck_target(url: str, *, limits: Limits) -> tuple[str, int, bool] | None:
+    """(host, port, TLS?) that a sync of ``url`` connects to first; None for a local path."""
+    if scheme_of(url) in ("path", "git+file"):
+        return None
+    if url.startswith("oci://"):
+        host = url[len("oci://") :].partition("/")[0]
+        parts = urlsplit(f"https://{host}/")
+        plain = host in limits.oci_plain_http_hosts
+        port = parts.port or (80 if plain else 443)
+        return parts.hostname or "", port, not plain
+    head = url.partition("://")[0].lower()
+    parts = urlsplit(url)
+    tls = head in ("https", "git+https")
+    return parts.hostname or "", parts.port or (443 if tls else 80), tls
+
+
+def destination_precheck(url: str, *, limits: Limits) -> Precheck:
+    """The checks a sync's first connection makes, run at creation: the host against
+    MIRROR_ALLOWED_HOSTS, each address it resolves to against the SSRF rules and
+    MIRROR_ALLOWED_NETWORKS, and for TLS the certificate against the system's CAs or
+    MIRROR_CA_BUNDLE (a TLS handshake, nothing sent). A local git path is checked against
+    MIRROR_ALLOW_LOCAL_PATHS only."""
+    import ssl
+
+    if scheme_of(url) in ("path", "git+file"):
+        if not limits.allow_local_paths:
+            return Precheck(
+                refused=f"Local git sources are refused: '{url}' (allow them with "
+                "MIRROR_ALLOW_LOCAL_PATHS)."
+            )
+        return Precheck()
+    target = _precheck_target(url, limits=limits)
+    assert target is not None
+    host, port, tls = target
+    if not host:
+        return Precheck(refused=f"URL '{url}' has no host.")
+    try:
+        addresses = resolve_checked(host, port, limits=limits, url=url)
+    except DestinationRefusedError as exc:
+        return Precheck(refused=exc.message)
+    except FetchError as exc:
+        return Precheck(unreachable=exc.message)
+    timeout = min(float(limits.timeout), PRECHECK_TIMEOUT)
+    error: OSError | None = None
+    for address in addresses:
+        try:
+            sock = socket.create_connection((address, port), timeout=timeout)
+        except OSError as exc:
+            error = exc
+            continue
+        with sock:
+            if not tls:
+                return Precheck()
+            context = ssl.create_default_context(cafile=limits.ca_bundle or None)
+            try:
+                with context.wrap_socket(sock, server_hostname=host.strip("[]")):
+                    return Precheck()
+            except ssl.SSLCertVerificationError as exc:
+                where = "MIRROR_CA_BUNDLE" if limits.ca_bundle else "the system's CAs"
+                return Precheck(
+                    refused=f"The TLS certificate of {host}:{port} does not verify against "
+                    f"{where}: {exc.verify_message}. Add the CA that issued it to "
+                    "MIRROR_CA_BUNDLE (a PEM file) if the upstream is trusted."
+                )
+            except (ssl.SSLError, OSError) as exc:
+                return Precheck(
+                    refused=f"{host}:{port} does not complete a TLS handshake: {exc}. Check the "
+                    "URL's scheme and port."
+                )
+    return Precheck(unreachable=f"Cannot connect to {host}:{port}: {error}")

@@ -139,8 +139,9 @@ class HttpsSession:
             if urlsplit(current).scheme != "https":
                 raise DestinationRefusedError(f"Only https:// is allowed, not {current}")
             check_destination(current, limits=limits)
-            # Looked up per hop: a redirect to another host never carries this host's secret.
-            credential = credential_for(current, limits=limits)
+            # Looked up per hop: a redirect to another host never carries this host's secret,
+            # and a netrc entry goes to the host of the URL asked for only.
+            credential = credential_for(current, limits=limits, netrc=same_host(current, url))
             sent = dict(headers or {})
             if credential is not None:
                 sent["Authorization"] = credential.authorization()
@@ -215,6 +216,12 @@ class HttpsSession:
         if expected is not None and received != expected:
             raise FetchError(f"Truncated body from {url}: got {received} of {expected} bytes")
         return response.status_code, "sha256:" + hasher.hexdigest(), response.headers, url
+
+
+def same_host(url: str, other: str) -> bool:
+    """Whether two URLs name the same host and port."""
+    a, b = urlsplit(url), urlsplit(other)
+    return ((a.hostname or "").lower(), a.port) == ((b.hostname or "").lower(), b.port)
 
 
 @register("https")

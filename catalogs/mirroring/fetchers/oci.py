@@ -153,7 +153,8 @@ class OciClient:
         auth._tls_verify = self.registry._tls_verify  # type: ignore[attr-defined]
         self.registry.auth = auth
         # MIRROR_CREDENTIALS for this registry (host:port or host); never part of a reference.
-        self.credential = credential_for(f"https://{host}/", limits=limits)
+        # MIRROR_NETRC_FILE too, over TLS only (never in clear text to a plain-HTTP registry).
+        self.credential = credential_for(f"https://{host}/", limits=limits, netrc=not plain)
         if self.credential is not None and self.credential.token:
             auth.set_token_auth(self.credential.token)
         elif self.credential is not None:
@@ -321,3 +322,81 @@ def _cosign_signatures(
         payload = client.blob(sig_container, layer, max_bytes=MANIFEST_MAX_BYTES)
         out.append(CosignSignature(payload=payload, signature_b64=signature))
     return tuple(out)
+
+
+# ----------------------------------------------------------------------------- packages
+
+# Flux's artifact format (``flux push artifact``) and oras's plain tar+gzip layer.
+PACKAGE_LAYER_MEDIA_TYPES = (
+    "application/vnd.cncf.flux.content.v1.tar+gzip",
+    "application/vnd.oci.image.layer.v1.tar+gzip",
+)
+PACKAGE_CONFIG_MAX_BYTES = 64 * 1024
+
+
+class OciPackageRef:
+    """A kustomization package upstream (``oci://host/repo:tag`` or ``@sha256:…``): its
+    manifest first, read and digest-checked; its blobs only when the sync wants them."""
+
+    def __init__(self, ref: str, *, limits: Limits):
+        self.ref = ref
+        self.limits = limits
+        self.host, name = parse_oci_ref(ref)
+        self.client = OciClient(self.host, limits=limits)
+        self.container = self.client.container(name)
+        self.tag = "" if self.container.digest else str(self.container.tag or "")
+        found = self.client.manifest(self.container)
+        assert found is not None
+        self.raw, self.digest, self.parsed = found
+        if self.container.digest and self.container.digest != self.digest:
+            raise DigestMismatchError(
+                f"Manifest digest mismatch: asked for {self.container.digest}, registry sent "
+                f"{self.digest}"
+            )
+        if not isinstance(self.parsed, dict):
+            raise FetchError(f"{ref}: the manifest is not a JSON object")
+        self.media_type = str(self.parsed.get("mediaType") or MANIFEST_MEDIA_TYPES[0])
+        layers = self.parsed.get("layers")
+        if (
+            self.media_type != MANIFEST_MEDIA_TYPES[0]
+            or not isinstance(layers, list)
+            or len(layers) != 1
+            or not isinstance(layers[0], dict)
+            or layers[0].get("mediaType") not in PACKAGE_LAYER_MEDIA_TYPES
+        ):
+            found_types = [
+                x.get("mediaType") for x in layers or [] if isinstance(x, dict)
+            ] or "no layers"
+            raise FetchError(
+                f"{ref} is not a kustomization package: an OCI manifest with exactly one layer "
+                f"of media type {' or '.join(PACKAGE_LAYER_MEDIA_TYPES)} (found {found_types})"
+            )
+        self.layer: dict[str, Any] = layers[0]
+
+    def blobs(self, *, max_bytes: int) -> dict[str, bytes]:
+        """The config and the layer, each checked against the size and digest the manifest
+        declares (``DigestMismatchError`` otherwise)."""
+        out: dict[str, bytes] = {}
+        config = self.parsed.get("config")
+        if isinstance(config, dict):
+            out[str(config.get("digest"))] = self.client.blob(
+                self.container, config, max_bytes=PACKAGE_CONFIG_MAX_BYTES
+            )
+        out[str(self.layer["digest"])] = self.client.blob(
+            self.container, self.layer, max_bytes=max_bytes
+        )
+        return out
+
+    def signatures(self) -> tuple[CosignSignature, ...]:
+        """cosign simple-signing signatures of the manifest (``sha256-<hex>.sig``)."""
+        return _cosign_signatures(self.client, self.container, self.digest)
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "registry": self.host,
+            "repository": self.container.api_prefix,
+            "tag": self.tag,
+            "manifest_digest": self.digest,
+            "layer_digest": self.layer.get("digest"),
+            "layer_size": self.layer.get("size"),
+        }

@@ -216,9 +216,10 @@ def test_a_yaml_body_is_415(client_for, published):
     assert not Contribution.objects.exists()
 
 
-def test_a_mirrored_catalog_takes_no_contributions(client_for, published):
+def test_a_mirrored_catalog_takes_no_contributions(client_for, published, settings):
     from catalogs.mirroring import services as mirrors
 
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]  # checked at creation: 127.0.0.1:9
     mirrors.mirror_source_create(
         name="upstream", url="https://127.0.0.1:9/catalog.yaml", actor=None
     )

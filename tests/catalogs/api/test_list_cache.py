@@ -138,6 +138,12 @@ def test_contribution_submit_review_and_resubmit(published, contributor, reviewe
     assert [v["version"] for v in results(client_for(None), VERSIONS)] == [2, 1]
 
 
+@pytest.fixture(autouse=True)
+def _loopback_sources_allowed(settings):
+    """Sources here name 127.0.0.1:9 (nothing listens); creation checks the network policy."""
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+
+
 def test_mirror_source_changes_and_runs(staff_user):
     operator = client_for(staff_user)
     assert results(operator, SOURCES) == []

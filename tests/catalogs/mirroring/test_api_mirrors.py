@@ -181,6 +181,7 @@ def test_bad_input_is_rejected_with_its_message(mirror_settings, cosign_key, cha
 
 @pytest.mark.django_db
 def test_bad_update_is_rejected_and_changes_nothing(mirror_settings, cosign_key):
+    mirror_settings.MIRROR_ALLOWED_HOSTS = ["h.example"]  # resolves nowhere: checked at sync
     staff = client_for(UserFactory(username="admin", is_staff=True))
     url = "https://h.example/catalog.yaml"
     source_id = staff.post("/api/v1/sources/", {"name": "keep", "url": url}, format="json").json()[
@@ -211,6 +212,7 @@ def test_bad_update_is_rejected_and_changes_nothing(mirror_settings, cosign_key)
 
 @pytest.mark.django_db
 def test_duplicate_name_conflicts(mirror_settings):
+    mirror_settings.MIRROR_ALLOWED_HOSTS = ["h.example"]  # resolves nowhere: checked at sync
     staff = client_for(UserFactory(username="admin", is_staff=True))
     payload = {"name": "twice", "url": "https://h.example/catalog.yaml"}
     assert staff.post("/api/v1/sources/", payload, format="json").status_code == 201

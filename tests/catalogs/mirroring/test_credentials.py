@@ -187,11 +187,13 @@ def test_the_web_form_refuses_a_query_string_secret(mirror_settings, https_upstr
     ],
 )
 def test_a_query_string_without_secrets_is_accepted(mirror_settings, url):
+    mirror_settings.MIRROR_ALLOWED_HOSTS = [*mirror_settings.MIRROR_ALLOWED_HOSTS, "git.example.co"]
     source = mirrors.mirror_source_create(name="plain", url=url, actor=None)
     assert MirrorSource.objects.get(pk=source.pk).url == url
 
 
 def test_an_at_sign_in_the_path_is_no_credential(mirror_settings):
+    mirror_settings.MIRROR_ALLOWED_HOSTS = [*mirror_settings.MIRROR_ALLOWED_HOSTS, "*.example.co"]
     source = mirrors.mirror_source_create(
         name="oci-digest", url="oci://registry.example.co/c/catalog@sha256:" + "a" * 64, actor=None
     )

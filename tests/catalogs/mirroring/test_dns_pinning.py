@@ -171,11 +171,12 @@ def test_git_connects_only_to_the_checked_address(
     upstream.git_root = git_upstream.path.parent
     commit = git_upstream.commit({"catalog.yaml": catalog_doc("pinned-git")})
     repo = named(upstream.url(f"/git/{git_upstream.path.name}"))
-    fake = resolver("127.0.0.1", ROGUE)  # git must never get to ask again
-    listener = rogue(upstream.port)
+    # Created first: the check at creation asks the system's resolver (NAME resolves nowhere).
     source = mirrors.mirror_source_create(
         name="pinned-git", url=f"git+{repo}//catalog.yaml?ref=main", actor=None
     )
+    fake = resolver("127.0.0.1", ROGUE)  # git must never get to ask again
+    listener = rogue(upstream.port)
 
     run = sync(source)
 

@@ -188,6 +188,7 @@ def test_import_catalog_command_line_exits_with_the_message(tmp_path):
         "PATH": "/usr/bin:/bin",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "DJANGO_SETTINGS_MODULE": "registry.settings.base",
+        "MIRROR_ALLOWED_NETWORKS": "127.0.0.1/32",  # the source names 127.0.0.1:9
     }
     manage = [sys.executable, str(ROOT / "manage.py")]
 

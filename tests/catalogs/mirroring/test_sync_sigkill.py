@@ -80,6 +80,9 @@ def test_worker_killed_mid_sync_then_restarted_publishes_once(https_upstream, tm
     doc = catalog_doc("survivor")
     gate = threading.Event()
     url = https_upstream.serve("/catalog.yaml", doc, gate=gate)
+    # Creation checks the policy and the certificate (a TLS handshake, no request): as the worker.
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    settings.MIRROR_CA_BUNDLE = https_upstream.ca_path
     source = mirrors.mirror_source_create(name="survivor", url=url, actor=None)
     run = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
     queue = f"mirror-sigkill-{os.getpid()}"

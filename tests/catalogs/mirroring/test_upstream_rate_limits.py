@@ -300,7 +300,7 @@ def test_two_processes_share_one_budget_per_host():
 @pytest.mark.skipif(not SERVICES, reason=SERVICES_REASON)
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_defers_a_sync_over_the_limit_and_later_completes_it(
-    https_upstream, tmp_path, upstream_limit
+    https_upstream, tmp_path, upstream_limit, settings
 ):
     """A real worker: the job is retried through the broker (countdown), the run is not failed."""
     from catalogs.mirroring import tasks
@@ -310,6 +310,9 @@ def test_a_worker_defers_a_sync_over_the_limit_and_later_completes_it(
     limit = "1 per 6 seconds"
     upstream_limit(limit)  # this process counts in the same Redis store as the worker
     url = https_upstream.serve("/deferred.yaml", catalog_doc("deferred"))
+    # Creation checks the policy and the certificate (a TLS handshake, no request): as the worker.
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    settings.MIRROR_CA_BUNDLE = https_upstream.ca_path
     source = mirrors.mirror_source_create(name="deferred", url=url, actor=None)
     run = mirrors.mirror_source_sync_request(source=source, actor=None, enqueue=False)
     queue = f"mirror-ratelimit-{os.getpid()}"

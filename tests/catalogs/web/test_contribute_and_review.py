@@ -35,8 +35,12 @@ def test_contribute_by_upload(as_user, published, contributor):
     assert Contribution.objects.get().content == DEFINITION
 
 
-def test_a_mirrored_catalog_is_not_offered_and_is_refused(as_user, published, contributor):
+def test_a_mirrored_catalog_is_not_offered_and_is_refused(
+    as_user, published, contributor, settings
+):
     from catalogs.mirroring import services as mirrors
+
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]  # the source names 127.0.0.1:9
 
     source = mirrors.mirror_source_create(
         name="upstream", url="https://127.0.0.1:9/catalog.yaml", actor=None

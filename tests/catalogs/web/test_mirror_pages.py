@@ -15,6 +15,13 @@ from catalogs.mirroring.models import DriftEvent, SyncRun
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _loopback_allowed(settings):
+    """Sources here name 127.0.0.1:9 (nothing listens): the policy checked at creation allows
+    loopback, as an operator's MIRROR_ALLOWED_NETWORKS would."""
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+
+
 @pytest.fixture
 def source(db):
     return mirrors.mirror_source_create(
@@ -140,7 +147,9 @@ def test_search_filters_mirrored_and_signed(client, source):
     key_id = source.catalog.versions.get().signing_key.key_id
     # The signing key is a facet of the search: its id, the functions it signed, a link.
     body = page.content.decode()
-    assert ' <span class="badge ok">signed</span>' in body
+    # Signed by this registry, but not green: nothing verified the upstream (say so beside it).
+    assert ' <span class="badge">signed</span>' in body
+    assert "mirror · upstream not verified</span>" in body
     assert (
         f'<a href="?signed=on&amp;key={key_id}" rel="nofollow"><span class="label">{key_id}</span>'
         '<span class="count">1</span>'
@@ -221,11 +230,11 @@ def test_an_operator_creates_a_source_in_the_web_ui(as_user, staff_user, db):
 @pytest.mark.parametrize(
     ("change", "field", "message"),
     [
-        ({"url": "ftp://example.org/c.yaml"}, None, "ftp://example.org/c.yaml"),
-        ({"digest": "sha256:nothex"}, None, "digest must be sha256: and 64 lower-case"),
+        ({"url": "ftp://example.org/c.yaml"}, "url", "ftp://example.org/c.yaml"),
+        ({"digest": "sha256:nothex"}, "digest", "digest must be sha256: and 64 lower-case"),
         (
             {"cosign_public_key": "-----BEGIN PUBLIC KEY-----"},
-            None,
+            "cosign_public_key",
             "cosign_public_key is not a PEM public key.",
         ),
         ({"sigstore_identity": "me@example.org"}, None, "needs both sigstore_identity and"),
@@ -278,10 +287,12 @@ def test_an_operator_edits_a_source_and_a_bad_edit_keeps_it(as_user, staff_user,
 
 @pytest.mark.django_db(transaction=True)
 def test_sync_now_says_how_a_run_that_already_ended_ended(
-    as_user, staff_user, source, jobs_in_this_process
+    as_user, staff_user, source, jobs_in_this_process, settings
 ):
     """Without a broker the job runs before the page answers: the flash says so, not "queued"
-    (here it fails: the upstream is on loopback, which MIRROR_ALLOWED_NETWORKS does not allow)."""
+    (here it fails: the upstream is on loopback, which MIRROR_ALLOWED_NETWORKS no longer
+    allows)."""
+    settings.MIRROR_ALLOWED_NETWORKS = []
     page = as_user(staff_user).post(f"/mirrors/{source.pk}/sync/", follow=True)
     run = SyncRun.objects.get()
     assert run.status == "failed"

@@ -151,8 +151,9 @@ def test_search_filters_mirrored_and_signed(client, source):
     assert ' <span class="badge">signed</span>' in body
     assert "mirror · upstream not verified</span>" in body
     assert (
-        f'<a href="?signed=on&amp;key={key_id}" rel="nofollow"><span class="label">{key_id}</span>'
-        '<span class="count">1</span>'
+        f'<a href="?signed=on&amp;key={key_id}" role="checkbox" aria-checked="false" '
+        'rel="nofollow"><span class="box" aria-hidden="true"></span>'
+        f'<span class="label">{key_id}</span><span class="count">1</span>'
     ) in body
     assert [v.kind for v in client.get(f"/?key={key_id}").context["page"]] == ["Mirrored"]
     assert list(client.get("/?key=0000000000000000").context["page"]) == []

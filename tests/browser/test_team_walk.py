@@ -52,6 +52,19 @@ OWNER, EMAIL = "olga", "olga@example.org"
 PUBLISHER, CATALOG = "olga-team", "platform"
 GROUP, KIND = "team.example.org", "SetCostCenter"
 DEADLINE = 20.0
+# The WCAG contrast ratio of an element's text colour on its background colour (both opaque rgb).
+CONTRAST_JS = """(element) => {
+  const style = getComputedStyle(element);
+  const luminance = (css) => {
+    const [r, g, b] = css.match(/[\\d.]+/g).slice(0, 3).map((v) => {
+      const c = Number(v) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [a, b] = [luminance(style.color), luminance(style.backgroundColor)];
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+}"""
 
 
 def eventually(what: str, probe: Callable[[], Any], seconds: float = DEADLINE) -> Any:
@@ -219,6 +232,10 @@ def test_team_walk(
     olga.page.wait_for_url(f"**{catalog_page}")
     assert "Published version 1." in olga.page.inner_text(".messages")
     assert olga.page.locator("main .badge.warn:has-text('private')").is_visible()
+    # The follow put the publication in her inbox: its count in the navigation is legible.
+    unread = olga.page.locator("header.top a[href='/inbox/'] .badge")
+    assert unread.text_content() == "1"
+    assert unread.evaluate(CONTRAST_JS) >= 4.5
     olga.shot("private-catalog")
 
     # --- The webhook arrived, signed, at the receiver that shares no code with the registry.

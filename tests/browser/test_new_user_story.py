@@ -30,10 +30,12 @@ PAGE_BUDGET = 100 * 1024
 
 
 class Walk:
-    """One browser page at one size: every step is screenshotted and checked for fit and weight."""
+    """One browser page at one size: every step is screenshotted (``<prefix>-<size>-NN-<name>.png``)
+    and checked for fit and weight."""
 
-    def __init__(self, page, size: str, folder, shots: list[str]) -> None:
+    def __init__(self, page, size: str, folder, shots: list[str], prefix: str = "walk") -> None:
         self.page = page
+        self.prefix = prefix
         self.size = size
         self.folder = folder
         self.shots = shots
@@ -57,7 +59,7 @@ class Walk:
         assert width <= viewport, f"{name} scrolls sideways at {self.size}: {width} > {viewport}"
         weight = page.evaluate(TRANSFERRED)
         assert weight <= PAGE_BUDGET, f"{name} weighs {weight} bytes at {self.size}"
-        path = self.folder / f"walk-{self.size}-{len(self.shots):02d}-{name}.png"
+        path = self.folder / f"{self.prefix}-{self.size}-{len(self.shots):02d}-{name}.png"
         page.screenshot(path=str(path), full_page=True)
         self.shots.append(path.name)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.conf import settings
+from django.contrib.auth.models import Permission
 from django.contrib.auth.models import User as AuthUser
 from django.core.mail import send_mail
 from django.db import transaction
@@ -210,10 +211,14 @@ def on_contribution_decided(event: ContributionDecided) -> None:
 
 def mirror_operator_ids() -> set[int]:
     """Active staff and holders of ``mirroring.operate_mirrors`` (the mirrors' operators)."""
-    holders = AuthUser.objects.with_perm("mirroring.operate_mirrors", include_superusers=False)
+    # As has_perm grants it (ModelBackend): held directly, through a group, or by a superuser.
+    perm = {"codename": "operate_mirrors", "content_type__app_label": "mirroring"}
+    holds = Q(user_permissions__in=Permission.objects.filter(**perm)) | Q(
+        groups__permissions__in=Permission.objects.filter(**perm)
+    )
     return set(
         AuthUser.objects.filter(is_active=True)
-        .filter(Q(is_staff=True) | Q(pk__in=holders.values("pk")))
+        .filter(Q(is_staff=True) | Q(is_superuser=True) | holds)
         .values_list("pk", flat=True)
     )
 

@@ -150,3 +150,32 @@ def test_a_refused_comment_tells_nobody(
     assert not Notification.objects.exists()
     assert not WebhookDelivery.objects.exists()
     assert receiver.received == []
+
+
+@pytest.mark.parametrize(
+    ("decide", "what"),
+    [
+        (lambda c, r: contributions.contribution_approve(contribution=c, actor=r), "approved"),
+        (
+            lambda c, r: contributions.contribution_reject(contribution=c, actor=r, reason="no"),
+            "rejected",
+        ),
+    ],
+)
+def test_every_decision_reaches_the_author_only(
+    smtp, owner, reviewer, contributor, pending, decide, what, django_capture_on_commit_callbacks
+):
+    Subscription.objects.create(user=owner, catalog=pending.catalog)
+    with django_capture_on_commit_callbacks(execute=True):
+        decide(pending, reviewer)
+    title = (
+        f"Your contribution #{pending.pk} (SetOwner to example-co/functions): {what} by reviewer"
+    )
+    assert _inbox(contributor) == [title]
+    assert [s for s, _ in smtp.bodies_to("contributor@example.co")] == [
+        f"[KRM Catalog Registry] {title}"
+    ]
+    assert _inbox(reviewer) == []
+    # The owner follows the catalog: an approval publishes a version, which is what they hear of.
+    expected_owner = ["example-co/functions published version 2"] if what == "approved" else []
+    assert _inbox(owner) == expected_owner

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import GenericAPIView
@@ -24,6 +24,7 @@ from catalogs.accounts.auth import TokenHasScope
 from catalogs.discovery import search
 from catalogs.publishing import selectors
 from catalogs.publishing.api.filters import FunctionSearchFilter
+from catalogs.publishing.api.serializers import MirrorUpstreamSerializer, mirror_upstream_data
 
 
 class RevokedVersionSerializer(serializers.Serializer):
@@ -55,9 +56,18 @@ class CarrierSerializer(serializers.Serializer):
     revoked = RevokedVersionSerializer(
         many=True, help_text="The versions listed here that this catalog revoked: do not use them."
     )
+    mirror = serializers.SerializerMethodField(
+        help_text="A mirror's upstream and how it was verified; null unless mirrored."
+    )
 
     def get_signed(self, carrier: search.Carrier) -> bool:
         return bool(carrier.signed_key_id)
+
+    @extend_schema_field(MirrorUpstreamSerializer(allow_null=True))
+    def get_mirror(self, carrier: search.Carrier) -> dict | None:
+        if not carrier.mirrored:
+            return None
+        return mirror_upstream_data(carrier.upstream_url, carrier.upstream_verification)
 
     def get_catalog_url(self, carrier: search.Carrier) -> str:
         request = self.context["request"]

@@ -80,8 +80,10 @@ class Carrier:
     signed_key_id: str
     mirrored: bool
     updated_at: datetime
-    # A mirror: the type of its upstream's verification at the last good sync ("" unverified).
+    # A mirror: the type of its upstream's verification at the last good sync ("" unverified),
+    # and the upstream URL it mirrors.
     upstream_verification: str = ""
+    upstream_url: str = ""
     # What this catalog says about the function (catalogs may word it differently).
     description: str = ""
     tags: list[str] = field(default_factory=list)
@@ -527,6 +529,7 @@ _DISPLAY = (
     "catalog_version__catalog__publisher__verified",
     "catalog_version__catalog__mirror_source__id",
     "catalog_version__catalog__mirror_source__verification__type",
+    "catalog_version__catalog__mirror_source__url",
     "catalog_version__signing_key__key_id",
     "catalog_version__created_at",
     "function__description",
@@ -568,6 +571,7 @@ def _results(versions: QuerySet[FunctionVersion], page: list[_Group]) -> list[Fu
         verified,
         mirror_id,
         upstream_verification,
+        upstream_url,
         key_id,
         created_at,
         description,
@@ -587,6 +591,7 @@ def _results(versions: QuerySet[FunctionVersion], page: list[_Group]) -> list[Fu
                 mirrored=mirror_id is not None,
                 updated_at=created_at,
                 upstream_verification=str(upstream_verification or ""),
+                upstream_url=upstream_url or "",
                 description=description,
                 tags=list(tags or []),
             )

@@ -1,8 +1,11 @@
-"""Drift of a mirror source's catalog tag: an OCI tag that names another manifest than at the
-last good sync raises a drift event, as a moved container image tag does."""
+"""Drift of a mirror source's own tag: an OCI tag (of a catalog or a kustomization package) that
+names another manifest than at the last good sync raises a drift event, as a moved container
+image tag does, and tells the apps above (``MirrorDriftDetected``)."""
 
 from __future__ import annotations
 
+from catalogs import events
+from catalogs.mirroring.events import MirrorDriftDetected
 from catalogs.mirroring.models import DriftEvent, MirrorSource, SyncRun
 
 
@@ -14,7 +17,8 @@ def catalog_tag_drift_record(*, source: MirrorSource, run: SyncRun, digest: str)
     old = source.last_digest
     if not old or not digest or old == digest:
         return False
-    DriftEvent.objects.create(
+    drift = DriftEvent.objects.create(
         source=source, run=run, image=source.url, old_digest=old, new_digest=digest
     )
+    events.emit(MirrorDriftDetected(drift=drift))
     return True

@@ -5,7 +5,8 @@ from django.apps import AppConfig
 
 class NotificationsConfig(AppConfig):
     """Publishers' webhooks (CloudEvents for what happens in the apps below, signed, delivered by
-    Celery with retries, and their delivery log); users' subscriptions, inbox and e-mail."""
+    Celery with retries, and their delivery log); users' subscriptions, inbox and e-mail (what
+    they follow, the contributions they take part in, and for operators the mirrors' drift)."""
 
     name = "catalogs.notifications"
     label = "notifications"
@@ -20,7 +21,11 @@ class NotificationsConfig(AppConfig):
             tasks,  # noqa: F401 - registers the Celery tasks
         )
         from catalogs.publishing.events import CatalogVersionPublished
-        from catalogs.review.events import ContributionDecided, ContributionSubmitted
+        from catalogs.review.events import (
+            ContributionCommented,
+            ContributionDecided,
+            ContributionSubmitted,
+        )
         from catalogs.trust.events import RevocationCreated
 
         events.subscribe(CatalogVersionPublished, services.on_catalog_version_published)
@@ -28,5 +33,9 @@ class NotificationsConfig(AppConfig):
         events.subscribe(RevocationCreated, services.on_revocation_created)
         events.subscribe(ContributionSubmitted, services.on_contribution_submitted)
         events.subscribe(ContributionDecided, services.on_contribution_decided)
+        events.subscribe(ContributionDecided, subscriptions.on_contribution_decided)
+        events.subscribe(ContributionCommented, services.on_contribution_commented)
+        events.subscribe(ContributionCommented, subscriptions.on_contribution_commented)
         events.subscribe(MirrorRunFailed, services.on_mirror_run_failed)
         events.subscribe(MirrorDriftDetected, services.on_mirror_drift_detected)
+        events.subscribe(MirrorDriftDetected, subscriptions.on_mirror_drift_detected)

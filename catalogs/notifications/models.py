@@ -14,9 +14,13 @@ class WebhookEventType(models.TextChoices):
     CATALOG_VERSION_PUBLISHED = "catalog.version.published", "A catalog version was published"
     CATALOG_REVOCATION_CREATED = "catalog.revocation.created", "A function was revoked"
     CONTRIBUTION_SUBMITTED = "contribution.submitted", "A contribution was submitted"
-    CONTRIBUTION_DECIDED = "contribution.decided", "A contribution was approved or rejected"
+    CONTRIBUTION_DECIDED = (
+        "contribution.decided",
+        "A contribution was approved, rejected or had changes requested",
+    )
+    CONTRIBUTION_COMMENTED = "contribution.commented", "A contribution was commented on"
     MIRROR_RUN_FAILED = "mirror.run.failed", "A mirror sync run failed"
-    MIRROR_DRIFT_DETECTED = "mirror.drift.detected", "A mirrored image tag moved upstream"
+    MIRROR_DRIFT_DETECTED = "mirror.drift.detected", "An upstream tag a mirror follows moved"
 
 
 class Webhook(models.Model):
@@ -111,11 +115,19 @@ class Subscription(models.Model):
 class Notification(models.Model):
     """One entry of a user's in-app inbox (also sent by e-mail when the user has an address)."""
 
+    class Reason(models.TextChoices):
+        """Why the user gets it (the e-mail says so: "You get this because you …")."""
+
+        FOLLOWING = "following", "follow it"
+        TAKING_PART = "taking-part", "take part in this contribution"
+        OPERATING = "operating", "operate this registry's mirrors"
+
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"
     )
     title = models.CharField(max_length=300)
     url = models.CharField(max_length=2000, blank=True)
+    reason = models.CharField(max_length=20, choices=Reason.choices, default=Reason.FOLLOWING)
     created_at = models.DateTimeField(auto_now_add=True)
     read_at = models.DateTimeField(null=True, blank=True)
 

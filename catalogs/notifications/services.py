@@ -38,7 +38,11 @@ from catalogs.publishing.events import CatalogVersionPublished
 from catalogs.publishing.models import Publisher
 from catalogs.publishing.selectors import signed_in, user_is_owner_or_staff
 from catalogs.publishing.services import Actor
-from catalogs.review.events import ContributionDecided, ContributionSubmitted
+from catalogs.review.events import (
+    ContributionCommented,
+    ContributionDecided,
+    ContributionSubmitted,
+)
 from catalogs.trust.events import RevocationCreated
 
 CONTENT_TYPE = "application/cloudevents+json; charset=utf-8"
@@ -241,7 +245,8 @@ def on_contribution_submitted(event: ContributionSubmitted) -> None:
 
 
 def on_contribution_decided(event: ContributionDecided) -> None:
-    """``contribution.decided``: approved or rejected, with the reviewer's reason."""
+    """``contribution.decided``: approved, rejected or changes requested (``status``), with
+    the reviewer's reason."""
     contribution = event.contribution
     data = {
         **_contribution_data(contribution),
@@ -252,6 +257,25 @@ def on_contribution_decided(event: ContributionDecided) -> None:
         publisher_id=contribution.catalog.publisher_id,
         type=WebhookEventType.CONTRIBUTION_DECIDED,
         subject=f"contributions/{contribution.pk}",
+        data=data,
+    )
+
+
+def on_contribution_commented(event: ContributionCommented) -> None:
+    """``contribution.commented``: a message of the conversation, by its author or a reviewer."""
+    comment = event.comment
+    contribution = comment.contribution
+    data = {
+        **_contribution_data(contribution),
+        "comment": comment.pk,
+        "commenter": comment.actor.get_username() if comment.actor else None,
+        "body": comment.reason,
+        "comment_revision": comment.revision,
+    }
+    webhook_event_dispatch(
+        publisher_id=contribution.catalog.publisher_id,
+        type=WebhookEventType.CONTRIBUTION_COMMENTED,
+        subject=f"contributions/{contribution.pk}/comments/{comment.pk}",
         data=data,
     )
 
@@ -275,10 +299,12 @@ def on_mirror_run_failed(event: MirrorRunFailed) -> None:
 
 
 def on_mirror_drift_detected(event: MirrorDriftDetected) -> None:
-    """``mirror.drift.detected``: an upstream image tag moved."""
+    """``mirror.drift.detected``: an upstream tag moved, the source's own (``kind``: its
+    ``catalog`` or ``package``) or a container image tag its catalog lists (``image``)."""
     drift = event.drift
     source = drift.source
     catalog = source.catalog
+    kind = source.kind if drift.image == source.url else "image"
     webhook_event_dispatch(
         publisher_id=catalog.publisher_id,
         type=WebhookEventType.MIRROR_DRIFT_DETECTED,
@@ -286,6 +312,7 @@ def on_mirror_drift_detected(event: MirrorDriftDetected) -> None:
         data={
             "source": source.name,
             "catalog": f"{catalog.publisher.slug}/{catalog.name}",
+            "kind": kind,
             "image": drift.image,
             "old_digest": drift.old_digest,
             "new_digest": drift.new_digest,

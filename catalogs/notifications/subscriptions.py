@@ -1,9 +1,16 @@
 """Users' subscriptions to catalogs and functions, their in-app inbox, and e-mail through
-Django's e-mail backend (the console in the embedded default, SMTP where EMAIL_URL says so)."""
+Django's e-mail backend (the console in the embedded default, SMTP where EMAIL_URL says so).
+
+Inbox entries come from what users follow (a published version), what they take part in (a
+comment or decision on a contribution) and, for operators, what the mirrors saw (an upstream
+tag that moved)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
+from django.contrib.auth.models import Permission
 from django.contrib.auth.models import User as AuthUser
 from django.core.mail import send_mail
 from django.db import transaction
@@ -12,9 +19,13 @@ from django.utils import timezone
 
 from catalogs.exceptions import AlreadyExistsError, InvalidInputError, NotFoundError
 from catalogs.jobs import job_enqueue_on_commit
+from catalogs.mirroring.events import MirrorDriftDetected
 from catalogs.notifications.models import Notification, Subscription
 from catalogs.publishing.events import CatalogVersionPublished
 from catalogs.publishing.models import Catalog, FunctionDefinition
+from catalogs.review import services as review
+from catalogs.review.events import ContributionCommented, ContributionDecided
+from catalogs.review.models import Contribution, ContributionStatus, ReviewEvent
 
 
 def subscription_list(*, user: AuthUser) -> QuerySet[Subscription]:
@@ -82,12 +93,150 @@ def on_catalog_version_published(event: CatalogVersionPublished) -> None:
         .values_list("user_id", flat=True)
         .distinct()
     )
+    notification_send(
+        user_ids=users,
+        title=f"{catalog.publisher.slug}/{catalog.name} published version {version.number}",
+        url=f"/catalogs/{catalog.publisher.slug}/{catalog.name}/",
+        reason=Notification.Reason.FOLLOWING,
+    )
+
+
+def notification_send(
+    *, user_ids: Iterable[int], title: str, url: str, reason: str
+) -> list[Notification]:
+    """One inbox entry per user (``url`` is a path on this registry), each e-mailed once the
+    transaction commits."""
     base = settings.REGISTRY_PUBLIC_URL.rstrip("/")
-    title = f"{catalog.publisher.slug}/{catalog.name} published version {version.number}"
-    url = f"{base}/catalogs/{catalog.publisher.slug}/{catalog.name}/"
-    for user_id in sorted(set(users)):
-        note = Notification.objects.create(user_id=user_id, title=title, url=url)
+    notes = []
+    for user_id in sorted(set(user_ids)):
+        note = Notification.objects.create(
+            user_id=user_id, title=title[:300], url=f"{base}{url}", reason=reason
+        )
         job_enqueue_on_commit("catalogs.tasks.notification_email_send_task", note.pk)
+        notes.append(note)
+    return notes
+
+
+def _may_review(user_ids: Iterable[int], contribution: Contribution) -> set[int]:
+    """Those of ``user_ids`` who review the contribution's catalog now (a participant who lost
+    the right, or a follower who never had it, is told nothing about a contribution)."""
+    catalog = contribution.catalog
+    perm_app, _, perm_codename = review.REVIEW_PERMISSION.partition(".")
+    # A cheap filter first (a catalog may have many followers), the exact check after it.
+    candidates = (
+        AuthUser.objects.filter(pk__in=set(user_ids), is_active=True)
+        .filter(
+            Q(is_staff=True)
+            | Q(is_superuser=True)
+            | Q(owned_publishers=catalog.publisher_id)
+            | Q(groups__name=review.REVIEWERS_GROUP)
+            | Q(
+                user_permissions__codename=perm_codename,
+                user_permissions__content_type__app_label=perm_app,
+            )
+            | Q(
+                groups__permissions__codename=perm_codename,
+                groups__permissions__content_type__app_label=perm_app,
+            )
+        )
+        .distinct()
+    )
+    return {u.pk for u in candidates if review.user_can_review_catalog(user=u, catalog=catalog)}
+
+
+def _contribution_reviewers(contribution: Contribution) -> set[int]:
+    """Reviewers who took part in the contribution (decided or commented), and reviewers who
+    follow its catalog."""
+    acted = ReviewEvent.objects.filter(contribution=contribution, actor__isnull=False).values_list(
+        "actor_id", flat=True
+    )
+    following = Subscription.objects.filter(catalog_id=contribution.catalog_id).values_list(
+        "user_id", flat=True
+    )
+    ids = {*acted, *following}
+    if contribution.reviewer_id:
+        ids.add(contribution.reviewer_id)
+    ids.discard(contribution.author_id)
+    return _may_review(ids, contribution)
+
+
+def _contribution_label(contribution: Contribution) -> str:
+    catalog = contribution.catalog
+    return (
+        f"contribution #{contribution.pk} ({contribution.kind} to "
+        f"{catalog.publisher.slug}/{catalog.name})"
+    )
+
+
+def on_contribution_commented(event: ContributionCommented) -> None:
+    """Tell the other participants of the conversation: the author (unless they wrote it) and
+    the reviewers who took part in it or follow the catalog; never the commenter."""
+    comment = event.comment
+    contribution = comment.contribution
+    commenter = comment.actor
+    recipients = _contribution_reviewers(contribution) | {contribution.author_id}
+    if commenter is not None:
+        recipients.discard(commenter.pk)
+    who = commenter.get_username() if commenter is not None else "someone"
+    notification_send(
+        user_ids=recipients,
+        title=f"{who} commented on {_contribution_label(contribution)}",
+        url=f"/contributions/{contribution.pk}/",
+        reason=Notification.Reason.TAKING_PART,
+    )
+
+
+_DECIDED = {
+    ContributionStatus.APPROVED: "approved",
+    ContributionStatus.REJECTED: "rejected",
+    ContributionStatus.CHANGES_REQUESTED: "changes requested",
+}
+
+
+def on_contribution_decided(event: ContributionDecided) -> None:
+    """Tell the author of a decision on their contribution (approved, rejected, or changes
+    requested: then they are the one to act)."""
+    contribution = event.contribution
+    if contribution.author_id == contribution.reviewer_id:
+        return  # an owner deciding on their own contribution knows
+    what = _DECIDED.get(ContributionStatus(contribution.status), contribution.status)
+    by = f" by {contribution.reviewer.get_username()}" if contribution.reviewer else ""
+    notification_send(
+        user_ids=[contribution.author_id],
+        title=f"Your {_contribution_label(contribution)}: {what}{by}",
+        url=f"/contributions/{contribution.pk}/",
+        reason=Notification.Reason.TAKING_PART,
+    )
+
+
+def mirror_operator_ids() -> set[int]:
+    """Active staff and holders of ``mirroring.operate_mirrors`` (the mirrors' operators)."""
+    # As has_perm grants it (ModelBackend): held directly, through a group, or by a superuser.
+    perm = {"codename": "operate_mirrors", "content_type__app_label": "mirroring"}
+    holds = Q(user_permissions__in=Permission.objects.filter(**perm)) | Q(
+        groups__permissions__in=Permission.objects.filter(**perm)
+    )
+    return set(
+        AuthUser.objects.filter(is_active=True)
+        .filter(Q(is_staff=True) | Q(is_superuser=True) | holds)
+        .values_list("pk", flat=True)
+    )
+
+
+def on_mirror_drift_detected(event: MirrorDriftDetected) -> None:
+    """Tell the operators that an upstream tag a mirror follows moved (a catalog's or package's
+    own tag, or a container image tag it lists)."""
+    drift = event.drift
+    source = drift.source
+    notification_send(
+        user_ids=mirror_operator_ids(),
+        title=(
+            f"Mirror {source.name}: upstream tag {drift.image} moved from "
+            f"{drift.old_digest[:19]} to {drift.new_digest[:19]}"
+        ),
+        url=f"/mirrors/{source.pk}/",
+        reason=Notification.Reason.OPERATING,
+    )
 
 
 def notification_email_send(*, notification: Notification) -> bool:
@@ -97,8 +246,8 @@ def notification_email_send(*, notification: Notification) -> bool:
         return False
     body = (
         f"{notification.title}\n\n{notification.url}\n\n"
-        "You get this because you follow it on the KRM Catalog Registry; your inbox and "
-        "subscriptions are under /inbox/.\n"
+        f"You get this because you {Notification.Reason(notification.reason).label} on the KRM "
+        "Catalog Registry; your inbox and subscriptions are under /inbox/.\n"
     )
     send_mail(
         subject=f"[KRM Catalog Registry] {notification.title}",

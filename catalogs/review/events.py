@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from catalogs.review.models import Contribution
+from catalogs.review.models import Contribution, ReviewEvent
 
 
 @dataclass(frozen=True)
@@ -22,3 +22,11 @@ class ContributionDecided:
     says which)."""
 
     contribution: Contribution
+
+
+@dataclass(frozen=True)
+class ContributionCommented:
+    """``comment`` (a ReviewEvent with action ``commented``) was added to the conversation of
+    its contribution, by its author or a reviewer (``comment.actor``)."""
+
+    comment: ReviewEvent

@@ -41,7 +41,11 @@ from catalogs.publishing.documents import problems_located
 from catalogs.publishing.models import Catalog, CatalogVersion
 from catalogs.publishing.selectors import catalog_visible, catalogs_visible_q, signed_in
 from catalogs.ratelimits import rate_limit_hit
-from catalogs.review.events import ContributionDecided, ContributionSubmitted
+from catalogs.review.events import (
+    ContributionCommented,
+    ContributionDecided,
+    ContributionSubmitted,
+)
 from catalogs.review.models import Contribution, ContributionStatus, ReviewEvent, ReviewEventAction
 from catalogs.review.trial_fetch import trial_urls_check
 from orchestrator.catalog import API_VERSION, CatalogError, parse_catalog
@@ -799,4 +803,6 @@ def contribution_comment_add(*, contribution: Contribution, author: User, body: 
         raise InvalidInputError(
             f"The comment is {len(body)} characters long, over the limit of {COMMENT_MAX_CHARS}."
         )
-    return _log(locked, author, ReviewEventAction.COMMENTED, reason=body)
+    comment = _log(locked, author, ReviewEventAction.COMMENTED, reason=body)
+    events.emit(ContributionCommented(comment=comment))
+    return comment

@@ -431,6 +431,27 @@ class CatalogVersionPublishedSerializer(serializers.Serializer):
     digest_url = serializers.URLField()
 
 
+class MirrorUpstreamSerializer(serializers.Serializer):
+    """A mirrored catalog's upstream and how the last good sync verified what it fetched (what
+    the mirror badge of the web pages says)."""
+
+    upstream = serializers.CharField(help_text="The upstream URL this registry mirrors.")
+    verified_by = serializers.CharField(
+        allow_null=True,
+        help_text="tuf, cosign, cosign-blob or sigstore; null when nothing upstream verified "
+        "it (this registry's signature then only says it served what it fetched).",
+    )
+
+
+def mirror_upstream_data(upstream: str | None, verification_type: str | None) -> dict | None:
+    """``{"upstream", "verified_by"}`` of a mirrored catalog; None for a catalog that is no
+    mirror (``upstream`` None)."""
+    if upstream is None:
+        return None
+    kind = verification_type or ""
+    return {"upstream": upstream, "verified_by": kind if kind not in ("", "none") else None}
+
+
 class FunctionVersionSerializer(serializers.ModelSerializer):
     """A search result: one version of one function in a catalog's latest version."""
 
@@ -443,6 +464,7 @@ class FunctionVersionSerializer(serializers.ModelSerializer):
     catalog_version = serializers.IntegerField(source="catalog_version.number", read_only=True)
     catalog_url = serializers.SerializerMethodField()
     signature = serializers.SerializerMethodField()
+    mirror = serializers.SerializerMethodField()
 
     class Meta:
         model = FunctionVersion
@@ -469,12 +491,20 @@ class FunctionVersionSerializer(serializers.ModelSerializer):
             "catalog_version",
             "catalog_url",
             "signature",
+            "mirror",
         ]
         read_only_fields = fields
 
     @extend_schema_field(SignatureSerializer(allow_null=True))
     def get_signature(self, obj: FunctionVersion) -> dict | None:
         return signature_data(self.context.get("request"), obj.catalog_version)
+
+    @extend_schema_field(MirrorUpstreamSerializer(allow_null=True))
+    def get_mirror(self, obj: FunctionVersion) -> dict | None:
+        # Annotated by the view (FunctionVersionViewSet): no query per row.
+        return mirror_upstream_data(
+            getattr(obj, "mirror_upstream", None), getattr(obj, "mirror_verification", None)
+        )
 
     def get_catalog(self, obj: FunctionVersion) -> str:
         return str(obj.catalog_version.catalog)

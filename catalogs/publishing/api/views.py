@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db.models import F
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -226,7 +227,11 @@ class FunctionVersionViewSet(
     filterset_class = FunctionVersionFilter
 
     def get_queryset(self):
-        return selectors.function_version_list(viewer=self.request.user)
+        # The mirror's upstream and verification type as two columns, not the source's JSON.
+        return selectors.function_version_list(viewer=self.request.user).annotate(
+            mirror_upstream=F("catalog_version__catalog__mirror_source__url"),
+            mirror_verification=F("catalog_version__catalog__mirror_source__verification__type"),
+        )
 
     @cached_list("viewer")
     def list(self, request: Request, *args, **kwargs) -> Response:

@@ -97,3 +97,32 @@ def test_search_cards_say_how_each_mirror_upstream_was_verified(client, two_mirr
         "badge: signed",
         "badge warn mirror-upstream: mirror · upstream not verified",
     ]
+
+
+def test_search_and_function_apis_say_how_the_upstream_was_verified(
+    client, two_mirrors, catalog, owner
+):
+    from catalogs.publishing.services import catalog_version_publish
+    from tests.catalogs.factories import catalog_yaml
+
+    catalog_version_publish(
+        catalog=catalog, content=catalog_yaml(("example.co", "Own", "v1")), actor=owner
+    )
+    verified, unverified = two_mirrors
+    expected = {
+        "Vouched": {"upstream": verified.url, "verified_by": "cosign"},
+        "Unvouched": {"upstream": unverified.url, "verified_by": None},
+        "Own": None,  # a first-party catalog is no mirror
+    }
+    response = client.get("/api/v1/search/")
+    assert response.status_code == 200
+    found = {r["kind"]: [c["mirror"] for c in r["catalogs"]] for r in response.json()["results"]}
+    assert found == {kind: [mirror] for kind, mirror in expected.items()}
+
+    response = client.get("/api/v1/functions/")
+    assert response.status_code == 200
+    body = response.json()
+    rows = body["results"] if isinstance(body, dict) else body
+    assert {r["kind"]: r["mirror"] for r in rows} == expected
+    one = next(r for r in rows if r["kind"] == "Vouched")
+    assert client.get(f"/api/v1/functions/{one['id']}/").json()["mirror"] == expected["Vouched"]

@@ -15,7 +15,8 @@ The layout is the contract of docs/trust.md (what ``krm`` reads with python-tuf'
   ``TRUST_TIMESTAMP_TTL`` seconds and is re-signed before that (``tuf_refresh``).
 
 Every write takes the repository's lock (the newest root row, ``SELECT … FOR UPDATE``) and runs
-in the caller's transaction, so a publish and the metadata that signs it commit together.
+in the caller's transaction, so a publish and the metadata that signs it commit together; the
+first root version is a get-or-create on the (role, version) constraint (``_root_ensure``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from securesystemslib.signer import CryptoSigner, Key, Signer, SSlibKey
 from tuf.api import exceptions as tuf_errors
@@ -287,10 +288,23 @@ def root_rotation_check(*, signers: Iterable[Signer]) -> None:
 
 
 def _root_ensure() -> TufMetadata:
-    """The newest root, created (version 1, the configured keys) when the repository is new."""
+    """The newest root, created (version 1, the configured keys) when the repository is new,
+    locked for this transaction.
+
+    Two first writers at once (two first publishes) both find no root row to lock: the unique
+    (role, version) constraint lets one create root version 1. On PostgreSQL the other's insert
+    waits for that transaction and then fails; its savepoint is rolled back and it locks, and
+    goes on under, the root the first one committed (a get-or-create on the constraint). On
+    SQLite (``transaction_mode: IMMEDIATE``) the second writer waits for the whole first one.
+    """
     row = _lock()
     if row is None:
-        root_rotate()
+        try:
+            root_rotate()  # its own savepoint: a failed insert leaves this transaction usable
+        except IntegrityError:
+            if current(Root.type) is None:
+                raise
+            logger.info("TUF root version 1 was created by a concurrent transaction")
         row = _lock()
         assert row is not None
     return row

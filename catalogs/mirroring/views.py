@@ -1,4 +1,5 @@
-"""Serving mirrored runtime artifacts by digest: ``/c/blobs/sha256/<hex>``."""
+"""Serving mirrored runtime artifacts by digest: ``/c/blobs/sha256/<hex>``, and at their TUF
+target path below the catalog that serves them, ``/c/<publisher>/<catalog>/blobs/sha256/<hex>``."""
 
 from __future__ import annotations
 
@@ -9,14 +10,32 @@ from django.views.decorators.http import require_safe
 
 from catalogs.mirroring.models import RuntimeArtifact
 from catalogs.publishing import serving
-from catalogs.publishing.views import IMMUTABLE_CACHE_CONTROL
+from catalogs.publishing.views import IMMUTABLE_CACHE_CONTROL, visible_only
 
 
 @require_safe
 def blob_by_digest(request: HttpRequest, hexdigest: str) -> HttpResponseBase:
     """A mirrored exec binary or starlark script; its URL names its bytes, so cache forever."""
     digest = f"sha256:{hexdigest}"
-    artifact = RuntimeArtifact.objects.filter(digest=digest).first()
+    return _serve(request, RuntimeArtifact.objects.filter(digest=digest).first(), digest)
+
+
+@require_safe
+@visible_only
+def catalog_blob(
+    request: HttpRequest, publisher: str, catalog: str, hexdigest: str
+) -> HttpResponseBase:
+    """A runtime artifact at its TUF target path: one a version of this catalog names."""
+    digest = f"sha256:{hexdigest}"
+    artifact = RuntimeArtifact.objects.filter(
+        digest=digest,
+        catalog_versions__catalog__publisher__slug=publisher,
+        catalog_versions__catalog__name=catalog,
+    ).first()
+    return _serve(request, artifact, digest)
+
+
+def _serve(request: HttpRequest, artifact: RuntimeArtifact | None, digest: str) -> HttpResponseBase:
     if artifact is None:
         raise Http404("No such blob.")
     etag = f'"{digest}"'

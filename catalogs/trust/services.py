@@ -129,6 +129,13 @@ def catalog_tuf_targets_set(*, catalog: Catalog) -> None:
         tuf.catalog_version_targets_set(version=version)
 
 
+def runtime_artifact_targets_record(*, catalog: Catalog, artifacts: list[tuple[str, int]]) -> None:
+    """The runtime artifacts (``(sha256:<hex>, size)``) the registry serves for ``catalog``
+    become targets of its publisher's role, signed with the version that names them (call
+    before publishing it, in its transaction)."""
+    tuf.runtime_artifact_targets_set(catalog=catalog, artifacts=artifacts)
+
+
 def tuf_repository_init() -> None:
     """Make the registry a TUF repository (idempotent): targets for every published catalog,
     then root, targets, the publishers' roles, snapshot and timestamp."""

@@ -8,9 +8,10 @@ The layout is the contract of docs/trust.md (what ``krm`` reads with python-tuf'
 - ``targets`` (online key): one delegation per publisher, a terminating role named after the
   publisher's slug for the paths ``<publisher>/*``, ``<publisher>/*/*``, ``<publisher>/*/*/*/*``,
   to the registry's online key, or to the publisher's own keys once it registered some.
-- one role per publisher: every catalog version, the latest pointer and the revocation list
-  (``TufTarget`` rows), signed by the online key; a publisher holding keys uploads its role
-  signed by them (``tuf_role_upload``), and the registry never signs that role.
+- one role per publisher: every catalog version, the latest pointer, the revocation list and
+  the runtime artifacts the registry serves for its catalogs (``TufTarget`` rows), signed by
+  the online key; a publisher holding keys uploads its role signed by them
+  (``tuf_role_upload``), and the registry never signs that role.
 - ``snapshot`` and ``timestamp`` (online key); the timestamp expires after
   ``TRUST_TIMESTAMP_TTL`` seconds and is re-signed before that (``tuf_refresh``).
 
@@ -32,6 +33,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils import timezone
 from securesystemslib.signer import CryptoSigner, Key, Signer, SSlibKey
 from tuf.api import exceptions as tuf_errors
@@ -353,6 +355,24 @@ def catalog_version_targets_set(*, version: CatalogVersion) -> None:
         )  # fmt: skip
 
 
+def runtime_artifact_target_path(catalog: Catalog, digest: str) -> str:
+    """The target path of a runtime artifact (exec archive or binary, starlark script) the
+    registry serves for ``catalog``: ``<publisher>/<catalog>/blobs/sha256/<hex>``."""
+    return f"{catalog.publisher.slug}/{catalog.name}/blobs/sha256/{digest.removeprefix('sha256:')}"
+
+
+def runtime_artifact_targets_set(*, catalog: Catalog, artifacts: Iterable[tuple[str, int]]) -> None:
+    """Record the runtime artifacts (``(sha256:<hex>, size)``) ``catalog`` serves as targets of
+    its publisher's role (signed by the next ``tuf_publish``)."""
+    for digest, size in artifacts:
+        target_set(
+            publisher=catalog.publisher,
+            path=runtime_artifact_target_path(catalog, digest),
+            length=size,
+            sha256=digest.removeprefix("sha256:"),
+        )
+
+
 def revocations_target_path(catalog: Catalog) -> str:
     """The target path of ``catalog``'s revocation list."""
     return f"{catalog.publisher.slug}/{catalog.name}/revocations.yaml"
@@ -535,9 +555,23 @@ def tuf_refresh() -> bool:
             uploaded=False,
         ).exclude(role__in=TOP_LEVEL)
     ]
-    _publish(publishers=due)
+    _publish(publishers=[*due, *_pending()])
     after = current(Timestamp.type)
     return before is None or after is None or before.version != after.version
+
+
+def _pending() -> list[str]:
+    """Publishers with a target recorded after their role was last signed (targets a data
+    migration recorded, say): their roles are signed by the next refresh."""
+    changed = dict(
+        TufTarget.objects.values_list("publisher__slug").annotate(latest=Max("updated_at"))
+    )
+    signed = dict(
+        TufMetadata.objects.filter(role__in=list(changed))
+        .values_list("role")
+        .annotate(latest=Max("created_at"))
+    )
+    return sorted(slug for slug, at in changed.items() if slug not in signed or at > signed[slug])
 
 
 def timestamp_refresh_if_due() -> None:

@@ -595,6 +595,10 @@ class Session:
         if info is not None:
             self._remember(path, info)
 
+    def remember_target(self, path: str, info: TargetFile) -> None:
+        """Record a target ngclient verified (a runtime artifact's) for warm builds."""
+        self._remember(path, info)
+
     def _remember(self, path: str, info: TargetFile) -> None:
         """Record a verified target for warm builds (tufcache), under the current timestamp."""
         sha = info.hashes.get("sha256")

@@ -48,6 +48,7 @@ def file_database(tmp_path):
     finally:
         connections.close_all()
         database["NAME"] = memory
+        connection.ensure_connection()  # holds the in-memory database before the keeper lets go
         keeper.close()
 
 

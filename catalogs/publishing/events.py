@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from catalogs.publishing.models import Catalog, CatalogVersion
+from catalogs.publishing.models import Catalog, CatalogVersion, Publisher
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,13 @@ class CatalogVersionSignatureRequested:
     """A version that has no signature yet (published before signing existed) is being served."""
 
     version: CatalogVersion
+
+
+@dataclass(frozen=True)
+class VisibilityChanged:
+    """``publisher`` or one of its catalogs became public or private, in the transaction."""
+
+    publisher: Publisher
 
 
 @dataclass(frozen=True)

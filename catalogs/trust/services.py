@@ -23,6 +23,7 @@ from catalogs.publishing.events import (
     CatalogLatestChanged,
     CatalogVersionPublished,
     CatalogVersionSignatureRequested,
+    VisibilityChanged,
 )
 from catalogs.publishing.models import Catalog, CatalogVersion
 from catalogs.trust import revocations, signing, tuf
@@ -179,6 +180,14 @@ def on_catalog_latest_changed(event: CatalogLatestChanged) -> None:
     version.catalog = catalog
     tuf.catalog_version_targets_set(version=version)
     tuf.tuf_publish(publishers=[catalog.publisher.slug])
+
+
+def on_visibility_changed(event: VisibilityChanged) -> None:
+    """A catalog (or its publisher) became private or public: its targets move between the
+    publisher's role and its private catalogs' role (``<publisher>.private``), re-signed."""
+    if tuf.current("root") is None:
+        return  # the repository is created, with every catalog as it is then, on first use
+    tuf.tuf_publish(publishers=[event.publisher.slug])
 
 
 def on_catalog_version_signature_requested(event: CatalogVersionSignatureRequested) -> None:

@@ -52,7 +52,7 @@ from tuf.api.metadata import (
 from tuf.api.serialization.json import JSONSerializer
 
 from catalogs.exceptions import InvalidInputError, NotFoundError, StateConflictError
-from catalogs.publishing.models import Catalog, CatalogVersion, Publisher
+from catalogs.publishing.models import Catalog, CatalogVersion, Publisher, Visibility
 from catalogs.trust import signing
 from catalogs.trust.models import PublisherKey, TufMetadata, TufTarget
 
@@ -378,20 +378,48 @@ def revocations_target_path(catalog: Catalog) -> str:
     return f"{catalog.publisher.slug}/{catalog.name}/revocations.yaml"
 
 
-def _publisher_role(publisher: Publisher, version: int) -> Targets:
+PRIVATE_SUFFIX = ".private"
+
+
+def private_role(slug: str) -> str:
+    """The role of a public publisher's private catalogs (a slug never holds a dot)."""
+    return slug + PRIVATE_SUFFIX
+
+
+def _private_names(publisher: Publisher) -> set[str]:
+    """The private catalogs of a public publisher (a private publisher's role is served only
+    to its members already: all its targets stay in it)."""
+    if publisher.visibility == Visibility.PRIVATE:
+        return set()
+    rows = Catalog.objects.filter(publisher=publisher, visibility=Visibility.PRIVATE)
+    return set(rows.values_list("name", flat=True))
+
+
+def has_private_role(publisher: Publisher) -> bool:
+    """Whether ``publisher``'s private catalogs have a role of their own now."""
+    return bool(_private_names(publisher))
+
+
+def _publisher_role(publisher: Publisher, version: int, *, private: bool = False) -> Targets:
+    """The targets of ``publisher``'s public catalogs, or (``private``) of its private ones."""
     role = Targets(version=version, expires=_in(_ttl(Targets.type)))
+    hidden = _private_names(publisher)
     for target in TufTarget.objects.filter(publisher=publisher).order_by("path"):
+        if (target.path.split("/")[1] in hidden) != private:
+            continue
         role.targets[target.path] = TargetFile(
             length=target.length, hashes={"sha256": target.sha256}, path=target.path
         )
     return role
 
 
-def publisher_role_template(*, publisher: Publisher) -> Metadata[Targets]:
-    """The publisher's role as the registry would have it now, unsigned, for the publisher to
-    sign with its own key: the next version, every target the registry serves for it."""
-    row = current(publisher.slug)
-    return Metadata(_publisher_role(publisher, (row.version if row else 0) + 1))
+def publisher_role_template(*, publisher: Publisher, private: bool = False) -> Metadata[Targets]:
+    """The publisher's role (or its private catalogs' role) as the registry would have it now,
+    unsigned, for the publisher to sign with its own key: the next version, every target it
+    serves there."""
+    name = private_role(publisher.slug) if private else publisher.slug
+    row = current(name)
+    return Metadata(_publisher_role(publisher, (row.version if row else 0) + 1, private=private))
 
 
 def _publisher_keys(publisher_ids: Iterable[int] | None = None) -> dict[int, list[PublisherKey]]:
@@ -411,7 +439,9 @@ def _delegations(online: Signer) -> Delegations:
     own = _publisher_keys()
     with_targets = set(TufTarget.objects.values_list("publisher_id", flat=True).distinct())
     ids = with_targets | set(own)
-    for publisher in Publisher.objects.filter(pk__in=ids).order_by("slug").only("pk", "slug"):
+    for publisher in (
+        Publisher.objects.filter(pk__in=ids).order_by("slug").only("pk", "slug", "visibility")
+    ):
         if publisher.slug in TOP_LEVEL_ROLE_NAMES:
             logger.warning(
                 "publisher %r is named after a TUF top-level role: not delegated", publisher.slug
@@ -420,13 +450,25 @@ def _delegations(online: Signer) -> Delegations:
         held = own.get(publisher.pk) or []
         for row in held:
             keys[row.keyid] = Key.from_dict(row.keyid, dict(row.key))
+        keyids = [row.keyid for row in held] or [online.public_key.keyid]
+        hidden = _private_names(publisher)
+        # The private catalogs' role follows the public one, for the same paths: a target not
+        # in the public role is looked up there (whose metadata only members are served).
         roles[publisher.slug] = DelegatedRole(
             name=publisher.slug,
-            keyids=[row.keyid for row in held] or [online.public_key.keyid],
+            keyids=keyids,
             threshold=1,
-            terminating=True,
+            terminating=not hidden,
             paths=role_paths(publisher.slug),
         )
+        if hidden:
+            roles[private_role(publisher.slug)] = DelegatedRole(
+                name=private_role(publisher.slug),
+                keyids=keyids,
+                threshold=1,
+                terminating=True,
+                paths=role_paths(publisher.slug),
+            )
     return Delegations(keys=keys, roles=roles)
 
 
@@ -451,22 +493,33 @@ def _publish(
         if p.slug not in TOP_LEVEL_ROLE_NAMES
     }
     own = _publisher_keys(p.pk for p in held.values())
+    wanted: set[str] = set()  # the roles the top-level targets must delegate
     for slug, publisher in held.items():
+        wanted.add(slug)
+        hidden = bool(_private_names(publisher))
+        if hidden:
+            wanted.add(private_role(slug))
         if own.get(publisher.pk):
-            continue  # its own keys sign it: the registry never does
-        row = current(slug)
-        md = Metadata(_publisher_role(publisher, (row.version if row else 0) + 1))
-        unchanged = row is not None and _parsed(row).signed.targets == md.signed.targets
-        if unchanged and not force_roles and not _due(row, Targets.type):
-            continue
-        changed[slug] = _store(slug, _sign(md, [online]))
+            continue  # its own keys sign its roles: the registry never does
+        for name, private in ((slug, False), (private_role(slug), True)):
+            row = current(name)
+            if private and not hidden and row is None:
+                continue
+            version = (row.version if row else 0) + 1
+            md = Metadata(_publisher_role(publisher, version, private=private))
+            unchanged = row is not None and _parsed(row).signed.targets == md.signed.targets
+            if unchanged and not force_roles and not _due(row, Targets.type):
+                continue
+            changed[name] = _store(name, _sign(md, [online]))
     top_row = current(Targets.type)
     top_version = None
     top_current = _parsed(top_row).signed if top_row is not None else None
     need_top = force_targets or top_current is None or _due(top_row, Targets.type)
     if not need_top and top_current is not None:
-        delegated = top_current.delegations.roles if top_current.delegations else {}
-        need_top = any(slug not in (delegated or {}) for slug in held)
+        delegated = (top_current.delegations.roles if top_current.delegations else {}) or {}
+        need_top = any(name not in delegated for name in wanted) or any(
+            private_role(slug) in delegated and private_role(slug) not in wanted for slug in held
+        )
     if need_top:
         delegations = _delegations(online)
         if (
@@ -618,10 +671,11 @@ def publisher_key_add(*, publisher: Publisher, public_key_pem: str, actor: Any) 
 
 
 @transaction.atomic
-def tuf_role_upload(*, publisher: Publisher, data: bytes) -> RoleUploaded:
-    """Accept ``publisher``'s role metadata signed by its own keys; snapshot and timestamp
-    then name it. Every target it lists must be one the registry serves, byte for byte."""
-    name = publisher.slug
+def tuf_role_upload(*, publisher: Publisher, data: bytes, private: bool = False) -> RoleUploaded:
+    """Accept ``publisher``'s role metadata (or, ``private``, its private catalogs' role) signed
+    by its own keys; snapshot and timestamp then name it. Every target it lists must be one the
+    registry serves in that role, byte for byte."""
+    name = private_role(publisher.slug) if private else publisher.slug
     if not PublisherKey.objects.filter(publisher=publisher).exists():
         raise StateConflictError(
             f"Publisher '{name}' holds no keys of its own: the registry signs its role. "
@@ -653,13 +707,12 @@ def tuf_role_upload(*, publisher: Publisher, data: bytes) -> RoleUploaded:
         raise InvalidInputError(f"The role expired at {md.signed.expires.isoformat()}.")
     if md.signed.delegations is not None:
         raise InvalidInputError("A publisher's role delegates nothing further.")
-    served = {t.path: t for t in TufTarget.objects.filter(publisher=publisher)}
+    served = {
+        path: (info.length, info.hashes.get("sha256"))
+        for path, info in _publisher_role(publisher, 1, private=private).targets.items()
+    }
     for path, info in md.signed.targets.items():
-        target = served.get(path)
-        if target is None or (info.length, info.hashes.get("sha256")) != (
-            target.length,
-            target.sha256,
-        ):
+        if served.get(path) != (info.length, info.hashes.get("sha256")):
             raise InvalidInputError(
                 f"Target {path} is not what the registry serves (length {info.length}, "
                 f"sha256 {info.hashes.get('sha256')}); fetch the role template again and sign it."

@@ -67,6 +67,10 @@ MAX_METADATA_BYTES = 8 * 1024 * 1024
 TRUST_FILE = "trust.json"
 
 
+# The role of a public publisher's private catalogs, served only to its members (docs/trust.md).
+PRIVATE_ROLE = ".private"
+
+
 class TrustError(FunctionError):
     """TUF metadata or a target that does not verify, or a trust store that cannot be used."""
 
@@ -608,7 +612,11 @@ class Session:
         expires: list[float] = []
         timestamp_sha = ""
         role = path.split("/", 1)[0]
-        for name in ("root", "timestamp", "snapshot", "targets", quote(role, "")):
+        names = ["root", "timestamp", "snapshot", "targets", quote(role, "")]
+        # A public publisher's private catalogs' role, when this member's client loaded it.
+        if os.path.isfile(os.path.join(metadata, f"{quote(role + PRIVATE_ROLE, '')}.json")):
+            names.append(quote(role + PRIVATE_ROLE, ""))
+        for name in names:
             try:
                 with open(os.path.join(metadata, f"{name}.json"), "rb") as f:
                     data = f.read()
@@ -632,13 +640,18 @@ class Session:
     def _role_targets(self, catalog: str, target: RegistryTarget) -> dict[str, TargetFile]:
         """The targets the publisher's role signs (loaded and verified by ngclient first)."""
         self.targetinfo(catalog, target.latest)
-        path = os.path.join(self.directory, "metadata", quote(target.publisher, "") + ".json")
-        try:
-            with open(path, "rb") as f:
-                md = Metadata[Targets].from_bytes(f.read())
-        except (OSError, ValueError):
-            return {}
-        return dict(md.signed.targets)
+        found: dict[str, TargetFile] = {}
+        # The publisher's role, and its private catalogs' role (loaded by ngclient, for a
+        # member, when the latest pointer was found there).
+        for role in (target.publisher + PRIVATE_ROLE, target.publisher):
+            path = os.path.join(self.directory, "metadata", quote(role, "") + ".json")
+            try:
+                with open(path, "rb") as f:
+                    md = Metadata[Targets].from_bytes(f.read())
+            except (OSError, ValueError):
+                continue
+            found.update(md.signed.targets)
+        return found
 
     def version_of(self, catalog: str, target: RegistryTarget, data: bytes) -> int | None:
         """The number of the signed version of ``target``'s catalog whose bytes are ``data``."""

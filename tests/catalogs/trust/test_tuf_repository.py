@@ -278,3 +278,54 @@ def test_tuf_root_command_rotates_with_the_configured_offline_keys(catalog, sett
     up = updater(tmp_path, root=Client().get("/tuf/1.root.json").content)
     up.refresh()
     assert fetched(up, "example-co/functions/catalog.yaml") == catalog.latest_version.content
+
+
+def test_a_private_catalogs_targets_are_in_the_private_role_only(catalog, owner, tmp_path):
+    from catalogs.publishing.models import Visibility
+    from tests.catalogs.factories import CatalogFactory
+
+    publish(catalog, ("fn.example.com", "A", "v1"))
+    secret = CatalogFactory(publisher=catalog.publisher, name="secret")
+    publish(secret, ("fn.example.com", "S", "v1"), name="secret")
+    slug = catalog.publisher.slug
+
+    def role(name: str) -> dict:
+        return Metadata.from_bytes(tuf.current(name).data.encode()).signed.targets
+
+    assert f"{slug}/secret/catalog.yaml" in role(slug)
+    assert tuf.current(f"{slug}.private") is None
+    services.catalog_update(catalog=secret, visibility=Visibility.PRIVATE, actor=owner)
+    assert not [p for p in role(slug) if "/secret/" in p]
+    assert sorted(role(f"{slug}.private")) == [
+        f"{slug}/secret/catalog.yaml",
+        f"{slug}/secret/revocations.yaml",
+        f"{slug}/secret/versions/1/catalog.yaml",
+    ]
+    top = Metadata.from_bytes(tuf.current("targets").data.encode()).signed.delegations.roles
+    assert [(name, r.terminating) for name, r in top.items()] == [
+        (slug, False),
+        (f"{slug}.private", True),
+    ]
+    # Anonymous: the same 404 as a role that does not exist; the owner: served.
+    version = tuf.current(f"{slug}.private").version
+    anonymous = Client().get(f"/tuf/{version}.{slug}.private.json")
+    assert anonymous.status_code == 404
+    owned = Client()
+    owned.force_login(owner)
+    assert owned.get(f"/tuf/{version}.{slug}.private.json").status_code == 200
+    # ngclient (the owner's session) finds the private catalog through the private role; the
+    # public one without it.
+    up = updater(tmp_path)
+    up.refresh()
+    assert fetched(up, f"{slug}/functions/catalog.yaml")
+    with pytest.raises(tuf_errors.DownloadError):
+        up.get_targetinfo(f"{slug}/secret/catalog.yaml")
+    member = updater(tmp_path, name="member")
+    member._fetcher.client = owned  # the owner's session, as krm sends ~/.netrc credentials
+    member.refresh()
+    assert fetched(member, f"{slug}/secret/catalog.yaml") == secret.latest_version.content
+    # Public again: back in the publisher's role, which terminates again.
+    services.catalog_update(catalog=secret, visibility=Visibility.PUBLIC, actor=owner)
+    assert f"{slug}/secret/catalog.yaml" in role(slug)
+    top = Metadata.from_bytes(tuf.current("targets").data.encode()).signed.delegations.roles
+    assert [(name, r.terminating) for name, r in top.items()] == [(slug, True)]

@@ -602,7 +602,7 @@ def tuf_refresh() -> bool:
     root_resign_if_due()
     _root_ensure()
     due = [
-        row.role
+        row.role.removesuffix(PRIVATE_SUFFIX)  # a private role is its publisher's to re-sign
         for row in TufMetadata.objects.filter(
             expires__lte=timezone.now() + datetime.timedelta(seconds=_ttl(Targets.type) / 2),
             uploaded=False,

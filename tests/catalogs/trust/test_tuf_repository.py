@@ -324,6 +324,11 @@ def test_a_private_catalogs_targets_are_in_the_private_role_only(catalog, owner,
     member._fetcher.client = owned  # the owner's session, as krm sends ~/.netrc credentials
     member.refresh()
     assert fetched(member, f"{slug}/secret/catalog.yaml") == secret.latest_version.content
+    # Re-signed by the refresh before it expires, like the publisher's role.
+    private = tuf.current(f"{slug}.private")
+    TufMetadata.objects.filter(pk=private.pk).update(expires=timezone.now())
+    assert tuf.tuf_refresh()
+    assert tuf.current(f"{slug}.private").version == private.version + 1
     # Public again: back in the publisher's role, which terminates again.
     services.catalog_update(catalog=secret, visibility=Visibility.PUBLIC, actor=owner)
     assert f"{slug}/secret/catalog.yaml" in role(slug)

@@ -379,6 +379,28 @@ def revocations_target_path(catalog: Catalog) -> str:
 
 
 PRIVATE_SUFFIX = ".private"
+# A hashed bin of a publisher's role: ``<publisher>.bin-<hex prefix>`` (PEP 458).
+BIN_INFIX = ".bin-"
+_BIN_WIDTHS = {16: 1, 256: 2, 4096: 3}
+
+
+def role_publisher(role: str) -> str:
+    """The publisher a delegated role belongs to (its own, its private or one of its bins)."""
+    return role.split(".", 1)[0]
+
+
+def _bins() -> list[tuple[str, str]]:
+    """(role name suffix, hex prefix) of every hashed bin (``TRUST_HASHED_BINS``)."""
+    count = int(settings.TRUST_HASHED_BINS)
+    width = _BIN_WIDTHS.get(count)
+    if width is None:
+        raise InvalidInputError(f"TRUST_HASHED_BINS must be 16, 256 or 4096, not {count}.")
+    return [(f"{BIN_INFIX}{i:0{width}x}", f"{i:0{width}x}") for i in range(count)]
+
+
+def _bin_of(path: str, width: int) -> str:
+    """The hex prefix of the bin ``path`` falls in (TUF hashes the target path)."""
+    return hashlib.sha256(path.encode()).hexdigest()[:width]
 
 
 def private_role(slug: str) -> str:
@@ -507,7 +529,14 @@ def _publish(
                 continue
             version = (row.version if row else 0) + 1
             md = Metadata(_publisher_role(publisher, version, private=private))
-            unchanged = row is not None and _parsed(row).signed.targets == md.signed.targets
+            if not private and len(md.signed.targets) > int(settings.TRUST_HASHED_BINS_THRESHOLD):
+                md = _binned(slug, md, online, changed, force=force_roles)
+            before = _parsed(row).signed if row is not None else None
+            unchanged = (
+                before is not None
+                and before.targets == md.signed.targets
+                and _delegations_dict(before) == _delegations_dict(md.signed)
+            )
             if unchanged and not force_roles and not _due(row, Targets.type):
                 continue
             changed[name] = _store(name, _sign(md, [online]))
@@ -536,6 +565,47 @@ def _publish(
             top.delegations = delegations
             top_version = _store(Targets.type, _sign(Metadata(top), [online]))
     _snapshot_timestamp(online, changed, top_version)
+
+
+def _delegations_dict(role: Targets) -> dict[str, Any] | None:
+    return role.delegations.to_dict() if role.delegations is not None else None
+
+
+def _binned(
+    slug: str, md: Metadata[Targets], online: Signer, changed: dict[str, int], *, force: bool
+) -> Metadata[Targets]:
+    """Hashed bins (PEP 458) for a role with many targets: each bin signed when its targets
+    changed (or it is due), recorded in ``changed``; returns the role delegating to them, with
+    no targets of its own. The bins are not terminating: a path in none of them goes on to the
+    publisher's private role."""
+    bins = _bins()
+    width = len(bins[0][1])
+    grouped: dict[str, dict[str, TargetFile]] = {prefix: {} for _, prefix in bins}
+    for path, info in md.signed.targets.items():
+        grouped[_bin_of(path, width)][path] = info
+    role = Targets(version=md.signed.version, expires=md.signed.expires)
+    role.delegations = Delegations(keys={online.public_key.keyid: online.public_key}, roles={})
+    for suffix, prefix in bins:
+        name = slug + suffix
+        role.delegations.roles[name] = DelegatedRole(  # type: ignore[index]
+            name=name,
+            keyids=[online.public_key.keyid],
+            threshold=1,
+            terminating=False,
+            path_hash_prefixes=[prefix],
+        )
+        row = current(name)
+        if (
+            row is not None
+            and not force
+            and not _due(row, Targets.type)
+            and _parsed(row).signed.targets == grouped[prefix]
+        ):
+            continue
+        part = Targets(version=(row.version if row else 0) + 1, expires=_in(_ttl(Targets.type)))
+        part.targets = grouped[prefix]
+        changed[name] = _store(name, _sign(Metadata(part), [online]))
+    return Metadata(role)
 
 
 def _snapshot_timestamp(online: Signer, changed: dict[str, int], top_version: int | None) -> None:
@@ -602,7 +672,7 @@ def tuf_refresh() -> bool:
     root_resign_if_due()
     _root_ensure()
     due = [
-        row.role.removesuffix(PRIVATE_SUFFIX)  # a private role is its publisher's to re-sign
+        role_publisher(row.role)  # a private role or a bin is its publisher's to re-sign
         for row in TufMetadata.objects.filter(
             expires__lte=timezone.now() + datetime.timedelta(seconds=_ttl(Targets.type) / 2),
             uploaded=False,

@@ -124,7 +124,7 @@ def tuf_metadata(request: HttpRequest, version: int, role: str) -> HttpResponse:
         except AuthenticationFailed as err:
             return unauthorized(err)
         private = role.endswith(tuf.PRIVATE_SUFFIX)
-        slug = role.removesuffix(tuf.PRIVATE_SUFFIX)
+        slug = tuf.role_publisher(role)
         publisher = Publisher.objects.filter(slug=slug).first()
         if publisher is not None and (private or publisher.visibility == Visibility.PRIVATE):
             if not selectors.visible_to(viewer=viewer, private=True, publisher_id=publisher.pk):

@@ -69,6 +69,8 @@ TRUST_FILE = "trust.json"
 
 # The role of a public publisher's private catalogs, served only to its members (docs/trust.md).
 PRIVATE_ROLE = ".private"
+# A hashed bin of a publisher's role (PEP 458): ``<publisher>.bin-<hex prefix>``.
+BIN_INFIX = ".bin-"
 
 
 class TrustError(FunctionError):
@@ -651,6 +653,14 @@ class Session:
             except (OSError, ValueError):
                 continue
             found.update(md.signed.targets)
+            # Hashed bins (PEP 458): every bin, each verified by ngclient as it loads it.
+            delegated = md.signed.delegations.roles if md.signed.delegations else None
+            for name in sorted(delegated or {}):
+                if name.startswith(role + BIN_INFIX):
+                    try:
+                        found.update(self.updater._load_targets(name, role).targets)
+                    except (tuf_errors.RepositoryError, tuf_errors.DownloadError) as exc:
+                        raise TrustError(self._refresh_failed(catalog, exc)) from None
         return found
 
     def version_of(self, catalog: str, target: RegistryTarget, data: bytes) -> int | None:

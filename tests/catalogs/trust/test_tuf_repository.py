@@ -334,3 +334,39 @@ def test_a_private_catalogs_targets_are_in_the_private_role_only(catalog, owner,
     assert f"{slug}/secret/catalog.yaml" in role(slug)
     top = Metadata.from_bytes(tuf.current("targets").data.encode()).signed.delegations.roles
     assert [(name, r.terminating) for name, r in top.items()] == [(slug, True)]
+
+
+def test_hashed_bins_for_a_publisher_with_many_targets(catalog, settings, tmp_path):
+    """Past TRUST_HASHED_BINS_THRESHOLD targets the publisher's role delegates them to
+    TRUST_HASHED_BINS bins by path hash (PEP 458); a publish re-signs the bins it changed."""
+    settings.TRUST_HASHED_BINS_THRESHOLD = 4
+    settings.TRUST_HASHED_BINS = 16
+    first = publish(catalog, ("fn.example.com", "A", "v1"))  # 3 targets: no bins yet
+    slug = catalog.publisher.slug
+    assert Metadata.from_bytes(tuf.current(slug).data.encode()).signed.delegations is None
+    second = publish(catalog, ("fn.example.com", "B", "v1"))  # 4 targets: still none
+    third = publish(catalog, ("fn.example.com", "C", "v1"))  # 5: binned
+    role = Metadata.from_bytes(tuf.current(slug).data.encode()).signed
+    assert role.targets == {}
+    bins = role.delegations.roles
+    assert sorted(bins) == [f"{slug}.bin-{i:x}" for i in range(16)]
+    assert {tuple(r.path_hash_prefixes) for r in bins.values()} == {(f"{i:x}",) for i in range(16)}
+    # ngclient finds every target through its bin, and downloads them.
+    up = updater(tmp_path)
+    up.refresh()
+    assert fetched(up, f"{slug}/functions/catalog.yaml") == third.content
+    assert fetched(up, f"{slug}/functions/versions/1/catalog.yaml") == first.content
+    assert fetched(up, f"{slug}/functions/versions/2/catalog.yaml") == second.content
+    assert b"sequence: 0" in fetched(up, f"{slug}/functions/revocations.yaml")
+    # The next publish re-signs only the bins whose targets changed (the new version's and
+    # the latest pointer's), not the publisher's role nor the other bins.
+    versions = {name: tuf.current(name).version for name in [slug, *bins]}
+    publish(catalog, ("fn.example.com", "D", "v1"))
+    moved = {name for name in versions if tuf.current(name).version != versions[name]}
+    assert slug not in moved and 1 <= len(moved) <= 2, moved
+    up = updater(tmp_path, name="again")
+    up.refresh()
+    assert fetched(up, f"{slug}/functions/versions/4/catalog.yaml")
+    # Bins are served like the role they belong to.
+    name = sorted(moved)[0]
+    assert Client().get(f"/tuf/{tuf.current(name).version}.{name}.json").status_code == 200

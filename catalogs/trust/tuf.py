@@ -689,11 +689,12 @@ def _pending() -> list[str]:
     changed = dict(
         TufTarget.objects.values_list("publisher__slug").annotate(latest=Max("updated_at"))
     )
-    signed = dict(
-        TufMetadata.objects.filter(role__in=list(changed))
-        .values_list("role")
-        .annotate(latest=Max("created_at"))
-    )
+    signed: dict[str, datetime.datetime] = {}
+    rows = TufMetadata.objects.exclude(role__in=TOP_LEVEL).values_list("role")
+    for role, at in rows.annotate(latest=Max("created_at")):
+        slug = role_publisher(role)  # its role, its private role or one of its bins
+        if slug in changed and (slug not in signed or at > signed[slug]):
+            signed[slug] = at
     return sorted(slug for slug, at in changed.items() if slug not in signed or at > signed[slug])
 
 

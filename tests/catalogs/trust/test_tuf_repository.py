@@ -370,3 +370,13 @@ def test_hashed_bins_for_a_publisher_with_many_targets(catalog, settings, tmp_pa
     # Bins are served like the role they belong to.
     name = sorted(moved)[0]
     assert Client().get(f"/tuf/{tuf.current(name).version}.{name}.json").status_code == 200
+
+
+def test_a_binned_publish_leaves_nothing_pending(catalog, settings):
+    settings.TRUST_HASHED_BINS_THRESHOLD = 1
+    settings.TRUST_HASHED_BINS = 16
+    publish(catalog, ("fn.example.com", "A", "v1"))
+    publish(catalog, ("fn.example.com", "B", "v1"))
+    # The publish re-signed bins, not the publisher's role: still nothing to sign again.
+    assert tuf._pending() == []
+    assert tuf.tuf_refresh() is False

@@ -411,10 +411,17 @@ def private_role(slug: str) -> str:
 def _private_names(publisher: Publisher) -> set[str]:
     """The private catalogs of a public publisher (a private publisher's role is served only
     to its members already: all its targets stay in it)."""
-    if publisher.visibility == Visibility.PRIVATE:
-        return set()
-    rows = Catalog.objects.filter(publisher=publisher, visibility=Visibility.PRIVATE)
-    return set(rows.values_list("name", flat=True))
+    return _private_names_of([publisher]).get(publisher.pk, set())
+
+
+def _private_names_of(publishers: Iterable[Publisher]) -> dict[int, set[str]]:
+    """``_private_names`` of many publishers in one query (by publisher id; absent: none)."""
+    public = [p.pk for p in publishers if p.visibility != Visibility.PRIVATE]
+    found: dict[int, set[str]] = {}
+    rows = Catalog.objects.filter(publisher_id__in=public, visibility=Visibility.PRIVATE)
+    for publisher_id, name in rows.values_list("publisher_id", "name"):
+        found.setdefault(publisher_id, set()).add(name)
+    return found
 
 
 def has_private_role(publisher: Publisher) -> bool:
@@ -422,10 +429,14 @@ def has_private_role(publisher: Publisher) -> bool:
     return bool(_private_names(publisher))
 
 
-def _publisher_role(publisher: Publisher, version: int, *, private: bool = False) -> Targets:
-    """The targets of ``publisher``'s public catalogs, or (``private``) of its private ones."""
+def _publisher_role(
+    publisher: Publisher, version: int, *, private: bool = False, hidden: set[str] | None = None
+) -> Targets:
+    """The targets of ``publisher``'s public catalogs, or (``private``) of its private ones
+    (``hidden``: its private catalogs' names, when the caller knows them)."""
     role = Targets(version=version, expires=_in(_ttl(Targets.type)))
-    hidden = _private_names(publisher)
+    if hidden is None:
+        hidden = _private_names(publisher)
     for target in TufTarget.objects.filter(publisher=publisher).order_by("path"):
         if (target.path.split("/")[1] in hidden) != private:
             continue
@@ -461,9 +472,11 @@ def _delegations(online: Signer) -> Delegations:
     own = _publisher_keys()
     with_targets = set(TufTarget.objects.values_list("publisher_id", flat=True).distinct())
     ids = with_targets | set(own)
-    for publisher in (
+    publishers = list(
         Publisher.objects.filter(pk__in=ids).order_by("slug").only("pk", "slug", "visibility")
-    ):
+    )
+    private_names = _private_names_of(publishers)
+    for publisher in publishers:
         if publisher.slug in TOP_LEVEL_ROLE_NAMES:
             logger.warning(
                 "publisher %r is named after a TUF top-level role: not delegated", publisher.slug
@@ -473,7 +486,7 @@ def _delegations(online: Signer) -> Delegations:
         for row in held:
             keys[row.keyid] = Key.from_dict(row.keyid, dict(row.key))
         keyids = [row.keyid for row in held] or [online.public_key.keyid]
-        hidden = _private_names(publisher)
+        hidden = private_names.get(publisher.pk)
         # The private catalogs' role follows the public one, for the same paths: a target not
         # in the public role is looked up there (whose metadata only members are served).
         roles[publisher.slug] = DelegatedRole(
@@ -515,20 +528,26 @@ def _publish(
         if p.slug not in TOP_LEVEL_ROLE_NAMES
     }
     own = _publisher_keys(p.pk for p in held.values())
+    private_names = _private_names_of(held.values())
+    private_rows = set(
+        TufMetadata.objects.filter(role__in=[private_role(slug) for slug in held])
+        .values_list("role", flat=True)
+        .distinct()
+    )
     wanted: set[str] = set()  # the roles the top-level targets must delegate
     for slug, publisher in held.items():
         wanted.add(slug)
-        hidden = bool(_private_names(publisher))
-        if hidden:
+        names = private_names.get(publisher.pk, set())
+        if names:
             wanted.add(private_role(slug))
         if own.get(publisher.pk):
             continue  # its own keys sign its roles: the registry never does
         for name, private in ((slug, False), (private_role(slug), True)):
-            row = current(name)
-            if private and not hidden and row is None:
+            if private and not names and name not in private_rows:
                 continue
+            row = current(name)
             version = (row.version if row else 0) + 1
-            md = Metadata(_publisher_role(publisher, version, private=private))
+            md = Metadata(_publisher_role(publisher, version, private=private, hidden=names))
             if not private and len(md.signed.targets) > int(settings.TRUST_HASHED_BINS_THRESHOLD):
                 md = _binned(slug, md, online, changed, force=force_roles)
             before = _parsed(row).signed if row is not None else None

@@ -7,7 +7,9 @@ revocation list: three targets a catalog) in bulk, signs the whole repository on
 (``tuf_publish`` over every publisher), then publishes one more version of one catalog and
 measures what that re-signs. It reports the size of root, targets, snapshot and timestamp, the
 largest publisher role, the total stored, what a client downloads for one catalog on a cold cache
-(timestamp, snapshot, targets, the publisher's role) and the time of both signings.
+(timestamp, snapshot, targets, the publisher's role and, when it is in hashed bins, one bin)
+and the time of both signings. A publisher past ``TRUST_HASHED_BINS_THRESHOLD`` targets
+(default 2048) is in ``TRUST_HASHED_BINS`` hashed bins (default 256; PEP 458).
 
     .venv/bin/python bench/tuf_metadata_sizes.py [--catalogs 10000] [--json]
 
@@ -86,8 +88,21 @@ def _layout(catalogs: int, per_publisher: int) -> dict[str, object]:
         return len(row.data.encode()) if row else 0
 
     roles = {r: size(r) for r in ("root", "targets", "snapshot", "timestamp")}
-    biggest = max(size(s) for s in slugs)
-    stored = sum(len(d.encode()) for d in TufMetadata.objects.values_list("data", flat=True))
+    # The newest version of every role; a publisher's role and, when it is in hashed bins,
+    # its largest bin (a client downloads the role and the one bin its target falls in).
+    newest: dict[str, tuple[int, int]] = {}
+    stored = 0
+    for role, version, data in TufMetadata.objects.values_list("role", "version", "data"):
+        stored += len(data.encode())
+        if version >= newest.get(role, (0, 0))[0]:
+            newest[role] = (version, len(data.encode()))
+    largest_bin: dict[str, int] = {}
+    for role, (_, n) in newest.items():
+        if tuf.BIN_INFIX in role:
+            slug = tuf.role_publisher(role)
+            largest_bin[slug] = max(largest_bin.get(slug, 0), n)
+    biggest = max(newest[s][1] + largest_bin.get(s, 0) for s in slugs)
+    bins = sum(1 for role in newest if tuf.BIN_INFIX in role)
     # One more version of one catalog: its publisher's role, snapshot and timestamp re-signed.
     first = publishers[0]
     base = f"{first.slug}/catalog-00000"
@@ -105,13 +120,18 @@ def _layout(catalogs: int, per_publisher: int) -> dict[str, object]:
         "catalogs_per_publisher": per_publisher,
         "bytes": roles,
         "largest_publisher_role": biggest,
+        "hashed_bins": bins,
         "stored_total": stored,
         "client_cold_download": roles["timestamp"] + roles["snapshot"] + roles["targets"] + biggest,
         "sign_all_seconds": round(full, 2),
         "publish_one_seconds": round(one, 3),
-        "publish_one_written": {
-            r.role if r.role in tuf.TOP_LEVEL else "publisher": len(r.data) for r in written
-        },
+        "publish_one_written": [
+            (
+                r.role if r.role in tuf.TOP_LEVEL else "bin" if tuf.BIN_INFIX in r.role else "role",
+                len(r.data),
+            )
+            for r in written.order_by("role")
+        ],  # fmt: skip
     }
 
 
@@ -136,7 +156,7 @@ def main() -> int:
     print(
         f"{'catalogs':>8} {'publishers':>10} {'targets.json':>13} {'snapshot.json':>14} "
         f"{'timestamp':>10} {'largest role':>13} {'client cold':>12} {'stored':>11} "
-        f"{'sign all':>9} {'publish 1':>10}"
+        f"{'sign all':>9} {'publish 1':>10} {'written by publish 1':>20}"
     )
     for r in results:
         b = r["bytes"]
@@ -145,7 +165,8 @@ def main() -> int:
             f"{_kib(b['snapshot']):>14} {_kib(b['timestamp']):>10} "
             f"{_kib(r['largest_publisher_role']):>13} {_kib(r['client_cold_download']):>12} "
             f"{_kib(r['stored_total']):>11} {r['sign_all_seconds']:>8}s "
-            f"{r['publish_one_seconds']:>9}s"
+            f"{r['publish_one_seconds']:>9}s "
+            f"{_kib(sum(n for _, n in r['publish_one_written'])):>20}"
         )
     return 0
 

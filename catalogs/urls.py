@@ -34,6 +34,11 @@ urlpatterns = [
     re_path(
         r"^blobs/sha256/(?P<hexdigest>[0-9a-f]{64})$", mirror_views.blob_by_digest, name="blob"
     ),
+    re_path(
+        r"^(?P<publisher>[-\w]+)/(?P<catalog>[-\w]+)/blobs/sha256/(?P<hexdigest>[0-9a-f]{64})$",
+        mirror_views.catalog_blob,
+        name="catalog-blob",
+    ),
     path("<slug:publisher>/<slug:catalog>/catalog.yaml", views.catalog_latest, name="latest"),
     path(
         "<slug:publisher>/<slug:catalog>/catalog.yaml.sig",

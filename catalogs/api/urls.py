@@ -87,7 +87,7 @@ urlpatterns = [
         name="publisher-key-list",
     ),
     re_path(
-        r"^publishers/(?P<publisher>[-\w]+)/tuf/(?P<role>[-\w]+)\.json$",
+        r"^publishers/(?P<publisher>[-\w]+)/tuf/(?P<role>[-\w]+(?:\.private)?)\.json$",
         revocations.PublisherRoleView.as_view(),
         name="publisher-tuf-role",
     ),

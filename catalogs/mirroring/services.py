@@ -80,6 +80,7 @@ from catalogs.publishing.models import Catalog, CatalogVersion, FunctionDefiniti
 from catalogs.publishing.selectors import user_is_mirror_operator
 from catalogs.publishing.services import Actor
 from catalogs.ratelimits import Deferral, upstream_hosts_admit
+from catalogs.trust import services as trust_services
 from orchestrator.catalog import Catalog as ParsedCatalog
 from orchestrator.catalog import dump_canonical
 
@@ -1053,6 +1054,16 @@ def _sync_commit(*, run_pk: int, outcome: _Outcome) -> SyncRun:
                 return _package_commit(run=run, source=source, outcome=outcome)
             names = _store_blobs(outcome.staged, created_files)
             catalog = Catalog.objects.select_related("publisher").get(pk=source.catalog_id)
+            # The exec and starlark artifacts served for this catalog are TUF targets of its
+            # publisher's role, signed with the version that names them (image blobs are
+            # pinned by their manifests' digests instead).
+            image_blobs = {b.digest for image in outcome.container_images for b in image.blobs}
+            trust_services.runtime_artifact_targets_record(
+                catalog=catalog,
+                artifacts=sorted(
+                    {(s.digest, s.size) for s in outcome.staged if s.digest not in image_blobs}
+                ),
+            )
             version, created = services.catalog_version_publish(
                 catalog=catalog, content=outcome.content, actor=None, sync_run=run
             )

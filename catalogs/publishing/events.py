@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from catalogs.publishing.models import Catalog, CatalogVersion
+from catalogs.publishing.models import Catalog, CatalogVersion, Publisher
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,13 @@ class CatalogVersionDeprecationChanged:
     """``version`` was deprecated (its ``deprecation`` holds the message) or no longer is."""
 
     version: CatalogVersion
+
+
+@dataclass(frozen=True)
+class VisibilityChanged:
+    """``publisher`` or one of its catalogs became public or private, in the transaction."""
+
+    publisher: Publisher
 
 
 @dataclass(frozen=True)

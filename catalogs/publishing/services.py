@@ -41,6 +41,7 @@ from catalogs.publishing.events import (
     CatalogVersionDeprecationChanged,
     CatalogVersionPublished,
     CatalogWriteRequested,
+    VisibilityChanged,
 )
 from catalogs.publishing.models import (
     Catalog,
@@ -359,6 +360,7 @@ def _visibility_set(*, publisher: Publisher, obj: Publisher | Catalog, visibilit
     obj.save(update_fields=["visibility", "updated_at"])
     names = list(Catalog.objects.filter(publisher=publisher).values_list("name", flat=True))
     serving.serving_visibility_changed(publisher_slug=publisher.slug, catalog_names=names)
+    events.emit(VisibilityChanged(publisher=publisher))
     # After the commit too: a request between this write and the commit may have read the old
     # visibility back into this process's memory.
     transaction.on_commit(

@@ -197,15 +197,24 @@ class PublisherRoleView(APIView):
 
     def _publisher(self, publisher: str, role: str):
         found = selectors.publisher_get(slug=publisher, viewer=self.request.user)
-        if role != found.slug:
-            raise NotFoundError(f"Publisher '{publisher}' signs only its own role '{publisher}'.")
+        if role not in (found.slug, tuf.private_role(found.slug)):
+            raise NotFoundError(
+                f"Publisher '{publisher}' signs only its own roles '{publisher}' and "
+                f"'{tuf.private_role(publisher)}'."
+            )
+        if role != found.slug and (
+            not selectors.visible_to(viewer=self.request.user, private=True, publisher_id=found.pk)
+            or not tuf.has_private_role(found)
+        ):
+            raise NotFoundError(f"No TUF role {role}: the publisher has no private catalogs.")
         return found
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, publisher: str, role: str) -> Response:
         found = self._publisher(publisher, role)
         services.tuf_repository_ensure()
-        return Response(tuf.publisher_role_template(publisher=found).to_dict())
+        private = role != found.slug
+        return Response(tuf.publisher_role_template(publisher=found, private=private).to_dict())
 
     @extend_schema(
         request={"application/json": OpenApiTypes.OBJECT}, responses={200: RoleUploadedSerializer}
@@ -216,5 +225,7 @@ class PublisherRoleView(APIView):
         found = self._publisher(publisher, role)
         publisher_check_can_write(publisher=found, actor=request.user)
         services.tuf_repository_ensure()
-        uploaded = tuf.tuf_role_upload(publisher=found, data=request.body)
+        uploaded = tuf.tuf_role_upload(
+            publisher=found, data=request.body, private=role != found.slug
+        )
         return Response({"role": uploaded.role, "version": uploaded.version})

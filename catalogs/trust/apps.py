@@ -18,6 +18,7 @@ class TrustConfig(AppConfig):
             CatalogVersionDeprecationChanged,
             CatalogVersionPublished,
             CatalogVersionSignatureRequested,
+            VisibilityChanged,
         )
         from catalogs.trust import services
 
@@ -30,3 +31,4 @@ class TrustConfig(AppConfig):
             CatalogVersionSignatureRequested, services.on_catalog_version_signature_requested
         )
         events.subscribe(OciPackagePushed, services.on_oci_package_pushed)
+        events.subscribe(VisibilityChanged, services.on_visibility_changed)

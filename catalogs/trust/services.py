@@ -24,6 +24,7 @@ from catalogs.publishing.events import (
     CatalogVersionDeprecationChanged,
     CatalogVersionPublished,
     CatalogVersionSignatureRequested,
+    VisibilityChanged,
 )
 from catalogs.publishing.models import Catalog, CatalogVersion
 from catalogs.trust import revocations, signing, tuf
@@ -130,6 +131,13 @@ def catalog_tuf_targets_set(*, catalog: Catalog) -> None:
         tuf.catalog_version_targets_set(version=version)
 
 
+def runtime_artifact_targets_record(*, catalog: Catalog, artifacts: list[tuple[str, int]]) -> None:
+    """The runtime artifacts (``(sha256:<hex>, size)``) the registry serves for ``catalog``
+    become targets of its publisher's role, signed with the version that names them (call
+    before publishing it, in its transaction)."""
+    tuf.runtime_artifact_targets_set(catalog=catalog, artifacts=artifacts)
+
+
 def tuf_repository_init() -> None:
     """Make the registry a TUF repository (idempotent): targets for every published catalog,
     then root, targets, the publishers' roles, snapshot and timestamp."""
@@ -178,6 +186,14 @@ def on_catalog_latest_changed(event: CatalogLatestChanged) -> None:
 def on_catalog_version_deprecation_changed(event: CatalogVersionDeprecationChanged) -> None:
     """A version's deprecation changed: its targets carry it in their signed custom object."""
     on_catalog_latest_changed(CatalogLatestChanged(version=event.version))
+
+
+def on_visibility_changed(event: VisibilityChanged) -> None:
+    """A catalog (or its publisher) became private or public: its targets move between the
+    publisher's role and its private catalogs' role (``<publisher>.private``), re-signed."""
+    if tuf.current("root") is None:
+        return  # the repository is created, with every catalog as it is then, on first use
+    tuf.tuf_publish(publishers=[event.publisher.slug])
 
 
 def on_catalog_version_signature_requested(event: CatalogVersionSignatureRequested) -> None:

@@ -8,14 +8,16 @@ The layout is the contract of docs/trust.md (what ``krm`` reads with python-tuf'
 - ``targets`` (online key): one delegation per publisher, a terminating role named after the
   publisher's slug for the paths ``<publisher>/*``, ``<publisher>/*/*``, ``<publisher>/*/*/*/*``,
   to the registry's online key, or to the publisher's own keys once it registered some.
-- one role per publisher: every catalog version, the latest pointer and the revocation list
-  (``TufTarget`` rows), signed by the online key; a publisher holding keys uploads its role
-  signed by them (``tuf_role_upload``), and the registry never signs that role.
+- one role per publisher: every catalog version, the latest pointer, the revocation list and
+  the runtime artifacts the registry serves for its catalogs (``TufTarget`` rows), signed by
+  the online key; a publisher holding keys uploads its role signed by them
+  (``tuf_role_upload``), and the registry never signs that role.
 - ``snapshot`` and ``timestamp`` (online key); the timestamp expires after
   ``TRUST_TIMESTAMP_TTL`` seconds and is re-signed before that (``tuf_refresh``).
 
 Every write takes the repository's lock (the newest root row, ``SELECT … FOR UPDATE``) and runs
-in the caller's transaction, so a publish and the metadata that signs it commit together.
+in the caller's transaction, so a publish and the metadata that signs it commit together; the
+first root version is a get-or-create on the (role, version) constraint (``_root_ensure``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils import timezone
 from securesystemslib.signer import CryptoSigner, Key, Signer, SSlibKey
 from tuf.api import exceptions as tuf_errors
@@ -49,7 +52,7 @@ from tuf.api.metadata import (
 from tuf.api.serialization.json import JSONSerializer
 
 from catalogs.exceptions import InvalidInputError, NotFoundError, StateConflictError
-from catalogs.publishing.models import Catalog, CatalogVersion, Publisher
+from catalogs.publishing.models import Catalog, CatalogVersion, Publisher, Visibility
 from catalogs.trust import signing
 from catalogs.trust.models import PublisherKey, TufMetadata, TufTarget
 
@@ -287,10 +290,23 @@ def root_rotation_check(*, signers: Iterable[Signer]) -> None:
 
 
 def _root_ensure() -> TufMetadata:
-    """The newest root, created (version 1, the configured keys) when the repository is new."""
+    """The newest root, created (version 1, the configured keys) when the repository is new,
+    locked for this transaction.
+
+    Two first writers at once (two first publishes) both find no root row to lock: the unique
+    (role, version) constraint lets one create root version 1. On PostgreSQL the other's insert
+    waits for that transaction and then fails; its savepoint is rolled back and it locks, and
+    goes on under, the root the first one committed (a get-or-create on the constraint). On
+    SQLite (``transaction_mode: IMMEDIATE``) the second writer waits for the whole first one.
+    """
     row = _lock()
     if row is None:
-        root_rotate()
+        try:
+            root_rotate()  # its own savepoint: a failed insert leaves this transaction usable
+        except IntegrityError:
+            if current(Root.type) is None:
+                raise
+            logger.info("TUF root version 1 was created by a concurrent transaction")
         row = _lock()
         assert row is not None
     return row
@@ -347,14 +363,91 @@ def catalog_version_targets_set(*, version: CatalogVersion) -> None:
         )  # fmt: skip
 
 
+def runtime_artifact_target_path(catalog: Catalog, digest: str) -> str:
+    """The target path of a runtime artifact (exec archive or binary, starlark script) the
+    registry serves for ``catalog``: ``<publisher>/<catalog>/blobs/sha256/<hex>``."""
+    return f"{catalog.publisher.slug}/{catalog.name}/blobs/sha256/{digest.removeprefix('sha256:')}"
+
+
+def runtime_artifact_targets_set(*, catalog: Catalog, artifacts: Iterable[tuple[str, int]]) -> None:
+    """Record the runtime artifacts (``(sha256:<hex>, size)``) ``catalog`` serves as targets of
+    its publisher's role (signed by the next ``tuf_publish``)."""
+    for digest, size in artifacts:
+        target_set(
+            publisher=catalog.publisher,
+            path=runtime_artifact_target_path(catalog, digest),
+            length=size,
+            sha256=digest.removeprefix("sha256:"),
+        )
+
+
 def revocations_target_path(catalog: Catalog) -> str:
     """The target path of ``catalog``'s revocation list."""
     return f"{catalog.publisher.slug}/{catalog.name}/revocations.yaml"
 
 
-def _publisher_role(publisher: Publisher, version: int) -> Targets:
+PRIVATE_SUFFIX = ".private"
+# A hashed bin of a publisher's role: ``<publisher>.bin-<hex prefix>`` (PEP 458).
+BIN_INFIX = ".bin-"
+_BIN_WIDTHS = {16: 1, 256: 2, 4096: 3}
+
+
+def role_publisher(role: str) -> str:
+    """The publisher a delegated role belongs to (its own, its private or one of its bins)."""
+    return role.split(".", 1)[0]
+
+
+def _bins() -> list[tuple[str, str]]:
+    """(role name suffix, hex prefix) of every hashed bin (``TRUST_HASHED_BINS``)."""
+    count = int(settings.TRUST_HASHED_BINS)
+    width = _BIN_WIDTHS.get(count)
+    if width is None:
+        raise InvalidInputError(f"TRUST_HASHED_BINS must be 16, 256 or 4096, not {count}.")
+    return [(f"{BIN_INFIX}{i:0{width}x}", f"{i:0{width}x}") for i in range(count)]
+
+
+def _bin_of(path: str, width: int) -> str:
+    """The hex prefix of the bin ``path`` falls in (TUF hashes the target path)."""
+    return hashlib.sha256(path.encode()).hexdigest()[:width]
+
+
+def private_role(slug: str) -> str:
+    """The role of a public publisher's private catalogs (a slug never holds a dot)."""
+    return slug + PRIVATE_SUFFIX
+
+
+def _private_names(publisher: Publisher) -> set[str]:
+    """The private catalogs of a public publisher (a private publisher's role is served only
+    to its members already: all its targets stay in it)."""
+    return _private_names_of([publisher]).get(publisher.pk, set())
+
+
+def _private_names_of(publishers: Iterable[Publisher]) -> dict[int, set[str]]:
+    """``_private_names`` of many publishers in one query (by publisher id; absent: none)."""
+    public = [p.pk for p in publishers if p.visibility != Visibility.PRIVATE]
+    found: dict[int, set[str]] = {}
+    rows = Catalog.objects.filter(publisher_id__in=public, visibility=Visibility.PRIVATE)
+    for publisher_id, name in rows.values_list("publisher_id", "name"):
+        found.setdefault(publisher_id, set()).add(name)
+    return found
+
+
+def has_private_role(publisher: Publisher) -> bool:
+    """Whether ``publisher``'s private catalogs have a role of their own now."""
+    return bool(_private_names(publisher))
+
+
+def _publisher_role(
+    publisher: Publisher, version: int, *, private: bool = False, hidden: set[str] | None = None
+) -> Targets:
+    """The targets of ``publisher``'s public catalogs, or (``private``) of its private ones
+    (``hidden``: its private catalogs' names, when the caller knows them)."""
     role = Targets(version=version, expires=_in(_ttl(Targets.type)))
+    if hidden is None:
+        hidden = _private_names(publisher)
     for target in TufTarget.objects.filter(publisher=publisher).order_by("path"):
+        if (target.path.split("/")[1] in hidden) != private:
+            continue
         role.targets[target.path] = TargetFile(
             length=target.length,
             hashes={"sha256": target.sha256},
@@ -364,11 +457,13 @@ def _publisher_role(publisher: Publisher, version: int) -> Targets:
     return role
 
 
-def publisher_role_template(*, publisher: Publisher) -> Metadata[Targets]:
-    """The publisher's role as the registry would have it now, unsigned, for the publisher to
-    sign with its own key: the next version, every target the registry serves for it."""
-    row = current(publisher.slug)
-    return Metadata(_publisher_role(publisher, (row.version if row else 0) + 1))
+def publisher_role_template(*, publisher: Publisher, private: bool = False) -> Metadata[Targets]:
+    """The publisher's role (or its private catalogs' role) as the registry would have it now,
+    unsigned, for the publisher to sign with its own key: the next version, every target it
+    serves there."""
+    name = private_role(publisher.slug) if private else publisher.slug
+    row = current(name)
+    return Metadata(_publisher_role(publisher, (row.version if row else 0) + 1, private=private))
 
 
 def _publisher_keys(publisher_ids: Iterable[int] | None = None) -> dict[int, list[PublisherKey]]:
@@ -388,7 +483,11 @@ def _delegations(online: Signer) -> Delegations:
     own = _publisher_keys()
     with_targets = set(TufTarget.objects.values_list("publisher_id", flat=True).distinct())
     ids = with_targets | set(own)
-    for publisher in Publisher.objects.filter(pk__in=ids).order_by("slug").only("pk", "slug"):
+    publishers = list(
+        Publisher.objects.filter(pk__in=ids).order_by("slug").only("pk", "slug", "visibility")
+    )
+    private_names = _private_names_of(publishers)
+    for publisher in publishers:
         if publisher.slug in TOP_LEVEL_ROLE_NAMES:
             logger.warning(
                 "publisher %r is named after a TUF top-level role: not delegated", publisher.slug
@@ -397,13 +496,25 @@ def _delegations(online: Signer) -> Delegations:
         held = own.get(publisher.pk) or []
         for row in held:
             keys[row.keyid] = Key.from_dict(row.keyid, dict(row.key))
+        keyids = [row.keyid for row in held] or [online.public_key.keyid]
+        hidden = private_names.get(publisher.pk)
+        # The private catalogs' role follows the public one, for the same paths: a target not
+        # in the public role is looked up there (whose metadata only members are served).
         roles[publisher.slug] = DelegatedRole(
             name=publisher.slug,
-            keyids=[row.keyid for row in held] or [online.public_key.keyid],
+            keyids=keyids,
             threshold=1,
-            terminating=True,
+            terminating=not hidden,
             paths=role_paths(publisher.slug),
         )
+        if hidden:
+            roles[private_role(publisher.slug)] = DelegatedRole(
+                name=private_role(publisher.slug),
+                keyids=keyids,
+                threshold=1,
+                terminating=True,
+                paths=role_paths(publisher.slug),
+            )
     return Delegations(keys=keys, roles=roles)
 
 
@@ -428,22 +539,46 @@ def _publish(
         if p.slug not in TOP_LEVEL_ROLE_NAMES
     }
     own = _publisher_keys(p.pk for p in held.values())
+    private_names = _private_names_of(held.values())
+    private_rows = set(
+        TufMetadata.objects.filter(role__in=[private_role(slug) for slug in held])
+        .values_list("role", flat=True)
+        .distinct()
+    )
+    wanted: set[str] = set()  # the roles the top-level targets must delegate
     for slug, publisher in held.items():
+        wanted.add(slug)
+        names = private_names.get(publisher.pk, set())
+        if names:
+            wanted.add(private_role(slug))
         if own.get(publisher.pk):
-            continue  # its own keys sign it: the registry never does
-        row = current(slug)
-        md = Metadata(_publisher_role(publisher, (row.version if row else 0) + 1))
-        unchanged = row is not None and _parsed(row).signed.targets == md.signed.targets
-        if unchanged and not force_roles and not _due(row, Targets.type):
-            continue
-        changed[slug] = _store(slug, _sign(md, [online]))
+            continue  # its own keys sign its roles: the registry never does
+        for name, private in ((slug, False), (private_role(slug), True)):
+            if private and not names and name not in private_rows:
+                continue
+            row = current(name)
+            version = (row.version if row else 0) + 1
+            md = Metadata(_publisher_role(publisher, version, private=private, hidden=names))
+            if not private and len(md.signed.targets) > int(settings.TRUST_HASHED_BINS_THRESHOLD):
+                md = _binned(slug, md, online, changed, force=force_roles)
+            before = _parsed(row).signed if row is not None else None
+            unchanged = (
+                before is not None
+                and before.targets == md.signed.targets
+                and _delegations_dict(before) == _delegations_dict(md.signed)
+            )
+            if unchanged and not force_roles and not _due(row, Targets.type):
+                continue
+            changed[name] = _store(name, _sign(md, [online]))
     top_row = current(Targets.type)
     top_version = None
     top_current = _parsed(top_row).signed if top_row is not None else None
     need_top = force_targets or top_current is None or _due(top_row, Targets.type)
     if not need_top and top_current is not None:
-        delegated = top_current.delegations.roles if top_current.delegations else {}
-        need_top = any(slug not in (delegated or {}) for slug in held)
+        delegated = (top_current.delegations.roles if top_current.delegations else {}) or {}
+        need_top = any(name not in delegated for name in wanted) or any(
+            private_role(slug) in delegated and private_role(slug) not in wanted for slug in held
+        )
     if need_top:
         delegations = _delegations(online)
         if (
@@ -460,6 +595,47 @@ def _publish(
             top.delegations = delegations
             top_version = _store(Targets.type, _sign(Metadata(top), [online]))
     _snapshot_timestamp(online, changed, top_version)
+
+
+def _delegations_dict(role: Targets) -> dict[str, Any] | None:
+    return role.delegations.to_dict() if role.delegations is not None else None
+
+
+def _binned(
+    slug: str, md: Metadata[Targets], online: Signer, changed: dict[str, int], *, force: bool
+) -> Metadata[Targets]:
+    """Hashed bins (PEP 458) for a role with many targets: each bin signed when its targets
+    changed (or it is due), recorded in ``changed``; returns the role delegating to them, with
+    no targets of its own. The bins are not terminating: a path in none of them goes on to the
+    publisher's private role."""
+    bins = _bins()
+    width = len(bins[0][1])
+    grouped: dict[str, dict[str, TargetFile]] = {prefix: {} for _, prefix in bins}
+    for path, info in md.signed.targets.items():
+        grouped[_bin_of(path, width)][path] = info
+    role = Targets(version=md.signed.version, expires=md.signed.expires)
+    role.delegations = Delegations(keys={online.public_key.keyid: online.public_key}, roles={})
+    for suffix, prefix in bins:
+        name = slug + suffix
+        role.delegations.roles[name] = DelegatedRole(  # type: ignore[index]
+            name=name,
+            keyids=[online.public_key.keyid],
+            threshold=1,
+            terminating=False,
+            path_hash_prefixes=[prefix],
+        )
+        row = current(name)
+        if (
+            row is not None
+            and not force
+            and not _due(row, Targets.type)
+            and _parsed(row).signed.targets == grouped[prefix]
+        ):
+            continue
+        part = Targets(version=(row.version if row else 0) + 1, expires=_in(_ttl(Targets.type)))
+        part.targets = grouped[prefix]
+        changed[name] = _store(name, _sign(Metadata(part), [online]))
+    return Metadata(role)
 
 
 def _snapshot_timestamp(online: Signer, changed: dict[str, int], top_version: int | None) -> None:
@@ -526,15 +702,30 @@ def tuf_refresh() -> bool:
     root_resign_if_due()
     _root_ensure()
     due = [
-        row.role
+        role_publisher(row.role)  # a private role or a bin is its publisher's to re-sign
         for row in TufMetadata.objects.filter(
             expires__lte=timezone.now() + datetime.timedelta(seconds=_ttl(Targets.type) / 2),
             uploaded=False,
         ).exclude(role__in=TOP_LEVEL)
     ]
-    _publish(publishers=due)
+    _publish(publishers=[*due, *_pending()])
     after = current(Timestamp.type)
     return before is None or after is None or before.version != after.version
+
+
+def _pending() -> list[str]:
+    """Publishers with a target recorded after their role was last signed (targets a data
+    migration recorded, say): their roles are signed by the next refresh."""
+    changed = dict(
+        TufTarget.objects.values_list("publisher__slug").annotate(latest=Max("updated_at"))
+    )
+    signed: dict[str, datetime.datetime] = {}
+    rows = TufMetadata.objects.exclude(role__in=TOP_LEVEL).values_list("role")
+    for role, at in rows.annotate(latest=Max("created_at")):
+        slug = role_publisher(role)  # its role, its private role or one of its bins
+        if slug in changed and (slug not in signed or at > signed[slug]):
+            signed[slug] = at
+    return sorted(slug for slug, at in changed.items() if slug not in signed or at > signed[slug])
 
 
 def timestamp_refresh_if_due() -> None:
@@ -581,10 +772,11 @@ def publisher_key_add(*, publisher: Publisher, public_key_pem: str, actor: Any) 
 
 
 @transaction.atomic
-def tuf_role_upload(*, publisher: Publisher, data: bytes) -> RoleUploaded:
-    """Accept ``publisher``'s role metadata signed by its own keys; snapshot and timestamp
-    then name it. Every target it lists must be one the registry serves, byte for byte."""
-    name = publisher.slug
+def tuf_role_upload(*, publisher: Publisher, data: bytes, private: bool = False) -> RoleUploaded:
+    """Accept ``publisher``'s role metadata (or, ``private``, its private catalogs' role) signed
+    by its own keys; snapshot and timestamp then name it. Every target it lists must be one the
+    registry serves in that role, byte for byte."""
+    name = private_role(publisher.slug) if private else publisher.slug
     if not PublisherKey.objects.filter(publisher=publisher).exists():
         raise StateConflictError(
             f"Publisher '{name}' holds no keys of its own: the registry signs its role. "
@@ -616,13 +808,12 @@ def tuf_role_upload(*, publisher: Publisher, data: bytes) -> RoleUploaded:
         raise InvalidInputError(f"The role expired at {md.signed.expires.isoformat()}.")
     if md.signed.delegations is not None:
         raise InvalidInputError("A publisher's role delegates nothing further.")
-    served = {t.path: t for t in TufTarget.objects.filter(publisher=publisher)}
+    served = {
+        path: (info.length, info.hashes.get("sha256"))
+        for path, info in _publisher_role(publisher, 1, private=private).targets.items()
+    }
     for path, info in md.signed.targets.items():
-        target = served.get(path)
-        if target is None or (info.length, info.hashes.get("sha256")) != (
-            target.length,
-            target.sha256,
-        ):
+        if served.get(path) != (info.length, info.hashes.get("sha256")):
             raise InvalidInputError(
                 f"Target {path} is not what the registry serves (length {info.length}, "
                 f"sha256 {info.hashes.get('sha256')}); fetch the role template again and sign it."

@@ -10,6 +10,8 @@ urlpatterns = [
     path("root.json", views.tuf_root, name="root"),
     path("timestamp.json", views.tuf_timestamp, name="timestamp"),
     re_path(
-        r"^(?P<version>[1-9]\d{0,9})\.(?P<role>[-\w]+)\.json$", views.tuf_metadata, name="role"
+        r"^(?P<version>[1-9]\d{0,9})\.(?P<role>[-\w]+(?:\.private|\.bin-[0-9a-f]{1,3})?)\.json$",
+        views.tuf_metadata,
+        name="role",
     ),
 ]

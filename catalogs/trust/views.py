@@ -116,15 +116,19 @@ def tuf_metadata(request: HttpRequest, version: int, role: str) -> HttpResponse:
     if role == "timestamp":
         raise Http404("The timestamp is served only as timestamp.json.")
     if role not in tuf.TOP_LEVEL:
-        # A publisher's role lists its targets: a private publisher's only for its members.
+        # A publisher's role lists its targets: a private publisher's only for its members,
+        # and its private catalogs' role (<publisher>.private) likewise; to anyone else the
+        # same 404 as for a role that does not exist.
         try:
             viewer = user_from_request(request)
         except AuthenticationFailed as err:
             return unauthorized(err)
-        publisher = Publisher.objects.filter(slug=role).first()
-        if publisher is not None and publisher.visibility == Visibility.PRIVATE:
-            if not selectors.publisher_visible(viewer=viewer, publisher=publisher):
-                raise Http404("No such TUF metadata.")
+        private = role.endswith(tuf.PRIVATE_SUFFIX)
+        slug = tuf.role_publisher(role)
+        publisher = Publisher.objects.filter(slug=slug).first()
+        if publisher is not None and (private or publisher.visibility == Visibility.PRIVATE):
+            if not selectors.visible_to(viewer=viewer, private=True, publisher_id=publisher.pk):
+                raise Http404(f"No TUF metadata {role}.json version {version}.")
             return private_cache_control(
                 _tuf_response(_tuf_row(role, int(version)), immutable=True)
             )

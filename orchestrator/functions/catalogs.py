@@ -263,6 +263,13 @@ class _Fetched:
     save: Callable[[], None] = field(default=lambda: None)
 
 
+def _trust_error(message: str) -> FunctionError:
+    """A TrustError (tufclient is imported only now: a warm build never loads tuf)."""
+    from orchestrator.functions.tufclient import TrustError
+
+    return TrustError(message)
+
+
 class CatalogStore:
     """Fetches catalogs once per build; ETag cache on disk under $XDG_CACHE_HOME/krm/catalogs."""
 
@@ -270,6 +277,8 @@ class CatalogStore:
         self.options = options
         self._loaded: dict[str, LoadedCatalog] = {}
         self._sessions: dict[str, Any] = {}  # registry -> tufclient.Session | None
+        # registry -> the warm record (tufcache) its catalogs were confirmed by in this build
+        self._warm: dict[str, dict[str, Any]] = {}
 
     def get(
         self, ref: CatalogRef, keys: list[CatalogKey] | None = None, *, report_only: bool = False
@@ -385,6 +394,7 @@ class CatalogStore:
             )
         if warm is not None:
             found, record = warm
+            self._warm[target.registry] = record
             path, data, listed_bytes = target.path, found[target.path], found[target.revocations]
             source, version = f"{target.registry}/c/{path}", record["targets"][path].get("version")
             how = str(record.get("how", ""))
@@ -427,6 +437,71 @@ class CatalogStore:
             loaded.deprecation = deprecation
             _warn_deprecated(loaded)
         return loaded
+
+    def runtime_verify(self, loaded: LoadedCatalog, uri: str, sha256: str | None) -> None:
+        """A runtime artifact of a catalog verified through TUF, when that registry serves it
+        (below ``/c/``): it must be a target of the catalog's publisher's role, and its bytes
+        (fetched into the blob cache) that target's length and sha256. TrustError naming the
+        artifact otherwise; nothing is unpacked or run. Artifacts elsewhere are pinned by the
+        sha256 the verified catalog states (``fetch.fetch_blob``)."""
+        if not loaded.registry or not loaded.target:
+            return
+        from orchestrator.functions import fetch, tufpaths
+
+        publisher, catalog = loaded.target.split("/")[:2]
+        path = tufpaths.runtime_target(loaded.registry, publisher, catalog, uri)
+        if path is None:
+            return
+        name = loaded.ref.raw
+        where = f"runtime artifact {uri} of catalog {name}"
+        signed = self._runtime_target(loaded, path)
+        if signed is None:
+            raise _trust_error(
+                f"{where}: registry {loaded.registry} signs no target {path}; it is not an "
+                "artifact the registry serves for this catalog, so nothing was fetched or run"
+            )
+        length, digest = signed
+        stated = fetch.normalise_sha256(sha256)
+        if stated is not None and stated != digest:
+            raise _trust_error(
+                f"{where}: the catalog states sha256 {stated}, registry {loaded.registry} "
+                f"signed {digest} for {path}; nothing was fetched or run"
+            )
+        try:
+            blob = fetch.fetch_blob(uri, digest, options=self.options)
+        except fetch.DigestMismatchError:
+            raise _trust_error(
+                f"{where} is not the one registry {loaded.registry} signed for {path} "
+                f"(sha256 {digest}, {length} bytes): altered on the way or swapped on the "
+                "registry; nothing was unpacked or run"
+            ) from None
+        if os.path.getsize(blob) != length:
+            raise _trust_error(
+                f"{where} is {os.path.getsize(blob)} bytes, registry {loaded.registry} signed "
+                f"{length} for {path}; nothing was unpacked or run"
+            )
+
+    def _runtime_target(self, loaded: LoadedCatalog, path: str) -> tuple[int, str] | None:
+        """(length, sha256) registry ``loaded.registry`` signs for ``path``, None when none:
+        from the warm record its catalog was confirmed by in this build, else through ngclient
+        (and recorded for the next warm build)."""
+        record = self._warm.get(loaded.registry)
+        known = (record or {}).get("targets", {}).get(path)
+        if isinstance(known, dict) and "length" in known and "sha256" in known:
+            return int(known["length"]), str(known["sha256"])
+        session = self._tuf_session(loaded.registry, loaded.ref, [])
+        if session is None:
+            from orchestrator.functions import tufclient
+
+            raise tufclient.TrustError(
+                f"catalog {loaded.ref.raw}: registry {loaded.registry} no longer serves TUF "
+                "metadata; no function from this catalog runs"
+            )
+        info = session.targetinfo(loaded.ref.raw, path)
+        if info is None or "sha256" not in info.hashes:
+            return None
+        session.remember_target(path, info)
+        return info.length, info.hashes["sha256"]
 
     def _verify_tuf(
         self, ref: CatalogRef, target: Any, session: Any, keys: list[CatalogKey]

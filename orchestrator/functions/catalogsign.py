@@ -13,11 +13,16 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.functions.fetch import FetchError, check_url, http_get, read_limited
 from orchestrator.functions.options import FnOptions
-from orchestrator.functions.tufclient import MAX_METADATA_BYTES, TrustError, normalise_registry
+from orchestrator.functions.tufclient import (
+    MAX_METADATA_BYTES,
+    PRIVATE_ROLE,
+    TrustError,
+    normalise_registry,
+)
 
 if TYPE_CHECKING:
     from securesystemslib.signer import CryptoSigner
@@ -56,14 +61,8 @@ def _signer(key_file: str) -> CryptoSigner:
 
 
 def sign(registry: str, *, publisher: str, key_file: str, token: str, options: FnOptions) -> Signed:
-    """Fetch ``publisher``'s role template from ``registry``, sign it, upload it."""
-    import json
-
-    import httpx
-    from tuf.api.metadata import Metadata, Targets
-
-    from orchestrator.functions.fetch import _ssl_context
-
+    """Fetch ``publisher``'s role template from ``registry``, sign it, upload it; then its
+    private catalogs' role (``<publisher>.private``) likewise, when it has one."""
     base = normalise_registry(registry)
     if not _SLUG.match(publisher):
         raise TrustError(f"{publisher!r} is not a publisher name")
@@ -72,10 +71,38 @@ def sign(registry: str, *, publisher: str, key_file: str, token: str, options: F
             "no API token: set KRM_REGISTRY_TOKEN (a token of an owner of the publisher)"
         )
     signer = _signer(key_file)
-    url = f"{base}/api/v1/publishers/{publisher}/tuf/{publisher}.json"
-    resp = http_get(url, options=options, max_bytes=MAX_METADATA_BYTES, missing_ok=True)
-    if resp.status == 404 or resp.body is None:
+    signed = _sign_role(base, publisher, publisher, signer, token, options)
+    if signed is None:
+        url = f"{base}/api/v1/publishers/{publisher}/tuf/{publisher}.json"
         raise TrustError(f"registry {base} has no publisher {publisher} ({url}: HTTP 404)")
+    # Its private catalogs' role too, when it has private catalogs (404 otherwise).
+    private = _sign_role(base, publisher, publisher + PRIVATE_ROLE, signer, token, options)
+    if private is not None:
+        signed = Signed(signed.role, signed.version, signed.targets + private.targets)
+    return signed
+
+
+def _sign_role(
+    base: str, publisher: str, role: str, signer: Any, token: str, options: FnOptions
+) -> Signed | None:
+    """Fetch role ``role``'s template, sign it and upload it; None when the registry has none."""
+    import json
+
+    import httpx
+    from tuf.api.metadata import Metadata, Targets
+
+    from orchestrator.functions.fetch import _ssl_context
+
+    url = f"{base}/api/v1/publishers/{publisher}/tuf/{role}.json"
+    resp = http_get(
+        url,
+        options=options,
+        max_bytes=MAX_METADATA_BYTES,
+        missing_ok=True,
+        headers={"Authorization": f"Token {token}"},
+    )
+    if resp.status == 404 or resp.body is None:
+        return None
     try:
         md = Metadata[Targets].from_dict(json.loads(resp.body))
         if not isinstance(md.signed, Targets):
@@ -103,7 +130,7 @@ def sign(registry: str, *, publisher: str, key_file: str, token: str, options: F
             f"registry {base} refused the role signed with key {signer.public_key.keyid[:16]} "
             f"(HTTP {put.status_code}): {detail}"
         )
-    return Signed(publisher, md.signed.version, len(md.signed.targets))
+    return Signed(role, md.signed.version, len(md.signed.targets))
 
 
 def main(

@@ -40,6 +40,10 @@ class FetchError(KrmError):
     """A download failed, broke a limit, or did not match its digest."""
 
 
+class DigestMismatchError(FetchError):
+    """A download's bytes are not the ones its sha256 names."""
+
+
 def is_loopback(host: str) -> bool:
     """Whether a URL host names this machine (localhost, 127.0.0.0/8, ::1)."""
     host = host.strip("[]").lower()
@@ -300,7 +304,7 @@ def fetch_blob(
                 http_get(uri, options=options, max_bytes=options.max_download, sink=sink)
         actual = _file_sha256(tmp)
         if actual != expected:
-            raise FetchError(
+            raise DigestMismatchError(
                 f"sha256 mismatch for {uri}: expected {expected}, got {actual}; "
                 "nothing was unpacked or run"
             )

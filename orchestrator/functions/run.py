@@ -157,6 +157,18 @@ def _argv(resolved: Resolved, kdir: str, options: FnOptions, name: str) -> tuple
     return argv, True  # the docker/podman CLI needs DOCKER_HOST etc.; the function does not
 
 
+def _runtime_verify(resolved: Resolved, catalogs: CatalogSet | None) -> None:
+    """An exec or starlark artifact of a catalog verified through TUF, served by that registry:
+    a signed target of the catalog's publisher, checked before anything is unpacked or run."""
+    if resolved.catalog is None or catalogs is None or resolved.kind not in ("exec", "starlark"):
+        return
+    spec = resolved.spec
+    uri = spec.get("uri") if resolved.kind == "exec" else spec.get("url") or spec.get("uri")
+    uri = _against_catalog(uri, resolved)
+    if uri:
+        catalogs.store.runtime_verify(resolved.catalog, str(uri), spec.get("sha256"))
+
+
 def _engine(options: FnOptions) -> str:
     from orchestrator.functions import container
 
@@ -256,6 +268,7 @@ def run_function_config(
     items = rl.to_items(inputs, kustomization_dir, deep=resolved.kind == "starlark")
     stderr = ""
     try:
+        _runtime_verify(resolved, catalogs)
         if resolved.kind == "starlark":
             from orchestrator.functions import starlark
 

@@ -67,6 +67,12 @@ MAX_METADATA_BYTES = 8 * 1024 * 1024
 TRUST_FILE = "trust.json"
 
 
+# The role of a public publisher's private catalogs, served only to its members (docs/trust.md).
+PRIVATE_ROLE = ".private"
+# A hashed bin of a publisher's role (PEP 458): ``<publisher>.bin-<hex prefix>``.
+BIN_INFIX = ".bin-"
+
+
 class TrustError(FunctionError):
     """TUF metadata or a target that does not verify, or a trust store that cannot be used."""
 
@@ -607,6 +613,10 @@ class Session:
         if info is not None:
             self._remember(path, info)
 
+    def remember_target(self, path: str, info: TargetFile) -> None:
+        """Record a target ngclient verified (a runtime artifact's) for warm builds."""
+        self._remember(path, info)
+
     def _remember(self, path: str, info: TargetFile) -> None:
         """Record a verified target for warm builds (tufcache), under the current timestamp."""
         sha = info.hashes.get("sha256")
@@ -616,7 +626,11 @@ class Session:
         expires: list[float] = []
         timestamp_sha = ""
         role = path.split("/", 1)[0]
-        for name in ("root", "timestamp", "snapshot", "targets", quote(role, "")):
+        names = ["root", "timestamp", "snapshot", "targets", quote(role, "")]
+        # A public publisher's private catalogs' role, when this member's client loaded it.
+        if os.path.isfile(os.path.join(metadata, f"{quote(role + PRIVATE_ROLE, '')}.json")):
+            names.append(quote(role + PRIVATE_ROLE, ""))
+        for name in names:
             try:
                 with open(os.path.join(metadata, f"{name}.json"), "rb") as f:
                     data = f.read()
@@ -643,13 +657,26 @@ class Session:
     def _role_targets(self, catalog: str, target: RegistryTarget) -> dict[str, TargetFile]:
         """The targets the publisher's role signs (loaded and verified by ngclient first)."""
         self.targetinfo(catalog, target.latest)
-        path = os.path.join(self.directory, "metadata", quote(target.publisher, "") + ".json")
-        try:
-            with open(path, "rb") as f:
-                md = Metadata[Targets].from_bytes(f.read())
-        except (OSError, ValueError):
-            return {}
-        return dict(md.signed.targets)
+        found: dict[str, TargetFile] = {}
+        # The publisher's role, and its private catalogs' role (loaded by ngclient, for a
+        # member, when the latest pointer was found there).
+        for role in (target.publisher + PRIVATE_ROLE, target.publisher):
+            path = os.path.join(self.directory, "metadata", quote(role, "") + ".json")
+            try:
+                with open(path, "rb") as f:
+                    md = Metadata[Targets].from_bytes(f.read())
+            except (OSError, ValueError):
+                continue
+            found.update(md.signed.targets)
+            # Hashed bins (PEP 458): every bin, each verified by ngclient as it loads it.
+            delegated = md.signed.delegations.roles if md.signed.delegations else None
+            for name in sorted(delegated or {}):
+                if name.startswith(role + BIN_INFIX):
+                    try:
+                        found.update(self.updater._load_targets(name, role).targets)
+                    except (tuf_errors.RepositoryError, tuf_errors.DownloadError) as exc:
+                        raise TrustError(self._refresh_failed(catalog, exc)) from None
+        return found
 
     def version_of(self, catalog: str, target: RegistryTarget, data: bytes) -> int | None:
         """The number of the signed version of ``target``'s catalog whose bytes are ``data``."""

@@ -5,7 +5,10 @@ A registry serves catalogs under ``<registry>/c/`` and its TUF metadata under
 
 - ``<publisher>/<catalog>/catalog.yaml``: the latest pointer (its hashes are the latest version's);
 - ``<publisher>/<catalog>/versions/<n>/catalog.yaml``: one immutable version;
-- ``<publisher>/<catalog>/revocations.yaml``: the catalog's revocation list.
+- ``<publisher>/<catalog>/revocations.yaml``: the catalog's revocation list;
+- ``<publisher>/<catalog>/blobs/sha256/<hex>``: a runtime artifact (exec archive or binary,
+  starlark script) the registry serves for the catalog, also served at ``/c/blobs/sha256/<hex>``
+  (the URL mirrored catalogs name).
 
 ``oci://<host>/<publisher>/<catalog>`` is the same catalog on the same host: tag ``latest`` (or
 none) is the latest pointer, ``v<n>`` version ``n``; any other tag, a digest, and the registry's
@@ -126,3 +129,34 @@ def for_oci(location: str) -> RegistryTarget | None:
 def revocations_url(registry: str, publisher: str, catalog: str) -> str:
     """Where the registry serves a catalog's revocation list."""
     return f"{registry}/c/{publisher}/{catalog}/{REVOCATIONS}"
+
+
+_BLOB = re.compile(r"^blobs/sha256/(?P<hexdigest>[0-9a-f]{64})$")
+
+
+def _decoded(path: str) -> str:
+    for _ in range(3):
+        decoded = unquote(path)
+        if decoded == path:
+            break
+        path = decoded
+    return path
+
+
+def runtime_target(registry: str, publisher: str, catalog: str, uri: str) -> str | None:
+    """The target path of runtime artifact ``uri`` named by ``publisher/catalog`` when the
+    registry (``scheme://host[/prefix]``) serves it below ``/c/``; None for any other URL."""
+    parts, base = urlsplit(uri), urlsplit(registry)
+    if (parts.scheme, parts.netloc.lower()) != (base.scheme, base.netloc.lower()):
+        return None
+    if parts.query or parts.fragment:
+        return None
+    prefix = f"{base.path.rstrip('/')}/c/"
+    path = _decoded(parts.path)
+    if not path.startswith(prefix):
+        return None
+    rest = path[len(prefix) :]
+    found = _BLOB.match(rest)
+    if found is not None:
+        return f"{publisher}/{catalog}/blobs/sha256/{found['hexdigest']}"
+    return rest

@@ -645,3 +645,8 @@ TRUST_TIMESTAMP_ON_DEMAND = env.bool("TRUST_TIMESTAMP_ON_DEMAND", default=True)
 # ceremony: 'manage.py tuf_root'), and how many root keys must sign a root.
 TRUST_ROOT_KEY_FILES = env.list("TRUST_ROOT_KEY_FILES", default=[])
 TRUST_ROOT_THRESHOLD = env.int("TRUST_ROOT_THRESHOLD", default=1)
+# Hashed bins (PEP 458): a publisher role the registry signs that lists more than
+# TRUST_HASHED_BINS_THRESHOLD targets delegates them to TRUST_HASHED_BINS roles (16, 256 or
+# 4096) by the sha256 of their paths, so a publish re-signs one small bin, not the whole role.
+TRUST_HASHED_BINS_THRESHOLD = env.int("TRUST_HASHED_BINS_THRESHOLD", default=2048)
+TRUST_HASHED_BINS = env.int("TRUST_HASHED_BINS", default=256)

@@ -388,3 +388,29 @@ def test_an_older_version_at_latest_or_a_missing_list_is_refused(world):
     )
     proxy.rewrite = {}
     assert _build(world, via).returncode == 0
+
+
+@pytest.fixture
+def binned(settings):
+    """Hashed bins from the first target on (before ``world`` publishes)."""
+    settings.TRUST_HASHED_BINS_THRESHOLD = 1
+    settings.TRUST_HASHED_BINS = 16
+
+
+def test_a_publisher_in_hashed_bins_builds_by_url_and_by_digest(binned, world):
+    live = world["live"]
+    targets = httpx.get(f"{live}/tuf/timestamp.json").json()  # the repository exists
+    assert targets["signed"]["_type"] == "timestamp"
+    snapshot = httpx.get(
+        f"{live}/tuf/{targets['signed']['meta']['snapshot.json']['version']}.snapshot.json"
+    ).json()["signed"]["meta"]
+    assert "example-co.bin-0.json" in snapshot and "example-co.bin-f.json" in snapshot
+    proc = _build(world, world["url"])
+    assert proc.returncode == 0, proc.stderr
+    assert "tier: web-exec" in proc.stdout
+    # A digest URL: krm finds which signed version those bytes are, through every bin.
+    digest = hashlib.sha256(httpx.get(world["url"]).content).hexdigest()
+    by_digest = world["url"].replace("/catalog.yaml", f"/sha256/{digest}/catalog.yaml")
+    proc = _build(world, by_digest)
+    assert proc.returncode == 0, proc.stderr
+    assert (world["app"] / "ran-exec-function").exists()

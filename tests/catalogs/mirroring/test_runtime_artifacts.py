@@ -224,3 +224,41 @@ def test_catalog_without_runtime_mirroring_keeps_upstream_uris(
         "https://example.invalid/keep"
     ]
     assert catalog_doc()  # the plain helper stays valid too
+
+
+def test_artifacts_are_tuf_targets_of_the_mirrors_role(mirror_settings, https_upstream, sync):
+    """Each exec artifact is a target ``mirrors/<catalog>/blobs/sha256/<hex>`` of the role the
+    sync signs; artifacts mirrored before (the data migration records them) are signed by the
+    next TUF refresh."""
+    import importlib
+
+    from django.apps import apps
+    from tuf.api.metadata import Metadata
+
+    from catalogs.trust import tuf
+    from catalogs.trust.models import TufTarget
+
+    one = b"binary one" * 100
+    doc = exec_catalog_doc([("One", https_upstream.serve("/bin/one", one), sha256(one)[7:])])
+    source = create("runtimes", https_upstream.serve("/catalog.yaml", doc), mirror_runtimes=True)
+    assert sync(source).status == "succeeded"
+    path = f"mirrors/runtimes/blobs/sha256/{sha256(one)[7:]}"
+
+    def signed() -> dict:
+        return Metadata.from_bytes(tuf.current("mirrors").data.encode()).signed.targets
+
+    assert (signed()[path].length, signed()[path].hashes) == (
+        len(one),
+        {"sha256": sha256(one)[7:]},
+    )
+    # As before this release: no target, a role without it.
+    TufTarget.objects.filter(path=path).delete()
+    tuf.tuf_publish(publishers=["mirrors"])
+    assert path not in signed()
+    migration = importlib.import_module(
+        "catalogs.mirroring.migrations.0004_runtime_artifact_tuf_targets"
+    )
+    migration.record(apps, None)
+    assert TufTarget.objects.get(path=path).sha256 == sha256(one)[7:]
+    tuf.tuf_refresh()
+    assert path in signed()

@@ -200,6 +200,6 @@ def test_bad_roles_are_refused(published, owner_client):
     resp = owner_client.put(other_role, b"{}", content_type="application/json")
     assert (resp.status_code, resp.json()["detail"]) == (
         404,
-        "Publisher 'example-co' signs only its own role 'example-co'.",
+        "Publisher 'example-co' signs only its own roles 'example-co' and 'example-co.private'.",
     )
     assert _snapshot() == before

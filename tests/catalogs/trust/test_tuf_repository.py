@@ -278,3 +278,105 @@ def test_tuf_root_command_rotates_with_the_configured_offline_keys(catalog, sett
     up = updater(tmp_path, root=Client().get("/tuf/1.root.json").content)
     up.refresh()
     assert fetched(up, "example-co/functions/catalog.yaml") == catalog.latest_version.content
+
+
+def test_a_private_catalogs_targets_are_in_the_private_role_only(catalog, owner, tmp_path):
+    from catalogs.publishing.models import Visibility
+    from tests.catalogs.factories import CatalogFactory
+
+    publish(catalog, ("fn.example.com", "A", "v1"))
+    secret = CatalogFactory(publisher=catalog.publisher, name="secret")
+    publish(secret, ("fn.example.com", "S", "v1"), name="secret")
+    slug = catalog.publisher.slug
+
+    def role(name: str) -> dict:
+        return Metadata.from_bytes(tuf.current(name).data.encode()).signed.targets
+
+    assert f"{slug}/secret/catalog.yaml" in role(slug)
+    assert tuf.current(f"{slug}.private") is None
+    services.catalog_update(catalog=secret, visibility=Visibility.PRIVATE, actor=owner)
+    assert not [p for p in role(slug) if "/secret/" in p]
+    assert sorted(role(f"{slug}.private")) == [
+        f"{slug}/secret/catalog.yaml",
+        f"{slug}/secret/revocations.yaml",
+        f"{slug}/secret/versions/1/catalog.yaml",
+    ]
+    top = Metadata.from_bytes(tuf.current("targets").data.encode()).signed.delegations.roles
+    assert [(name, r.terminating) for name, r in top.items()] == [
+        (slug, False),
+        (f"{slug}.private", True),
+    ]
+    # Anonymous: the same 404 as a role that does not exist; the owner: served.
+    version = tuf.current(f"{slug}.private").version
+    anonymous = Client().get(f"/tuf/{version}.{slug}.private.json")
+    assert anonymous.status_code == 404
+    owned = Client()
+    owned.force_login(owner)
+    assert owned.get(f"/tuf/{version}.{slug}.private.json").status_code == 200
+    # ngclient (the owner's session) finds the private catalog through the private role; the
+    # public one without it.
+    up = updater(tmp_path)
+    up.refresh()
+    assert fetched(up, f"{slug}/functions/catalog.yaml")
+    with pytest.raises(tuf_errors.DownloadError):
+        up.get_targetinfo(f"{slug}/secret/catalog.yaml")
+    member = updater(tmp_path, name="member")
+    member._fetcher.client = owned  # the owner's session, as krm sends ~/.netrc credentials
+    member.refresh()
+    assert fetched(member, f"{slug}/secret/catalog.yaml") == secret.latest_version.content
+    # Re-signed by the refresh before it expires, like the publisher's role.
+    private = tuf.current(f"{slug}.private")
+    TufMetadata.objects.filter(pk=private.pk).update(expires=timezone.now())
+    assert tuf.tuf_refresh()
+    assert tuf.current(f"{slug}.private").version == private.version + 1
+    # Public again: back in the publisher's role, which terminates again.
+    services.catalog_update(catalog=secret, visibility=Visibility.PUBLIC, actor=owner)
+    assert f"{slug}/secret/catalog.yaml" in role(slug)
+    top = Metadata.from_bytes(tuf.current("targets").data.encode()).signed.delegations.roles
+    assert [(name, r.terminating) for name, r in top.items()] == [(slug, True)]
+
+
+def test_hashed_bins_for_a_publisher_with_many_targets(catalog, settings, tmp_path):
+    """Past TRUST_HASHED_BINS_THRESHOLD targets the publisher's role delegates them to
+    TRUST_HASHED_BINS bins by path hash (PEP 458); a publish re-signs the bins it changed."""
+    settings.TRUST_HASHED_BINS_THRESHOLD = 4
+    settings.TRUST_HASHED_BINS = 16
+    first = publish(catalog, ("fn.example.com", "A", "v1"))  # 3 targets: no bins yet
+    slug = catalog.publisher.slug
+    assert Metadata.from_bytes(tuf.current(slug).data.encode()).signed.delegations is None
+    second = publish(catalog, ("fn.example.com", "B", "v1"))  # 4 targets: still none
+    third = publish(catalog, ("fn.example.com", "C", "v1"))  # 5: binned
+    role = Metadata.from_bytes(tuf.current(slug).data.encode()).signed
+    assert role.targets == {}
+    bins = role.delegations.roles
+    assert sorted(bins) == [f"{slug}.bin-{i:x}" for i in range(16)]
+    assert {tuple(r.path_hash_prefixes) for r in bins.values()} == {(f"{i:x}",) for i in range(16)}
+    # ngclient finds every target through its bin, and downloads them.
+    up = updater(tmp_path)
+    up.refresh()
+    assert fetched(up, f"{slug}/functions/catalog.yaml") == third.content
+    assert fetched(up, f"{slug}/functions/versions/1/catalog.yaml") == first.content
+    assert fetched(up, f"{slug}/functions/versions/2/catalog.yaml") == second.content
+    assert b"sequence: 0" in fetched(up, f"{slug}/functions/revocations.yaml")
+    # The next publish re-signs only the bins whose targets changed (the new version's and
+    # the latest pointer's), not the publisher's role nor the other bins.
+    versions = {name: tuf.current(name).version for name in [slug, *bins]}
+    publish(catalog, ("fn.example.com", "D", "v1"))
+    moved = {name for name in versions if tuf.current(name).version != versions[name]}
+    assert slug not in moved and 1 <= len(moved) <= 2, moved
+    up = updater(tmp_path, name="again")
+    up.refresh()
+    assert fetched(up, f"{slug}/functions/versions/4/catalog.yaml")
+    # Bins are served like the role they belong to.
+    name = sorted(moved)[0]
+    assert Client().get(f"/tuf/{tuf.current(name).version}.{name}.json").status_code == 200
+
+
+def test_a_binned_publish_leaves_nothing_pending(catalog, settings):
+    settings.TRUST_HASHED_BINS_THRESHOLD = 1
+    settings.TRUST_HASHED_BINS = 16
+    publish(catalog, ("fn.example.com", "A", "v1"))
+    publish(catalog, ("fn.example.com", "B", "v1"))
+    # The publish re-signed bins, not the publisher's role: still nothing to sign again.
+    assert tuf._pending() == []
+    assert tuf.tuf_refresh() is False

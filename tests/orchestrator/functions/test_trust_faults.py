@@ -109,6 +109,30 @@ def test_target_paths():
     assert tufpaths.for_url("https://r.example/c/acme/functions/catalog.yaml?x=1") is None
 
 
+def test_runtime_artifact_target_paths():
+    hexdigest = "ab" * 32
+    reg = "https://r.example/reg"
+    assert tufpaths.runtime_target(reg, "mirrors", "up", f"{reg}/c/blobs/sha256/{hexdigest}") == (
+        f"mirrors/up/blobs/sha256/{hexdigest}"
+    )
+    # However spelled, and on the host case-insensitively.
+    spelled = f"https://R.example/reg/c/%62lobs/sha256/{hexdigest}"
+    assert tufpaths.runtime_target(reg, "mirrors", "up", spelled) == (
+        f"mirrors/up/blobs/sha256/{hexdigest}"
+    )
+    assert tufpaths.runtime_target(reg, "acme", "fns", f"{reg}/c/acme/fns/tool.tgz") == (
+        "acme/fns/tool.tgz"
+    )
+    # Elsewhere: pinned by the catalog's sha256 only.
+    for other in (
+        f"https://other.example/reg/c/blobs/sha256/{hexdigest}",
+        f"http://r.example/reg/c/blobs/sha256/{hexdigest}",
+        "https://r.example/static/tool.tgz",
+        f"{reg}/c/blobs/sha256/{hexdigest}?x=1",
+    ):
+        assert tufpaths.runtime_target(reg, "mirrors", "up", other) is None, other
+
+
 def test_legacy_registry_revocations_apply_to_percent_encoded_urls(tmp_path, http_server, kit):
     """A registry without TUF metadata: its list applies however the catalog URL is spelled."""
     from orchestrator.functions.resolve import host_platform

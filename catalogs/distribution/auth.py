@@ -195,6 +195,8 @@ def oci_token_issue(
         for action in _granted(user, parts[1], actions, token):
             if action not in access[parts[1]]:
                 access[parts[1]].append(action)
+    # "u" first: an anonymous token's payload starts with {"u":null, which the nginx template
+    # (deploy/nginx/) tells apart to serve anonymous blob pulls from its cache.
     claims: dict = {"u": user.pk if user else None, "a": access}
     if user is not None:
         if not api_token:

@@ -195,6 +195,9 @@ def oci_token_issue(
         for action in _granted(user, parts[1], actions, token):
             if action not in access[parts[1]]:
                 access[parts[1]].append(action)
+    # "u" first: an anonymous token's payload starts with {"u":null (ANONYMOUS_TOKEN_PREFIX),
+    # which the nginx template (deploy/nginx/) tells apart to serve anonymous blob pulls from its
+    # cache.
     claims: dict = {"u": user.pk if user else None, "a": access}
     if user is not None:
         if not api_token:
@@ -205,6 +208,28 @@ def oci_token_issue(
     issued = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     ttl = settings.OCI_TOKEN_TTL_SECONDS
     return {"token": bearer, "access_token": bearer, "expires_in": ttl, "issued_at": issued}
+
+
+# The payload of every anonymous bearer token starts with {"u":null (see ``oci_token_issue``).
+ANONYMOUS_TOKEN_PREFIX = "eyJ1IjpudWxs"
+
+
+def anonymous_token_grants_pull(authorization: str, repository: str) -> bool:
+    """Whether ``authorization`` is ``Bearer <token>`` with a valid, unexpired anonymous token of
+    ``/v2/token`` that grants pull on ``repository``: such a request gets what a request without
+    credentials gets (the WSGI fast path answers both). No database query."""
+    scheme, _, value = authorization.partition(" ")
+    value = value.strip()
+    if scheme.lower() != "bearer" or not value.startswith(ANONYMOUS_TOKEN_PREFIX):
+        return False
+    try:
+        claims = signing.loads(value, salt=_SALT, max_age=settings.OCI_TOKEN_TTL_SECONDS)
+    except signing.BadSignature:  # expired ones too (SignatureExpired is one)
+        return False
+    if not isinstance(claims, dict) or claims.get("u") is not None:
+        return False
+    granted = claims.get("a", {})
+    return isinstance(granted, dict) and "pull" in granted.get(repository, [])
 
 
 def challenge(request: HttpRequest, *, repository: str = "", actions: str = "pull,push") -> str:

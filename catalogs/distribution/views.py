@@ -91,9 +91,21 @@ def oci_view(method_handlers: dict[str, Callable[..., HttpResponse]]) -> Callabl
         except RegistryError as exc:
             return _error_response(request, ManifestInvalidError(exc.message), repository)
         response[API_VERSION[0]] = API_VERSION[1]
+        if request.__dict__.get("_oci_private"):
+            _private_cache_control(response)
         return response
 
     return view
+
+
+def _private_cache_control(response: HttpResponse) -> None:
+    """A private repository's answer is for the caller only: no shared cache (nginx, a CDN)
+    may keep it, though it was asked with credentials, which ``public`` would allow (RFC 9111
+    section 3.5)."""
+    value = response.get("Cache-Control", "")
+    if value:
+        response["Cache-Control"] = value.replace("public", "private")
+    response["Vary"] = "Authorization"
 
 
 def _image_repository(name: str, kwargs: dict[str, str]) -> tuple[str, str] | None:
@@ -171,6 +183,8 @@ def _check_visible(request: HttpRequest, repository: str) -> None:
     access = serving_access(publisher_slug=publisher, catalog_name=catalog)
     if access is None or not access.private:
         return
+    # Whatever is answered, it is for this caller only (see ``oci_view``).
+    request.__dict__["_oci_private"] = True
     if not (
         identity.may(repository, "pull")
         and visible_to(
@@ -217,10 +231,22 @@ def _check_pull(request: HttpRequest, repository: str) -> None:
 
 
 def _base(request: HttpRequest) -> HttpResponse:
-    _identity(request)  # bad credentials are a 401 here too: `docker login` relies on it
+    """The version check, and the "ping" that tells a client how to authenticate.
+
+    Without credentials: 401 with the Bearer challenge, as Docker Hub, GHCR and Harbor answer.
+    The Docker CLI (moby's ``PingV2Registry``) and ``docker login`` learn the token realm only
+    from a 401 here (docker/distribution's ``ResponseChallenges`` reads no challenge on a 200),
+    and a private repository is never a 401 (its outsiders get NAME_UNKNOWN), so without this
+    401 Docker would never send the credentials it has. Public pulls stay anonymous: the token
+    endpoint gives anonymous callers a pull token for public repositories, and the repository
+    URLs themselves need none. With valid credentials (Basic, or any bearer token this registry
+    issued, anonymous ones included): 200; with bad ones: 401 (``docker login`` relies on it).
+    """
+    if "HTTP_AUTHORIZATION" not in request.META:
+        raise UnauthorizedError("authentication required: ask the token realm for a bearer token")
+    identity_from_request(request)
     response = JsonResponse({})
-    # 200 (pulls are anonymous), with the challenge anyway: containers/image (skopeo, podman)
-    # learns from this one answer how to send the credentials it has for pushes.
+    # The challenge on the 200 too: containers/image (skopeo, podman) reads it from either answer.
     response["WWW-Authenticate"] = challenge(request)
     return response
 

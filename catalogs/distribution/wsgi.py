@@ -1,12 +1,13 @@
 """A WSGI fast path for the one hot read of the OCI endpoint: a whole blob by digest.
 
-A blob a process has served once is in its immutable cache (``catalogs.distribution.selectors``); a
-plain
-anonymous ``GET``/``HEAD`` of it, for a host in ``ALLOWED_HOSTS``, is answered here, before
-Django's request machinery, with the same headers the view and the security middleware send.
-Anything else (ranges, conditionals, credentials, an unknown host, a cache miss, a private
-catalog) goes to Django
-unchanged. ``on_served(method, seconds)`` lets the caller count what the fast path answered.
+A blob a process has served once is in its immutable cache (``catalogs.distribution.selectors``);
+a plain anonymous ``GET``/``HEAD`` of it, for a host in ``ALLOWED_HOSTS``, is answered here,
+before Django's request machinery, with the same headers the view and the security middleware
+send. An anonymous bearer token of ``/v2/token`` granting pull on the repository counts as no
+credentials (the Docker CLI and containers/image send one with every anonymous pull, as ``/v2/``
+answers them with a 401 challenge). Anything else (ranges, conditionals, other credentials, an
+unknown host, a cache miss, a private catalog) goes to Django unchanged.
+``on_served(method, seconds)`` lets the caller count what the fast path answered.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from catalogs.distribution import selectors
+from catalogs.distribution.auth import anonymous_token_grants_pull
 from catalogs.publishing.serving import serving_access
 
 _BLOB_PATH = re.compile(r"^/v2/([-\w.]+)/([-\w.]+)/blobs/(sha256:[a-f0-9]{64})$")
-_SLOW_HEADERS = ("HTTP_AUTHORIZATION", "HTTP_RANGE", "HTTP_IF_NONE_MATCH")
+_SLOW_HEADERS = ("HTTP_RANGE", "HTTP_IF_NONE_MATCH")
 
 
 def _security_headers() -> list[tuple[str, str]]:
@@ -80,6 +82,15 @@ class OciBlobFastPath:
             and not any(h in environ for h in _SLOW_HEADERS)
         ):
             match = _BLOB_PATH.match(environ.get("PATH_INFO", ""))
+            authorization = environ.get("HTTP_AUTHORIZATION")
+            if (
+                match is not None
+                and authorization is not None
+                and not anonymous_token_grants_pull(
+                    authorization, f"{match.group(1)}/{match.group(2)}"
+                )
+            ):
+                match = None  # credentials: Django checks them
             if match is not None and self._host_allowed(environ):
                 content = selectors.oci_blob_cached(*match.groups())
                 # A private catalog's blobs go through Django, which checks who asks.

@@ -7,6 +7,7 @@ does not grow), and `latest` shows a new publish within the configured microcach
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import shutil
@@ -19,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from catalogs.distribution.auth import ANONYMOUS_TOKEN_PREFIX
 from tests.catalogs.factories import catalog_yaml
 from tests.live_registry import live_registry
 from tests.scripts import load_script
@@ -230,3 +232,36 @@ def test_pulls_nginx_answers_from_its_cache_are_counted_within_seconds(deployed)
     finally:
         os.killpg(collector.pid, signal.SIGTERM)
         collector.wait(timeout=20)
+
+
+def test_oci_blobs_are_cached_for_anonymous_tokens_and_not_for_credentials(deployed):
+    """The Docker CLI and skopeo pull public blobs with an anonymous bearer token (``/v2/`` is a
+    401 challenge): those share nginx's cache with tokenless pulls. A user's credentials go to
+    the registry every time, which checks them, and their answers are not kept."""
+    base, server, access_log = deployed
+    digest = _publish(base, server.token, "OciBlob")
+    path = f"/v2/acme/fns/blobs/{digest}"
+    scope = {"scope": "repository:acme/fns:pull"}
+    anonymous = httpx.get(f"{base}/v2/token", params=scope).json()["token"]
+    first = httpx.get(base + path, headers={"Authorization": f"Bearer {anonymous}"})
+    assert first.status_code == 200 and first.headers["X-Cache-Status"] == "MISS"
+    assert "sha256:" + hashlib.sha256(first.content).hexdigest() == digest
+    again = httpx.get(base + path, headers={"Authorization": f"Bearer {anonymous}"})
+    tokenless = httpx.get(base + path)
+    assert again.headers["X-Cache-Status"] == tokenless.headers["X-Cache-Status"] == "HIT"
+    assert again.content == tokenless.content == first.content
+    assert _django_saw(access_log, path) == 1, "a cached request reached Django"
+
+    basic = "Basic " + base64.b64encode(f"alice:{server.token}".encode()).decode()
+    user_token = httpx.get(
+        f"{base}/v2/token", params=scope, headers={"Authorization": basic}
+    ).json()["token"]
+    # The prefix the template matches (nginx cannot check a signature; the registry can).
+    assert anonymous.startswith(ANONYMOUS_TOKEN_PREFIX)
+    assert not user_token.startswith(ANONYMOUS_TOKEN_PREFIX)
+    assert f'"~^Bearer {ANONYMOUS_TOKEN_PREFIX}"' in bench.NGINX_TEMPLATE.read_text()
+    for authorization, status in ((basic, 200), (f"Bearer {user_token}", 200), ("Basic eDp5", 401)):
+        response = httpx.get(base + path, headers={"Authorization": authorization})
+        assert response.status_code == status
+        assert response.headers["X-Cache-Status"] == "BYPASS"
+    assert _django_saw(access_log, path) == 4

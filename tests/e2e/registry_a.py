@@ -87,7 +87,8 @@ def registry_a(data: Path, *, shell: str | None = None) -> Iterator[tuple[str, i
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{base}/v2/").status_code == 200:
+                # Up: /v2/ asks anonymous callers to authenticate (the Docker CLI's ping).
+                if httpx.get(f"{base}/v2/").status_code == 401:
                     break
             except httpx.TransportError:
                 pass

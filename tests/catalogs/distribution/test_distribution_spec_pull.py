@@ -36,14 +36,30 @@ def re_code(code: str) -> bool:
     return code.replace("_", "").isalpha() and code.isupper()
 
 
-def test_v2_answers_200_with_the_api_version_header(client):
+def test_v2_without_credentials_is_401_with_a_bearer_challenge(client):
+    # As Docker Hub, GHCR and Harbor answer: the Docker CLI reads a challenge from a 401 only
+    # (its sequence is in test_docker_auth_flow.py).
     response = client.get("/v2/")
-    assert response.status_code == 200
+    error = _error(response, 401, "UNAUTHORIZED")
+    assert "token" in error["message"]
     assert response["Docker-Distribution-API-Version"] == "registry/2.0"
-    # Where to get a token, for clients that only learn it here (containers/image, skopeo).
     assert response["WWW-Authenticate"] == (
         'Bearer realm="http://testserver/v2/token",service="testserver"'
     )
+    assert client.head("/v2/").status_code == 401
+
+
+def test_v2_with_credentials_is_200(client, basic):
+    anonymous_token = client.get("/v2/token", {"service": "testserver"}).json()["token"]
+    user_token = client.get("/v2/token", HTTP_AUTHORIZATION=basic).json()["token"]
+    for authorization in (basic, f"Bearer {anonymous_token}", f"Bearer {user_token}"):
+        response = client.get("/v2/", HTTP_AUTHORIZATION=authorization)
+        assert (response.status_code, response.json()) == (200, {})
+        assert response["Docker-Distribution-API-Version"] == "registry/2.0"
+        # The challenge on the 200 too: containers/image reads it from either answer.
+        assert response["WWW-Authenticate"].startswith('Bearer realm="http://testserver/v2/token"')
+    tampered = client.get("/v2/", HTTP_AUTHORIZATION=f"Bearer {user_token}x")
+    _error(tampered, 401, "UNAUTHORIZED")
 
 
 def test_v2_with_bad_credentials_is_401_with_a_bearer_challenge(client):

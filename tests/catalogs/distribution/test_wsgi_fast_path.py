@@ -124,3 +124,46 @@ def test_a_private_catalogs_cached_blob_goes_to_django_and_is_404_to_outsiders(
     services.catalog_update(catalog=published.catalog, actor=owner, visibility="public")
     monkeypatch.setattr(application, "application", lambda *args: pytest.fail("reached Django"))
     assert _call(path)[2] == bytes(published.content)
+
+
+def test_an_anonymous_pull_token_is_answered_by_the_fast_path_and_other_tokens_are_not(
+    published, basic, client, monkeypatch, settings
+):
+    """The Docker CLI and skopeo send an anonymous bearer token with a public pull (``/v2/`` is a
+    401 challenge): it gets the fast path, checked (signature, expiry, the repository's pull)."""
+    from django.core import signing
+
+    from catalogs.distribution.auth import _SALT
+
+    path = f"/v2/example-co/functions/blobs/{published.digest}"
+    _call(path)  # cached
+    scope = {"scope": "repository:example-co/functions:pull"}
+    anonymous = client.get("/v2/token", scope).json()["token"]
+    other_repository = client.get("/v2/token", {"scope": "repository:example-co/x:pull"})
+    user = client.get("/v2/token", scope, HTTP_AUTHORIZATION=basic).json()["token"]
+    forged = signing.dumps({"u": None, "a": {"example-co/functions": ["pull"]}}, salt="x")
+    expired = signing.dumps({"u": None, "a": {"example-co/functions": ["pull"]}}, salt=_SALT)
+
+    with monkeypatch.context() as django_unreachable:
+        django_unreachable.setattr(
+            application, "application", lambda *args: pytest.fail("reached Django")
+        )
+        status, headers, body = _call(path, HTTP_AUTHORIZATION=f"Bearer {anonymous}")
+        assert (status, body) == ("200 OK", bytes(published.content))
+        assert headers["Cache-Control"] == "public, max-age=31536000, immutable"
+
+    settings.OCI_TOKEN_TTL_SECONDS = -1  # from now on every token is expired
+    assert _call(path, HTTP_AUTHORIZATION=f"Bearer {expired}")[0].startswith("401")
+    settings.OCI_TOKEN_TTL_SECONDS = 300
+    reached = []
+    django = application.application
+
+    def counting(*args):
+        reached.append(1)
+        return django(*args)
+
+    monkeypatch.setattr(application, "application", counting)
+    without_pull = other_repository.json()["token"]
+    for token, status in ((without_pull, "401"), (forged, "401"), (user, "200")):
+        assert _call(path, HTTP_AUTHORIZATION=f"Bearer {token}")[0].startswith(status)
+    assert len(reached) == 3  # each went to Django, which checked it

@@ -8,6 +8,7 @@ import re
 import shutil
 import sys
 import threading
+from pathlib import Path
 
 import httpx
 import pytest
@@ -116,6 +117,36 @@ def test_nginx_site_renders_every_variable_and_refuses_a_missing_one(tmp_path):
         bench.BenchError, match=r"^krm-registry.conf.template needs values for KRM_UPSTREAM$"
     ):
         bench.render_nginx_site(values)
+
+
+@pytest.mark.skipif(
+    shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists(),
+    reason="nginx is not installed (scripts/system-packages.sh installs nginx-light)",
+)
+def test_nginx_runs_the_template_given_and_serves_the_baseline_file_both_ways(tmp_path):
+    # --nginx-template: another version of the deploy site, here one that answers 418 to all.
+    other = tmp_path / "other.conf.template"
+    other.write_text(
+        bench.NGINX_TEMPLATE.read_text().replace(
+            "listen ${KRM_LISTEN};", "listen ${KRM_LISTEN};\n    return 418;", 1
+        )
+    )
+    static_root = tmp_path / "static"
+    static_root.mkdir()
+    body = bench.generate_catalog(3)
+    (static_root / "catalog.yaml").write_bytes(body)
+    procs = bench.Processes()
+    try:
+        # Nothing listens on the upstream: the deploy template itself would answer 502.
+        base, static = bench.start_nginx(
+            procs, tmp_path, upstream="127.0.0.1:9", static_root=static_root, template=other
+        )
+        assert httpx.get(f"{base}/c/a/b/versions/1/catalog.yaml").status_code == 418
+        for path in ("/catalog.yaml", "/read/catalog.yaml"):
+            answer = httpx.get(static + path)
+            assert answer.status_code == 200 and answer.content == body
+    finally:
+        procs.stop()
 
 
 BUSY_THEN_SLEEP = """

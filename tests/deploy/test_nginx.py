@@ -115,7 +115,54 @@ def test_pinned_version_is_served_by_nginx_after_the_first_request(deployed):
         for name in ("X-Content-Digest", "ETag", "Content-Length", "Cache-Control"):
             assert again.headers[name] == head.headers[name] == first.headers[name]
         assert not_modified.status_code == 304
+        # Ranges from nginx's copy (sent from a read buffer, not sendfile: the template's
+        # comment says why), the whole body byte for byte beside them.
+        ranged = httpx.get(base + path, headers={"Range": "bytes=100-299"})
+        tail = httpx.get(base + path, headers={"Range": "bytes=-7"})
+        assert ranged.status_code == tail.status_code == 206
+        assert ranged.headers["X-Cache-Status"] == "HIT"
+        assert ranged.content == first.content[100:300]
+        assert tail.content == first.content[-7:]
+        assert ranged.headers["Content-Range"] == f"bytes 100-299/{len(first.content)}"
         assert _django_saw(access_log, path) == 1, "a cached request reached Django"
+
+
+def test_a_private_catalog_is_never_kept_by_nginx(deployed):
+    """Its pinned versions say Cache-Control: private, so every request reaches the registry,
+    which checks who asks; nginx answers no one from a copy."""
+    base, server, access_log = deployed
+    auth = {"Authorization": f"Token {server.token}"}
+    created = httpx.post(
+        f"{base}/api/v1/catalogs/",
+        json={"publisher": "acme", "name": "secret"},
+        headers=auth,
+        timeout=60,
+    )
+    assert created.status_code == 201, created.text
+    private = httpx.patch(
+        f"{base}/api/v1/catalogs/acme/secret/",
+        json={"visibility": "private"},
+        headers=auth,
+        timeout=60,
+    )
+    assert private.json()["visibility"] == "private"
+    published = httpx.post(
+        f"{base}/api/v1/catalogs/acme/secret/versions/",
+        content=catalog_yaml(("secret.example", "Hidden", "v1")).encode(),
+        headers={**auth, "Content-Type": "application/yaml"},
+        timeout=60,
+    )
+    assert published.status_code == 201, published.text
+    digest = published.json()["digest"]
+    path = "/c/acme/secret/versions/1/catalog.yaml"
+    for _ in range(3):
+        answer = httpx.get(base + path, headers=auth)
+        assert answer.status_code == 200
+        assert answer.headers["X-Content-Digest"] == digest
+        assert answer.headers["Cache-Control"] == "private, max-age=31536000, immutable"
+        assert answer.headers["X-Cache-Status"] != "HIT"
+    assert httpx.get(base + path).status_code == 404
+    assert _django_saw(access_log, path) == 4
 
 
 def test_an_unknown_version_is_not_cached(deployed):

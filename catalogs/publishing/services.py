@@ -183,8 +183,11 @@ def publisher_slug_check(
 
 
 @transaction.atomic
-def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publisher:
-    """Create a publisher; an authenticated actor becomes its first owner.
+def publisher_create(
+    *, slug: str, display_name: str = "", actor: Actor, visibility: str = "public"
+) -> Publisher:
+    """Create a publisher (``private`` from the start when asked); an authenticated actor
+    becomes its first owner.
 
     Reserved slugs (RESERVED_PUBLISHER_SLUGS) are the registry's: no user may take one; a system
     caller (``import_catalog``) creates it with no owner. The mirror publisher's slug is taken
@@ -194,10 +197,13 @@ def publisher_create(*, slug: str, display_name: str = "", actor: Actor) -> Publ
         raise NotAllowedError("Log in to create a publisher.")
     user_check_verified(user=actor, what="create a publisher")
     slug = publisher_slug_check(slug=slug, system=actor is None)
+    _visibility_check(slug, visibility)
     try:
         # A savepoint: a concurrent create of the same slug loses cleanly, not with a 500.
         with transaction.atomic():
-            publisher = Publisher.objects.create(slug=slug, display_name=display_name or slug)
+            publisher = Publisher.objects.create(
+                slug=slug, display_name=display_name or slug, visibility=visibility
+            )
     except IntegrityError:
         raise AlreadyExistsError(f"Publisher '{slug}' already exists.")
     if signed_in(actor):
@@ -312,8 +318,9 @@ def catalog_create(
     description: str = "",
     actor: Actor,
     for_mirror_source: bool = False,
+    visibility: str = "public",
 ) -> Catalog:
-    """Create an empty catalog under ``publisher``.
+    """Create an empty catalog under ``publisher`` (``private`` from the start when asked).
 
     Under the mirror publisher only ``mirror_source_create`` (``for_mirror_source``) creates them.
     """
@@ -325,10 +332,11 @@ def catalog_create(
         )
     # Lower case, as OCI repository names are (``<publisher>/<catalog>``).
     name = _slug_checked(name, what="catalog name").lower()
+    _visibility_check(publisher.slug, visibility)
     try:
         with transaction.atomic():
             catalog = Catalog.objects.create(
-                publisher=publisher, name=name, description=description
+                publisher=publisher, name=name, description=description, visibility=visibility
             )
             _audit(
                 publisher,
@@ -341,19 +349,27 @@ def catalog_create(
         raise AlreadyExistsError(f"Catalog '{publisher.slug}/{name}' already exists.")
 
 
-@transaction.atomic
-def _visibility_set(*, publisher: Publisher, obj: Publisher | Catalog, visibility: str) -> None:
-    """Set ``obj``'s visibility (``public`` or ``private``); the serving caches of this process
-    forget what they knew of the publisher's catalogs at once."""
+def _visibility_check(publisher_slug: str, visibility: str, *, setting: bool = False) -> None:
+    """InvalidInputError for an unknown visibility, or a private one under the mirrors (where
+    ``setting`` one, whichever, is refused too)."""
     if visibility not in Visibility.values:
         raise InvalidInputError(
             f"Visibility {visibility!r} is not one of: {', '.join(Visibility.values)}."
         )
-    if publisher.slug.lower() == settings.MIRROR_PUBLISHER_SLUG.lower():
+    if (setting or visibility == Visibility.PRIVATE) and (
+        publisher_slug.lower() == settings.MIRROR_PUBLISHER_SLUG.lower()
+    ):
         raise InvalidInputError(
-            f"The mirrored catalogs of publisher '{publisher.slug}' are public: a mirror cannot "
+            f"The mirrored catalogs of publisher '{publisher_slug}' are public: a mirror cannot "
             "be made private."
         )
+
+
+@transaction.atomic
+def _visibility_set(*, publisher: Publisher, obj: Publisher | Catalog, visibility: str) -> None:
+    """Set ``obj``'s visibility (``public`` or ``private``); the serving caches of this process
+    forget what they knew of the publisher's catalogs at once."""
+    _visibility_check(publisher.slug, visibility, setting=True)
     if obj.visibility == visibility:
         return
     obj.visibility = visibility

@@ -164,6 +164,12 @@ class PublisherCreateSerializer(serializers.Serializer):
 
     slug = serializers.SlugField(max_length=100)
     display_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    visibility = serializers.ChoiceField(
+        choices=Visibility.choices,
+        required=False,
+        default=Visibility.PUBLIC,
+        help_text="private: only the publisher's owners (and staff) see it and its catalogs.",
+    )
 
 
 class PublisherUpdateSerializer(serializers.Serializer):
@@ -264,6 +270,12 @@ class CatalogCreateSerializer(serializers.Serializer):
     publisher = serializers.SlugField(max_length=100)
     name = serializers.SlugField(max_length=100)
     description = serializers.CharField(required=False, allow_blank=True, default="")
+    visibility = serializers.ChoiceField(
+        choices=Visibility.choices,
+        required=False,
+        default=Visibility.PUBLIC,
+        help_text="private: only the publisher's owners (and staff) see the catalog.",
+    )
 
 
 class CatalogUpdateSerializer(serializers.Serializer):

@@ -60,3 +60,41 @@ def test_missing_fields_are_400(as_user, publisher):
         "publisher": ["This field is required."],
         "name": ["This field is required."],
     }
+
+
+def test_a_catalog_created_private_is_private_from_the_start(as_user, api_client, publisher):
+    """Asked for at creation, not by a PATCH after it: no window in which outsiders see it."""
+    from catalogs.publishing.models import Catalog
+
+    body = {"publisher": "example-co", "name": "secret", "visibility": "private"}
+    response = as_user("owner").post("/api/v1/catalogs/", body, format="json")
+    assert response.status_code == 201, response.content
+    assert (response.json()["visibility"], response.json()["private"]) == ("private", True)
+    assert Catalog.objects.get(name="secret").visibility == "private"
+    assert api_client.get("/api/v1/catalogs/example-co/secret/").status_code == 404
+    assert as_user("owner").get("/api/v1/catalogs/example-co/secret/").status_code == 200
+
+
+def test_an_unknown_visibility_at_creation_is_400_and_creates_nothing(as_user, publisher):
+    from catalogs.publishing.models import Catalog, Publisher
+
+    body = {"publisher": "example-co", "name": "secret", "visibility": "hidden"}
+    response = as_user("owner").post("/api/v1/catalogs/", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"visibility": ['"hidden" is not a valid choice.']}
+    assert not Catalog.objects.filter(name="secret").exists()
+    response = as_user("owner").post(
+        "/api/v1/publishers/", {"slug": "acme", "visibility": "hidden"}, format="json"
+    )
+    assert response.status_code == 400
+    assert not Publisher.objects.filter(slug="acme").exists()
+
+
+def test_a_publisher_created_private_is_private_from_the_start(as_user, api_client):
+    response = as_user("owner").post(
+        "/api/v1/publishers/", {"slug": "acme", "visibility": "private"}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["visibility"] == "private"
+    assert api_client.get("/api/v1/publishers/acme/").status_code == 404
+    assert as_user("owner").get("/api/v1/publishers/acme/").status_code == 200

@@ -111,7 +111,9 @@ def test_a_new_user_runs_a_publisher_and_reviews_contributions(
     assert (contribution.status, contribution.reason) == ("approved", "Thanks, welcome aboard.")
 
 
-def test_mirror_source_form_tokens_confirmation_and_error_pages(new_page, screenshots):
+def test_mirror_source_form_tokens_confirmation_and_error_pages(new_page, screenshots, settings):
+    # The source's loopback URL is checked at creation against the network policy.
+    settings.MIRROR_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     UserFactory(username="sam", is_staff=True)
     page = new_page()
     page.goto("/accounts/login/")

@@ -38,6 +38,12 @@ def _call(path: str, method: str = "GET", **headers: str) -> tuple[str, dict[str
         **headers,
     }
     answer: dict = {}
+    # Again at each call: Django's test client connects the handler back after each request.
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
 
     def start_response(status: str, response_headers: list[tuple[str, str]]) -> None:
         answer["status"], answer["headers"] = status, dict(response_headers)

@@ -18,3 +18,25 @@ def as_user(owner, other_user, staff_user):
         return client
 
     return make
+
+
+@pytest.fixture
+def client_for(contributor, other_user, reviewer, staff_user, owner):
+    """``client_for(name)``: an API client for anonymous, author, other, reviewer, staff or
+    owner (of the target publisher, example-co), for the modules that have the contribution
+    fixtures (``contributor``, ``reviewer``: tests.catalogs.review.contribution_fixtures)."""
+
+    def make(name: str) -> APIClient:
+        client = APIClient()
+        users = {
+            "author": contributor,
+            "other": other_user,
+            "reviewer": reviewer,
+            "staff": staff_user,
+            "owner": owner,
+        }
+        if name != "anonymous":
+            client.force_authenticate(users[name])
+        return client
+
+    return make

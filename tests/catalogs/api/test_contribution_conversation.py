@@ -31,27 +31,6 @@ NOT_REVIEWER = {
 }
 
 
-@pytest.fixture
-def client_for(contributor, other_user, reviewer, staff_user, owner):
-    """``client_for(name)``: an API client for anonymous, author, other, reviewer, staff or
-    owner (of the target publisher)."""
-
-    def make(name: str) -> APIClient:
-        client = APIClient()
-        users = {
-            "author": contributor,
-            "other": other_user,
-            "reviewer": reviewer,
-            "staff": staff_user,
-            "owner": owner,
-        }
-        if name != "anonymous":
-            client.force_authenticate(users[name])
-        return client
-
-    return make
-
-
 def _state() -> tuple:
     return (
         list(Contribution.objects.order_by("pk").values_list("pk", "status", "revision", "reason")),

@@ -33,27 +33,6 @@ BODY = {"publisher": "example-co", "catalog": "functions", "definition": DEFINIT
 
 
 @pytest.fixture
-def client_for(contributor, other_user, reviewer, staff_user, owner):
-    """``client_for(name)``: an API client for anonymous, author, other, reviewer, staff or
-    owner (of the target publisher, example-co)."""
-
-    def make(name: str) -> APIClient:
-        client = APIClient()
-        users = {
-            "author": contributor,
-            "other": other_user,
-            "reviewer": reviewer,
-            "staff": staff_user,
-            "owner": owner,
-        }
-        if name != "anonymous":
-            client.force_authenticate(users[name])
-        return client
-
-    return make
-
-
-@pytest.fixture
 def rejected(pending, reviewer):
     """``pending``, rejected by the reviewer."""
     return contributions.contribution_reject(

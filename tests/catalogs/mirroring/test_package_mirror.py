@@ -7,13 +7,10 @@ hostile archive are refused with nothing kept and the previously mirrored packag
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import os
 import subprocess
 import sys
-import tarfile
 import uuid
 from pathlib import Path
 
@@ -24,29 +21,12 @@ from catalogs.distribution import manifests as m
 from catalogs.distribution.models import OciBlob, OciManifest, OciPackage, OciTag
 from catalogs.mirroring import services as mirrors
 from catalogs.mirroring.models import DriftEvent
+from tests.catalogs.distribution.test_packages import targz
 from tests.catalogs.mirroring.conftest import public_pem, stored_blobs
 from tests.catalogs.trust.test_signing import independently_verified, own_key  # noqa: F401
 
 KUSTOMIZATION = "resources:\n- cm.yaml\nnamePrefix: {prefix}-\n"
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\ndata:\n  a: '{value}'\n"
-
-
-def targz(files: dict[str, str], *, links: dict[str, str] | None = None) -> bytes:
-    buf = io.BytesIO()
-    with (
-        gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz,
-        tarfile.open(fileobj=gz, mode="w") as tar,
-    ):
-        for name, text in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(text.encode())
-            tar.addfile(info, io.BytesIO(text.encode()))
-        for name, target in (links or {}).items():
-            info = tarfile.TarInfo(name)
-            info.type = tarfile.SYMTYPE
-            info.linkname = target
-            tar.addfile(info)
-    return buf.getvalue()
 
 
 def tree(prefix: str, value: str) -> bytes:

@@ -19,7 +19,6 @@ value schema of a map type (OpenAPI ``additionalProperties``).
 
 from __future__ import annotations
 
-import json
 import os
 from functools import cache
 
@@ -160,8 +159,10 @@ class PatchSchema:
 
 
 def _read_json(path: str) -> Any:
-    with open(path, "rb") as f:
-        return json.loads(f.read())
+    from orchestrator import jsonc
+
+    with open(path, encoding="utf-8") as f:
+        return jsonc.loads(f.read())
 
 
 @cache

@@ -132,9 +132,11 @@ def _go_atoi(text: str) -> int | None:
 def _parse_query(query: str) -> tuple[str, float, bool]:
     """(ref, timeout, submodules) of the query, with kustomize's defaults for what is absent,
     and for everything when Go's url.ParseQuery would fail (a ';' or a bad %-escape)."""
+    ref, timeout, submodules = "", DEFAULT_TIMEOUT, True
+    if not query:
+        return ref, timeout, submodules  # every local path (urllib.parse imports re)
     from urllib.parse import unquote_plus
 
-    ref, timeout, submodules = "", DEFAULT_TIMEOUT, True
     values: dict[str, str] = {}
     for part in query.split("&") if query else []:
         if ";" in part:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from functools import cmp_to_key
+try:  # functools' own, in C: importing functools loads collections (~1.5 ms of start-up)
+    from _functools import cmp_to_key  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - CPython has it
+    from functools import cmp_to_key
 
 from orchestrator.errors import ValidationError
 from orchestrator.resource import Gvk, Resource

@@ -438,7 +438,7 @@ def _disagreement(token: str, plain: Callable[[str], Any]) -> tuple[str | None, 
     hit = _DISAGREE.get((token, plain))
     if hit is not None:
         return hit
-    import json
+    from orchestrator import jsonc as json
 
     ryml = _ryml
     value_json = ryml.emit_json(ryml.parse_in_arena(f"[{token}]".encode()))[1:-1]
@@ -487,7 +487,7 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
     ``yamlio._v2_plain`` for kustomization files).
     """
     global last_reason
-    import json
+    from orchestrator import jsonc as json
 
     if not text:
         return []

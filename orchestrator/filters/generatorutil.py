@@ -9,7 +9,6 @@ kustomize hashes them; its output step folds NEL (U+0085) line breaks, see :func
 from __future__ import annotations
 
 import posixpath
-import re
 
 from orchestrator.errors import KrmError, ResourceConflictError, ValidationError
 from orchestrator.lazyre import Pattern
@@ -17,6 +16,7 @@ from orchestrator.resource import Resource
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable
     from typing import Any
 
@@ -353,9 +353,9 @@ def load_pairs(
 
 def base64_lines(raw: bytes) -> str:
     """Base64 as kyaml writes it: 70-column lines, each ending in \\n once there are 70+ chars."""
-    import base64  # with struct and binascii: not every build needs it
+    import binascii  # what base64.b64encode calls (base64 itself imports re and struct)
 
-    text = base64.b64encode(raw).decode("ascii")
+    text = binascii.b2a_base64(raw, newline=False).decode("ascii")
     if len(text) < 70:
         return text
     return "".join(text[i : i + 70] + "\n" for i in range(0, len(text), 70))

@@ -7,9 +7,9 @@ first ten hex characters onto letters so the suffix never looks like a number.
 
 from __future__ import annotations
 
-import json
 import sys
 
+from orchestrator import jsonc
 from orchestrator.errors import KrmError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -34,7 +34,7 @@ _GO_EXTRA_ESCAPES = str.maketrans(
 # practice every hash is computed with an empty name; we reproduce that faithfully.
 _NAME_KEY = "metadata/name"
 # C-accelerated when available; escapes exactly what Go >= 1.22 escapes besides the above.
-_encode_str = json.encoder.encode_basestring
+_encode_str = jsonc.encode_basestring
 
 
 def _go_float(value: float) -> str:
@@ -126,7 +126,7 @@ def go_json(value: Any) -> str:
     """Encode ``value`` exactly as Go's ``json.Marshal`` does for YAML-decoded data."""
     if _plain(value):
         # Fast path (the usual ConfigMap/Secret): the C encoder, sorted keys, no spaces.
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        text = jsonc.dumps_sorted_compact(value)
     else:
         out: list[str] = []
         _encode(value, out)

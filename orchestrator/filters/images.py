@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import re
-
 from orchestrator import fieldspec
 from orchestrator.errors import ValidationError
 from orchestrator.filters.base import PluginContext, apply_spec, field_specs, scalar_text
+from orchestrator.lazyre import Literal, Pattern
 from orchestrator.resource import ResMap
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    import re
     from typing import Any
+
+# What may follow the image name kustomize matches: a tag, a digest, both or neither.
+_TAG_AND_DIGEST = r"(:[a-zA-Z0-9_.{}-]*)?(@sha256:[a-zA-Z0-9_.{}-]*)?$"
+_REST = Pattern(_TAG_AND_DIGEST)
 
 
 def split_image(image: str) -> tuple[str, str, str]:
@@ -49,17 +53,26 @@ class ImageTagTransformer:
         self.new_tag = scalar_text(tag.get("newTag") if tag.get("newTag") is not None else "")
         self.digest = scalar_text(tag.get("digest") or "")
         self.tag_suffix = scalar_text(tag.get("tagSuffix") or "")
-        try:
-            # The name is used as a regular expression, unescaped, as kustomize does.
-            self.pattern = re.compile(
-                "^" + self.name + r"(:[a-zA-Z0-9_.{}-]*)?(@sha256:[a-zA-Z0-9_.{}-]*)?$"
-            )
-        except re.error as exc:
-            raise ValidationError(f"invalid image name {self.name!r}: {exc}", file=ctx.source)
+        # The name is used as a regular expression, unescaped, as kustomize does; a plain
+        # name (nearly all) is matched by hand, its tag and digest by a shipped pattern.
+        self.literal = Literal(self.name) if Literal.usable(self.name) else None
+        self.pattern: re.Pattern[str] | None = None
+        if self.literal is None:
+            import re
+
+            try:
+                self.pattern = re.compile("^" + self.name + _TAG_AND_DIGEST)
+            except re.error as exc:
+                raise ValidationError(f"invalid image name {self.name!r}: {exc}", file=ctx.source)
         self.specs = field_specs(config, ctx)
 
     def _update(self, value: Any) -> Any:
-        if not isinstance(value, str) or not self.pattern.match(value):
+        if not isinstance(value, str):
+            return value
+        if self.literal is not None:
+            if not self.literal.match_prefix(value) or _REST.match(value, len(self.name)) is None:
+                return value
+        elif self.pattern is not None and not self.pattern.match(value):
             return value
         name, tag, digest = split_image(value)
         if self.new_name:

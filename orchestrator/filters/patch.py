@@ -9,17 +9,17 @@ applies to and keeps names, namespaces and kinds as kustomize does.
 from __future__ import annotations
 
 import os
-import re
 
 from orchestrator import yamlio
 from orchestrator.errors import KrmError, PatchError, ValidationError, YamlError
 from orchestrator.filters.base import PluginContext, scalar_text
 from orchestrator.fs import display
-from orchestrator.lazyre import Pattern
+from orchestrator.lazyre import Literal, Pattern
 from orchestrator.resource import ResMap, Resource, effective_namespace, id_key, key_str
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
 # ----------------------------------------------------------------------------- selectors
@@ -37,10 +37,14 @@ class Selector:
         # Unknown fields are not checked here: a kustomization's targets were checked with the
         # kustomization, and plugin configs are decoded leniently, as kustomize does.
         self.spec = spec
-        self.regex: dict[str, re.Pattern[str]] = {}
+        self.regex: dict[str, re.Pattern[str] | Literal] = {}
         for f in self.FIELDS:
             value = scalar_text(spec.get(f) or "")
-            if value:
+            if value and Literal.usable(value):
+                self.regex[f] = Literal(value)
+            elif value:
+                import re
+
                 try:
                     self.regex[f] = re.compile("^(?:" + value + ")$")
                 except re.error as exc:

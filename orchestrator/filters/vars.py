@@ -10,11 +10,11 @@ and a field that is exactly ``$(NAME)`` takes the value's type. Resources are mu
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from orchestrator.errors import KrmError, ValidationError
 from orchestrator.filters.replacements import MISSING, get_field, lookup, split_path
+from orchestrator.lazyre import Pattern
 from orchestrator.resource import Resource
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -68,7 +68,7 @@ DEFAULT_VAR_REFERENCE: tuple[tuple[str, str], ...] = (
     ("", "metadata/annotations"),
 )
 
-_SLICE_INDEX = re.compile(r"^(.*)\[(\d+)\]$")
+_SLICE_INDEX = Pattern(r"^(.*)\[(\d+)\]$")
 
 
 def _str(spec: dict[str, Any], key: str, where: str) -> str:

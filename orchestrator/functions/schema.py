@@ -15,9 +15,9 @@ Opt-outs, each with a warning: ``--skip-schema`` (``FnOptions.skip_schema``) and
 from __future__ import annotations
 
 import os
-import re
 
 from orchestrator.functions.options import FnOptions, FunctionError
+from orchestrator.lazyre import Pattern
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ _OBJECT_FIELDS = {
     "kind": {"type": "string"},
     "metadata": {"type": "object"},
 }
-_PLAIN_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
+_PLAIN_KEY = Pattern(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
 
 
 class FunctionConfigError(FunctionError):

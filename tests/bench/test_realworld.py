@@ -77,6 +77,8 @@ def test_summary_figures() -> None:
         return {
             "bytes": size,
             "kustomize_s": kus,
+            "nocache_s": cold * 0.8,
+            "nocache_identical": True,
             "cold_s": cold,
             "warm_s": warm,
             "kustomize_rss_mib": 100.0,
@@ -96,10 +98,12 @@ def test_summary_figures() -> None:
     s = bench.summarise(rows)
     assert s["small_dirs"] == 3
     assert s["small_median_cold_ratio"] == 0.7
+    assert s["small_median_nocache_ratio"] == 0.56
     assert s["large_dirs"] == 1
     assert s["large_cold_ratio"] == 0.2
     assert s["cold_total_ratio"] == round(1.32 / 5.3, 3)
     assert s["minimal"]["cold_s"] == 1.0
     lines = bench.report(s)
-    assert "target cold median ratio, outputs < 100 kB <= 0.8: 0.7 met" in lines
+    assert "target median ratio, outputs < 100 kB, --no-cache <= 0.6: 0.56 met" in lines
+    assert "target cold ratio, outputs > 1 MB <= 0.15: 0.2 MISSED" in lines
     assert any(line.endswith("target cold <= 1.5s met") for line in lines)

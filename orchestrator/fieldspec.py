@@ -32,15 +32,45 @@ if TYPE_CHECKING:
         referrers: tuple[FieldSpec, ...]
 
 else:
-    # The classes typing.NamedTuple would make, without importing typing (start-up time).
-    from collections import namedtuple
+    # The classes typing.NamedTuple would make, without importing typing or collections (as
+    # orchestrator.resource's Gvk and ResId: start-up time).
+    from _collections import _tuplegetter
 
-    _FieldSpecFields = namedtuple(
-        "_FieldSpecFields",
-        ("path", "parts", "group", "version", "kind", "create"),
-        defaults=("", "", "", False),
-    )
-    _NameBackRefFields = namedtuple("_NameBackRefFields", ("target", "referrers"))
+    class _FieldSpecFields(tuple):
+        __slots__ = ()
+        _fields = __match_args__ = ("path", "parts", "group", "version", "kind", "create")
+        path = _tuplegetter(0, "Alias for field number 0")
+        parts = _tuplegetter(1, "Alias for field number 1")
+        group = _tuplegetter(2, "Alias for field number 2")
+        version = _tuplegetter(3, "Alias for field number 3")
+        kind = _tuplegetter(4, "Alias for field number 4")
+        create = _tuplegetter(5, "Alias for field number 5")
+
+        def __new__(cls, path, parts, group="", version="", kind="", create=False):
+            return tuple.__new__(cls, (path, parts, group, version, kind, create))
+
+        def __getnewargs__(self):
+            return tuple(self)
+
+        def __repr__(self):
+            fields = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self, strict=True))
+            return f"{type(self).__name__}({fields})"
+
+    class _NameBackRefFields(tuple):
+        __slots__ = ()
+        _fields = __match_args__ = ("target", "referrers")
+        target = _tuplegetter(0, "Alias for field number 0")
+        referrers = _tuplegetter(1, "Alias for field number 1")
+
+        def __new__(cls, target, referrers):
+            return tuple.__new__(cls, (target, referrers))
+
+        def __getnewargs__(self):
+            return tuple(self)
+
+        def __repr__(self):
+            return f"{type(self).__name__}(target={self[0]!r}, referrers={self[1]!r})"
+
 
 # Returned by a setter to leave the field as it is.
 KEEP = object()

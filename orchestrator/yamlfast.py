@@ -43,7 +43,6 @@ errors on file descriptor 2; that is sent to /dev/null while it parses (single-t
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import types
@@ -148,7 +147,6 @@ def _deprecated(**kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., A
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         real: list[Callable[..., Any]] = []
 
-        @functools.wraps(func)
         def call(*args: Any, **kw: Any) -> Any:
             if not real:
                 import deprecation  # type: ignore[import-untyped]
@@ -156,6 +154,11 @@ def _deprecated(**kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., A
                 real.append(deprecation.deprecated(**kwargs)(func))
             return real[0](*args, **kw)
 
+        # What functools.wraps copies (functools imports collections: start-up time).
+        for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+            setattr(call, name, getattr(func, name, None))
+        call.__dict__.update(getattr(func, "__dict__", {}))
+        call.__wrapped__ = func  # type: ignore[attr-defined]
         return call
 
     return decorate

@@ -9,14 +9,17 @@ strings need quotes, how floats are printed, the natural order of keys.
 
 from __future__ import annotations
 
-import math
-
 try:  # functools' own, in C: importing functools loads collections (~1.5 ms of start-up)
     from _functools import cmp_to_key  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - CPython has it
     from functools import cmp_to_key
 
+
 from orchestrator.lazyre import Pattern
+
+# float("inf") and float("nan"): the math module is a shared library to load at start-up.
+_INF = float("inf")
+_NAN = float("nan")
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -123,9 +126,9 @@ def _typed(tag: str, value: str, bools: dict[str, bool] = _BOOLS) -> Any:
         v = value.replace("_", "")
         low = v.lower()
         if low.endswith(".inf"):
-            return -math.inf if low.startswith("-") else math.inf
+            return -_INF if low.startswith("-") else _INF
         if low == ".nan":
-            return math.nan
+            return _NAN
         try:
             return float(v)
         except ValueError:
@@ -302,9 +305,9 @@ def go_integral(f: float) -> int | None:
 
 def format_float(f: float) -> str:
     """Format a float the way the JSON round trip plus go-yaml v2 would."""
-    if math.isnan(f):
+    if f != f:  # NaN
         return ".nan"
-    if math.isinf(f):
+    if f in (_INF, -_INF):
         return ".inf" if f > 0 else "-.inf"
     if f == int(f) and abs(f) < 1e21:
         n = go_integral(f)

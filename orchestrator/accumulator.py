@@ -25,7 +25,7 @@ from orchestrator.errors import (
 )
 from orchestrator.fieldspec import TransformerConfig
 from orchestrator.filters import base as fbase
-from orchestrator.fs import ROOT_ONLY, Loader, display, find_kustomization
+from orchestrator.fs import ROOT_ONLY, Loader, display, find_kustomization, repo_spec
 from orchestrator.resource import ResMap, Resource, key_str
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -1108,9 +1108,7 @@ def _origin_path(origin: str) -> str:
 
 def _repo_spec(path: str) -> Any:
     """The git repository ``path`` names (an orchestrator.remote.RepoSpec), or None."""
-    from orchestrator import remote
-
-    return remote.parse_repo_spec(path)
+    return repo_spec(path)
 
 
 def _active_share() -> Share | None:

@@ -34,7 +34,7 @@ from orchestrator.accumulator import (  # re-exported: the façade's public name
     strip_annotation,
 )
 from orchestrator.errors import LoadError, ValidationError
-from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader
+from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader, repo_spec
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -73,15 +73,7 @@ def _composition_plugin(full: str) -> Any:
 def _repo_spec(path: str) -> Any:
     """The git repository the build target names, or None for a local path (cheap: only a
     string with '@', ':' or 'github.com' can be one)."""
-    if (
-        not path
-        or path.startswith(("/", "."))
-        or not ("@" in path or ":" in path or path.lower().startswith("github.com"))
-    ):
-        return None
-    from orchestrator import remote
-
-    return remote.parse_repo_spec(path)
+    return repo_spec(path)
 
 
 def build(path: str, options: BuildOptions | None = None) -> BuildResult:

@@ -139,11 +139,9 @@ class Loader:
     def child(self, path: str) -> Loader:
         """A loader for the kustomization directory ``path`` (or git repository URL); cycles
         are errors."""
-        from orchestrator import remote
-
         if path[:6].lower() == "oci://":
             return self.oci_child(path)
-        spec = remote.parse_repo_spec(path)
+        spec = repo_spec(path)
         if spec is not None:
             return self.remote_child(spec)
         full = _realpath(self.root, self.abspath(path))
@@ -323,3 +321,20 @@ def find_kustomization(
             file=display(root),
         )
     return path
+
+
+def repo_spec(path: str) -> Any:
+    """The git repository ``path`` names (an ``orchestrator.remote.RepoSpec``), or None.
+
+    Only a path with '@' or ':' (a user or a scheme) or starting with 'github.com' can name
+    one (kustomize's extractHost), and none starting with '/' or '.': any other path is
+    answered without importing orchestrator.remote (a small build's paths are all local)."""
+    if (
+        not path
+        or path.startswith(("/", "."))
+        or not ("@" in path or ":" in path or path.lower().startswith("github.com"))
+    ):
+        return None
+    from orchestrator import remote
+
+    return remote.parse_repo_spec(path)

@@ -20,7 +20,6 @@ value schema of a map type (OpenAPI ``additionalProperties``).
 from __future__ import annotations
 
 import os
-from functools import cache
 
 from orchestrator.resource import Gvk
 
@@ -165,10 +164,14 @@ def _read_json(path: str) -> Any:
         return jsonc.loads(f.read())
 
 
-@cache
+_DEFAULT: list[PatchSchema] = []  # the built-in schema, once read (no functools at start-up)
+
+
 def _load_default() -> PatchSchema:
-    data = _read_json(DATA_FILE)
-    return PatchSchema(data["types"], data["gvks"], data["defs"])
+    if not _DEFAULT:
+        data = _read_json(DATA_FILE)
+        _DEFAULT.append(PatchSchema(data["types"], data["gvks"], data["defs"]))
+    return _DEFAULT[0]
 
 
 def _crd_schemas(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

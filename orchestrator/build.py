@@ -128,9 +128,13 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     build_metadata = target.k.get("buildMetadata") or []
     # Any buildMetadata makes kustomize track origins; it prints only those asked for.
     state.origins = bool(build_metadata)
-    from orchestrator.functions import schema as fn_schema
+    from orchestrator.functions import walk
 
-    fn_schema.precheck(target)  # functionConfigs against catalog schemas, before anything runs
+    found = walk.function_configs(target)
+    if found:  # functionConfigs against catalog schemas, before anything runs
+        from orchestrator.functions import schema as fn_schema
+
+        fn_schema.precheck(target, found)
     acc = accumulate_new(target)
     resmap = acc.resmap
     from orchestrator.filters.hash import add_hashes

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from orchestrator.functions.options import FnOptions, FunctionError
+from orchestrator.functions.walk import Located
 from orchestrator.lazyre import Pattern
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -84,41 +85,6 @@ class Problem:
             where += f":{self.line}"
         field_path = self.path or "(root)"
         return f"{where}: {field_path}: {self.message} [{self.function}]"
-
-
-class Located:
-    """A functionConfig found in the tree, and how to find its node again for line numbers."""
-
-    def __init__(
-        self,
-        config: dict[str, Any],
-        file: str | None,  # the file the config is written in
-        doc: int = 0,  # index among the file's non-empty documents
-        prefix: list[str | int] | None = None,  # path to it inside that document
-        # For inline YAML text in a kustomization (the scalar at ``prefix``): the document's
-        # index.
-        inline_doc: int | None = None,
-    ) -> None:
-        self.config = config
-        self.file = file
-        self.doc = doc
-        self.prefix: list[str | int] = [] if prefix is None else prefix
-        self.inline_doc = inline_doc
-
-    def _key(self) -> tuple[Any, ...]:
-        return (self.config, self.file, self.doc, self.prefix, self.inline_doc)
-
-    def __repr__(self) -> str:
-        return "Located(config={!r}, file={!r}, doc={!r}, prefix={!r}, inline_doc={!r})".format(
-            *self._key()
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Located):
-            return NotImplemented
-        return self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 # ----------------------------------------------------------------------------- conversion
@@ -469,84 +435,16 @@ def _line_of(node: Any, path: list[Any]) -> int:
 # ----------------------------------------------------------------------------- the walk
 
 
-def _plugin_entries(k: dict[str, Any], loader: Any, kfile: str) -> list[Located]:
-    """The non-builtin generators/transformers/validators configs of one kustomization."""
-    from orchestrator import yamlio
-    from orchestrator.errors import KrmError
-
-    found: list[Located] = []
-    for field_name in ("generators", "transformers", "validators"):
-        for i, entry in enumerate(k.get(field_name) or []):
-            if isinstance(entry, dict):
-                found.append(Located(entry, kfile, 0, [field_name, i]))
-                continue
-            if not isinstance(entry, str):
-                continue  # an error the build reports
-            if "\n" in entry:  # inline YAML text
-                try:
-                    docs = yamlio.load_all(entry, source=kfile)
-                except KrmError:
-                    continue
-                for d, doc in enumerate(docs):
-                    if isinstance(doc, dict):
-                        found.append(Located(doc, kfile, 0, [field_name, i], inline_doc=d))
-                continue
-            try:
-                if loader.is_dir(entry) or os.path.basename(entry) == "composition.yaml":
-                    continue  # built when the build gets there; checked before it runs
-                full = loader.abspath(entry)
-                docs = yamlio.load_all(loader.read(entry), source=full)
-            except KrmError:
-                continue  # the build reports it in its own order
-            for d, doc in enumerate(docs):
-                if isinstance(doc, dict) and doc.get("kind") != "List":
-                    found.append(Located(doc, full, d))
-    return [f for f in found if f.config.get("apiVersion") != "builtin"]
-
-
-def _walk(
-    k: dict[str, Any],
-    loader: Any,
-    kfile: str,
-    out: list[tuple[Located, Any]],
-    preloaded: dict[str, tuple[dict[str, Any], list[str]]],
-) -> None:
-    """Every function config of the tree below one kustomization, with its kustomization.
-
-    Each kustomization read is left in ``preloaded`` (with its warnings) for the build."""
-    from orchestrator import kustomization
-    from orchestrator.errors import KrmError
-    from orchestrator.fs import find_kustomization
-
-    for located in _plugin_entries(k, loader, kfile):
-        out.append((located, (k, loader, kfile)))
-    for path in [*(k.get("resources") or []), *(k.get("components") or [])]:
-        if not isinstance(path, str):
-            continue
-        try:
-            if not loader.is_dir(path):
-                continue
-            child = loader.child(path)
-            child_file = find_kustomization(child.root)
-            warnings: list[str] = []
-            child_k = kustomization.load(child_file, warnings=warnings)
-        except KrmError:
-            continue
-        preloaded[child_file] = (child_k, warnings)
-        _walk(child_k, child, child_file, out, preloaded)
-
-
-def precheck(target: Any) -> None:
+def precheck(target: Any, found: list[tuple[Located, Any]]) -> None:
     """Validate every catalog-resolved functionConfig of a build before anything runs.
 
-    ``target`` is the build's top ``orchestrator.build.Target`` (its ``k``, ``loader``,
-    ``kfile`` and ``build`` are used). Resolution errors are left for the build to report
-    where it meets them; only schema problems and revocations are raised here.
+    ``target`` is the build's top ``orchestrator.build.Target`` (its ``build`` is used),
+    ``found`` the functionConfigs of its tree (``orchestrator.functions.walk``). Resolution
+    errors are left for the build to report where it meets them; only schema problems and
+    revocations are raised here.
     """
-    found: list[tuple[Located, Any]] = []
-    _walk(target.k, target.loader, target.kfile, found, target.build.preloaded)
     if not found:
-        return  # before any import of the function machinery: builds without functions stay light
+        return
     from orchestrator.errors import KrmError
     from orchestrator.functions.resolve import resolve
     from orchestrator.functions.revocations import RevocationListError, RevokedError

@@ -371,9 +371,8 @@ def test_a_build_without_functions_loads_no_function_machinery(tmp_path, write):
         check=True,
         env={**os.environ},
     )
-    assert (
-        proc.stdout.strip() == "['orchestrator.functions.options', 'orchestrator.functions.schema']"
-    )
+    # Only the walk that finds functionConfigs (none here): not even the schema module.
+    assert proc.stdout.strip() == "['orchestrator.functions.walk']"
 
 
 def test_krm_fn_schema_of_a_function_without_schema_says_so(tmp_path, write):

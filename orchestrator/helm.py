@@ -19,6 +19,9 @@ import os
 
 from orchestrator import yamlio
 from orchestrator.errors import KrmError, LoadError, NotSupportedError, ValidationError
+from orchestrator.lazyre import Pattern
+
+_VERSION = Pattern(r"v?\d+(\.\d+)+")  # in `helm version` output
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -213,9 +216,7 @@ class _Chart:
         return proc.stdout
 
     def _check_version(self, out: bytes) -> None:
-        from orchestrator.lazyre import Pattern
-
-        found = Pattern(r"v?\d+(\.\d+)+").search(out.decode("utf-8", "replace"))
+        found = _VERSION.search(out.decode("utf-8", "replace"))
         if found is None:
             raise KrmError(
                 f"cannot find version string in {out.decode('utf-8', 'replace')}",

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 _METHODS = ("match", "fullmatch", "search", "findall", "finditer", "sub")
 TABLE_FILE = os.path.join(os.path.dirname(__file__), "data", "regex.marshal")
-# Every Pattern made, in order (what the table generator compiles).
-ALL: list[Pattern] = []
 _table: dict[str, tuple[Any, ...]] | None = None
 
 
@@ -89,7 +87,6 @@ class Pattern:
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
-        ALL.append(self)
 
     def __getattr__(self, name: str) -> Any:
         # Only called while the slots are empty, i.e. on first use.

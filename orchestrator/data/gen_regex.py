@@ -1,9 +1,9 @@
 """Generate ``regex.marshal``: the engine's regular expressions, compiled (see ``lazyre``).
 
-Imports every module of the ``orchestrator`` package, so that each module-level ``Pattern``
-is made, and stores for each the code ``re``'s compiler makes for it, keyed by the pattern,
-under the key of the Python that made it (``lazyre.table_key``). Run after changing a pattern
-(``tests/orchestrator/test_lazyre.py`` fails until then)::
+Imports every module of the ``orchestrator`` package and stores, for each ``Pattern`` it
+holds (at module level or as a class attribute), the code ``re``'s compiler makes for it,
+keyed by the pattern, under the key of the Python that made it (``lazyre.table_key``). Run
+after changing a pattern (``tests/orchestrator/test_lazyre.py`` fails until then)::
 
     python -m orchestrator.data.gen_regex
 """
@@ -23,10 +23,15 @@ from orchestrator import lazyre
 
 def engine_patterns() -> list[str]:
     """Every module-level ``Pattern`` of the engine's modules (sorted, distinct)."""
+    found: set[str] = set()
     for info in pkgutil.walk_packages(orchestrator.__path__, "orchestrator."):
-        if not info.name.startswith("orchestrator.data.") and info.name != "orchestrator.__main__":
-            importlib.import_module(info.name)
-    return sorted({p.pattern for p in lazyre.ALL})
+        if info.name.startswith("orchestrator.data.") or info.name == "orchestrator.__main__":
+            continue
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            holders = [value, *vars(value).values()] if isinstance(value, type) else [value]
+            found.update(h.pattern for h in holders if isinstance(h, lazyre.Pattern))
+    return sorted(found)
 
 
 def compiled(pattern: str) -> tuple[Any, ...]:

@@ -121,7 +121,8 @@ _SEQUENCE_AFTER = Pattern(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two 
 _INDICATOR_AFTER = "@`#|>% "
 _ODD_KEYS = ('".nan": ', '".inf": ', '"-.inf": ')
 # (the start of a pattern, completed with the strings looked for: _check_json)
-_JSON_SUSPECT = r'"(?=(?<=[\[, \n]")[\]},]|[@`#|>% ]|\.nan": |\.inf": |-\.inf": '
+_JSON_SUSPECT = r'(?=(?<=[\[, \n]")[\]},]|[@`#|>% ]|\.nan": |\.inf": |-\.inf": '
+_JSON_SUSPECT_FIRST = r"\]},@`#|>% .\-"  # the characters that start those
 _INDICATORS = frozenset(b"@`#|>% ")
 _CLOSER_START = tuple(a + '"' + b for a in "[, \n" for b in "]},")
 _SURROGATE = Pattern("[\ud800-\udfff]")
@@ -266,7 +267,7 @@ class _Nodes:
             bulk = _bulk_nodes(self.tree, self.ryml) if size >= _BULK_MIN else None
             if bulk is None:
                 node_type = self.ryml._ryml.Tree_type
-                self._types = [node_type(self.tree, node) for node in range(size)]
+                self._types = list(map(node_type, [self.tree] * size, range(size)))
             else:
                 self._types, self.keys, self.vals = bulk
             self.union = functools.reduce(int.__or__, self._types, 0)
@@ -462,7 +463,9 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
     a tab within the content's indentation, characters other than tabs that libyaml refuses.
     """
     lines = text.split("\n")
-    out = list(lines)
+    out: list[str] = []  # the text's pieces, with the content lines blanked
+    done = 0  # where in ``text`` the pieces in ``out`` end
+    tabs = "\t" in text
     bodies: list[tuple[str, int, list[str]]] = []
     masked: set[int] = set()
     i = 0  # the first line not yet looked at (a header's content is not looked at for headers)
@@ -504,33 +507,59 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
             indent = parent + digits[0]  # libyaml's: the parent's indentation plus the digit
         if first is not None and (indent == 0 or first.lstrip(" ").startswith("\t")):
             raise _Undecided("block scalar content at column 0 or indented with a tab")
-        content = "\n".join(body)
-        if "\t" in content or _UNSAFE_CHAR.search(content):
+        if not body:
+            bodies.append((m.group(1), indent, body))
+            continue
+        # The content's lines are text[line_end + 1 : content_end] (the search for a line
+        # less indented starts at the line break before them).
+        content_end = line_end + sum(map(len, body)) + len(body)
+        if (tabs and "\t" in text[line_end:content_end]) or _UNSAFE_CHAR.search(
+            text, line_end, content_end
+        ):
             for line in body:  # which of the two reasons comes first
                 if "\t" in line[:indent] or (_UNSAFE_CHAR.search(line.replace("\t", " "))):
                     raise _Undecided("character")
                 if line.strip(" \t") and not line.startswith(" " * indent):
                     raise _Undecided("block scalar content less indented than its first line")
-        elif indent > 1 and _less_indented(indent).search(content):
+        elif indent > 1 and _less_indented(indent).search(text, line_end, content_end):
             raise _Undecided("block scalar content less indented than its first line")
-        out[start : start + len(body)] = [""] * len(body)
+        out += text[done : line_end + 1], "\n" * (len(body) - 1)
+        done = content_end
         masked.update(range(start, start + len(body)))
         bodies.append((m.group(1), indent, body))
-    return "\n".join(out), bodies, masked
+    out.append(text[done:])
+    return "".join(out), bodies, masked
+
+
+@functools.lru_cache(maxsize=256)
+def _json_suspect(strings: tuple[str, ...]) -> re.Pattern[str]:
+    """_JSON_SUSPECT completed with ``strings`` (JSON strings, without their opening quote).
+
+    (The first lookahead, a character that starts one of them, spares trying them all.)
+    """
+    return re.compile(
+        '"(?=['
+        + _JSON_SUSPECT_FIRST
+        + "".join(re.escape(value[1]) for value in strings)
+        + "])"
+        + _JSON_SUSPECT
+        + "".join("|" + re.escape(value[1:]) for value in strings)
+        + ")"
+    )
 
 
 @functools.cache
 def _content_end(parent: int) -> re.Pattern[str]:
     """The line break before a line indented by ``parent`` spaces or fewer (then no space)
     holding something other than spaces and tabs."""
-    return re.compile(f"\n {{0,{parent}}}(?! )[ \t]*[^ \t\n]")
+    return re.compile(f"\n {{0,{parent}}}+(?! )[ \t]*+[^ \t\n]")
 
 
 @functools.cache
 def _less_indented(indent: int) -> re.Pattern[str]:
     """A line with something other than spaces, indented by fewer than ``indent`` spaces (in
-    text with no tab)."""
-    return re.compile(f"(?m)^ {{0,{indent - 1}}}[^ \n]")
+    text with no tab), with the line break before it."""
+    return re.compile(f"\n {{0,{indent - 1}}}+[^ \n]")
 
 
 def _check_block_bodies(nodes: _Nodes, bodies: list[tuple[str, int, list[str]]]) -> None:
@@ -739,10 +768,8 @@ def _check_json(js: str, text: str, bad_values: dict[str, set[str]]) -> tuple[bo
     # starting with an indicator or a closing bracket, a key below, a string among
     # ``bad_values``. It takes only the '"' (all the rest is looked ahead at), so each '"' is
     # looked at; then what follows it is told here.
-    strings = [value for value in bad_values if value.startswith('"')]
-    found = re.compile(
-        _JSON_SUSPECT + "".join("|" + re.escape(value[1:]) for value in strings) + ")"
-    ).finditer(js)
+    strings = tuple(value for value in bad_values if value.startswith('"'))
+    found = _json_suspect(strings).finditer(js)
     closers: set[str] = set()
     indicator_start = False
     shown: set[str] = set()

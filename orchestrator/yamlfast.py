@@ -125,7 +125,6 @@ _JSON_SUSPECT = r'(?=(?<=[\[, \n]")[\]},]|[@`#|>% ]|\.nan": |\.inf": |-\.inf": '
 _JSON_SUSPECT_FIRST = r"\]},@`#|>% .\-"  # the characters that start those
 _INDICATORS = frozenset(b"@`#|>% ")
 _CLOSER_START = tuple(a + '"' + b for a in "[, \n" for b in "]},")
-_SURROGATE = Pattern("[\ud800-\udfff]")
 
 # (token, typing) -> where the two readers disagree on it (see _disagreement)
 _DISAGREE: dict[tuple[str, Callable[[str], Any]], tuple[str | None, str | None]] = {}
@@ -239,7 +238,7 @@ def _lines(text: str) -> tuple[set[str], str]:
     column) uses the distinct lines, or the text.
     """
     distinct = set(text.split("\n"))
-    return distinct, "\n" + "\n".join({line.lstrip(" ") for line in distinct}) + "\n"
+    return distinct, "\n" + "\n".join(set(map(str.lstrip, distinct, [" "] * len(distinct)))) + "\n"
 
 
 class _Nodes:
@@ -795,9 +794,19 @@ def _check_json(js: str, text: str, bad_values: dict[str, set[str]]) -> tuple[bo
             if not value.startswith('"'):
                 raise _Undecided(f"scalar {value}")
             suspects.update(t.encode("utf-8") for t in tokens)
-    if "\\" in text and not js.isascii() and _SURROGATE.search(js):
+    if "\\" in text and not js.isascii() and _has_surrogate(js):
         raise _Undecided("surrogate")  # an escaped lone surrogate
     return indicator_start, suspects
+
+
+def _has_surrogate(js: str) -> bool:
+    """Whether ``js`` holds a surrogate code point: the only ones UTF-8 cannot encode (encoding
+    takes a third of the time a search for them takes)."""
+    try:
+        js.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _check_empty_keys(nodes: _Nodes) -> None:

@@ -44,6 +44,7 @@ errors on file descriptor 2; that is sent to /dev/null while it parses (single-t
 from __future__ import annotations
 
 import os
+import re
 import sys
 import types
 
@@ -81,7 +82,6 @@ _TOKEN = Pattern(
     r"|[yYnN]|[yY]es|YES|[nN]o|NO|[oO]n|ON|[oO]ff|OFF)"
     r"(?=[\s,\[\]{}:]|\Z)"
 )
-_LONG_LINE = Pattern(r"\n[^\n]{1000}")
 _KEY_COLON = Pattern(r":(?=[\s,\[\]{}]|\Z)")
 # Text libyaml refuses where ryml reads on (over-inclusive): ':' right before a flow indicator;
 # '?' or ':' starting a flow entry or a value; a line starting with ':' after one with a flow
@@ -105,8 +105,10 @@ _BAD_HEADER_LINES = Pattern(r"[:?-] *(?: #[^\n]*)?\n *" + _HEADER)  # a comment 
 # ryml reads '-', '+' and digits in a block scalar header's comment as its indicators
 # ('run: | #>-' strips the final line break); libyaml ignores the comment. Found by sweeping.
 _HEADER_COMMENT = Pattern(r"[|>][-+0-9]* +#[^\n]*[-+0-9]")
-# A line ending in a block scalar header (over-inclusive: a plain scalar may end so).
+# A line ending in a block scalar header (over-inclusive: a plain scalar may end so), and what
+# ends every such line (found in the whole text at once: it starts with one of two characters).
 _HEADER_LINE = Pattern(r"(?:^ *|[:?-] +)([|>])([-+]?[0-9]?|[0-9][-+])[ \t]*(?:#[^\n]*)?$")
+_HEADER_END = Pattern(r"(?m)[|>](?:[-+]?[0-9]?|[0-9][-+])[ \t]*(?:#[^\n]*)?$")
 _INDICATOR_WORD = Pattern(r"\n *(?:- +)*[:?][^ \n]")
 _DASHES = Pattern(r" *(?:- +)*")
 _QUOTE_COLON = Pattern(r"['\"] *:[ \n]")
@@ -115,10 +117,13 @@ _SEQUENCE_AFTER = Pattern(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two 
 # (fine from a quoted or block scalar, which the tree tells: _check_plain_starts), or with a
 # space (ryml misreads some invalid texts so, e.g. a less indented comment line in an indented
 # block); aliases, anchors and tags are found in the tree (_scan_tree).
-_INDICATOR_START = Pattern(r'"[@`#|>% ]')
+_INDICATOR_AFTER = "@`#|>% "
+_ODD_KEYS = ('".nan": ', '".inf": ', '"-.inf": ')
+# (the start of a pattern, completed with the strings looked for: _check_json)
+_JSON_SUSPECT = r'(?=(?<=[\[, \n]")[\]},]|[@`#|>% ]|\.nan": |\.inf": |-\.inf": '
+_JSON_SUSPECT_FIRST = r"\]},@`#|>% .\-"  # the characters that start those
 _INDICATORS = frozenset(b"@`#|>% ")
 _CLOSER_START = tuple(a + '"' + b for a in "[, \n" for b in "]},")
-_SURROGATE = Pattern("[\ud800-\udfff]")
 
 # (token, typing) -> where the two readers disagree on it (see _disagreement)
 _DISAGREE: dict[tuple[str, Callable[[str], Any]], tuple[str | None, str | None]] = {}
@@ -225,16 +230,126 @@ class _QuietStderr:
         self.saved = self.null = -1
 
 
-def _lines(text: str) -> str:
-    """The distinct lines of ``text`` joined by newlines (large manifests repeat most lines)."""
-    return "\n" + "\n".join(set(text.split("\n"))) + "\n"
+def _lines(text: str) -> tuple[set[str], str]:
+    """The distinct lines of ``text``, and the distinct ones of those without their indentation,
+    joined by newlines (with one before the first and after the last).
+
+    Large manifests repeat most lines, and most of the rest at other depths (a CRD's schema
+    repeats its descriptions): the joined lines hold a fifth of the text or less, and the
+    checks that look within one line run on them. A check that tells a line's start by a
+    ``\n`` followed by spaces finds the same there; one that needs the indentation (a key's
+    column) uses the distinct lines, or the text.
+    """
+    distinct = set(text.split("\n"))
+    return distinct, "\n" + "\n".join(set(map(str.lstrip, distinct, [" "] * len(distinct)))) + "\n"
 
 
-def _check_text(text: str, lines: str) -> str | None:
+class _Nodes:
+    """The types of a tree's nodes, read once for the checks that look at all of them.
+
+    ryml's Python API reads a node at a time (a third of a microsecond a call: 10 ms for a CRD
+    of 3 MB, a pass). On large trees the types, and the lengths of keys and values, are read
+    at once from ryml's node array (``_bulk_nodes``), where its layout is the one checked on
+    first use; the lengths only narrow which nodes a check then looks at through the API.
+    """
+
+    __slots__ = ("tree", "ryml", "_types", "union", "keys", "vals")
+
+    def __init__(self, tree: Any, ryml: Any) -> None:
+        self.tree, self.ryml = tree, ryml
+        self._types: list[int] | None = None
+        self.union = 0  # the flags any node has (once ``types`` is read)
+        self.keys: list[int] | None = None  # the length of each node's key, when read at once
+        self.vals: list[int] | None = None  # and of its value
+
+    @property
+    def types(self) -> list[int]:
+        if self._types is None:
+            size = self.tree.size()
+            bulk = _bulk_nodes(self.tree, self.ryml) if size >= _BULK_MIN else None
+            if bulk is None:
+                node_type = self.ryml._ryml.Tree_type
+                self._types = list(map(node_type, [self.tree] * size, range(size)))
+            else:
+                self._types, self.keys, self.vals = bulk
+            self.union = functools.reduce(int.__or__, self._types, 0)
+        return self._types
+
+    def where(self, flags: int, without: int = 0) -> list[int]:
+        """The nodes with any of ``flags`` and none of ``without``, in order."""
+        types = self.types
+        if not self.union & flags:
+            return []
+        if without:
+            return [node for node, t in enumerate(types) if t & flags and not t & without]
+        return [node for node, t in enumerate(types) if t & flags]
+
+
+_BULK_MIN = 4096  # nodes: below this reading them one at a time costs less than importing ctypes
+_NODE_WORDS = 18  # 8-byte words a node takes in ryml's node array (checked: _bulk_layout_ok)
+_bulk_checked: list[bool] = []  # [whether ryml's node array is laid out as read], once known
+
+
+def _bulk_nodes(tree: Any, ryml: Any) -> tuple[list[int], list[int], list[int]] | None:
+    """The type and the key and value lengths of each node of ``tree``, read at once from
+    ryml's node array, or None where its layout is not the one this reads.
+
+    ryml's ``Tree`` starts with its node array's address, capacity and size (checked against
+    the API on each tree before the array is read); a node (``NodeData``) is its type, its key
+    and its value (each a tag, the scalar and an anchor, each an address and a length), then
+    five node ids. Checked once per process, field by field, against the API on a tree holding
+    every kind of node (``_bulk_layout_ok``).
+    """
+    if not _bulk_checked:
+        _bulk_checked.append(_bulk_layout_ok(ryml))
+    if not _bulk_checked[0]:
+        return None
+    return _read_nodes(tree)
+
+
+def _read_nodes(tree: Any) -> tuple[list[int], list[int], list[int]] | None:
+    import ctypes
+
+    size = tree.size()
+    head = memoryview(ctypes.string_at(int(tree.this), 24)).cast("Q")
+    if not head[0] or head[1] != tree.capacity() or head[2] != size or not size:
+        return None
+    array = (ctypes.c_char * (size * 8 * _NODE_WORDS)).from_address(head[0])
+    words = memoryview(array).cast("B").cast("Q")
+    step = _NODE_WORDS
+    return words[0::step].tolist(), words[4::step].tolist(), words[10::step].tolist()
+
+
+_LAYOUT_SAMPLE = (
+    b"a: 1\nb:\n- x\n- 'y'\n- {p: \"q\", r: [s, t]}\n- [u,\n  v]\nc:\nd: |\n  e\nf: >-\n  g\n"
+    b"'h': ~\n\"i\": &j k\nl: *j\nm: !!str n\n? o\n: p\n"
+)
+
+
+def _bulk_layout_ok(ryml: Any) -> bool:
+    """Whether ``_read_nodes`` reads what the API reads, on a tree of every kind of node."""
+    try:
+        tree = ryml.Tree()
+        tree.reserve(1024)  # an array far larger than what is read, whatever a node's size
+        ryml.parse_in_arena(_LAYOUT_SAMPLE, tree=tree)
+        read = _read_nodes(tree)
+    except Exception:  # noqa: BLE001 (any failure: read one node at a time)
+        return False
+    if read is None:
+        return False
+    node_type, node_key, node_val = ryml._ryml.Tree_type, ryml._ryml.Tree_key, ryml._ryml.Tree_val
+    for node, (t, k, v) in enumerate(zip(*read, strict=True)):
+        key, val = node_key(tree, node), node_val(tree, node)
+        if (t, k, v) != (node_type(tree, node), len(key or b""), len(val or b"")):
+            return False
+    return len(set(read[0])) > 10
+
+
+def _check_text(text: str, distinct: set[str], lines: str) -> str | None:
     """Raise _Undecided for text this path may read differently from libyaml.
 
-    ``lines`` is _lines(text): the checks that look within one line run on it. Returns the
-    reason to decline if the text turns out to hold a flow collection, else None.
+    ``distinct, lines`` is _lines(text): the checks that look within one line run on ``lines``.
+    Returns the reason to decline if the text turns out to hold a flow collection, else None.
     """
     if text.startswith(("|", ">", "...")):
         raise _Undecided("block scalar or document end at the start")
@@ -242,9 +357,10 @@ def _check_text(text: str, lines: str) -> str | None:
         raise _Undecided("merge key")
     if (_UNSAFE_ASCII if lines.isascii() else _UNSAFE_CHAR).search(lines):
         raise _Undecided("character")
-    if "\n%" in lines:
+    # At column 0 only (a '%' or '...' further in is a plain scalar's, or a block scalar's).
+    if "\n%" in lines and any(line.startswith("%") for line in distinct):
         raise _Undecided("directive")
-    if "\n..." in lines:
+    if "\n..." in lines and any(line.startswith("...") for line in distinct):
         raise _Undecided("document end")  # libyaml wants a "---" after it, ryml does not
     # Patterns that cannot match are skipped, which spares compiling them (most small texts
     # hold no block scalar indicator, no line starting with ':' and no line of 1000 characters).
@@ -271,14 +387,17 @@ def _check_text(text: str, lines: str) -> str | None:
         raise _Undecided("block scalar header with a comment ryml misreads")
     starts = blocks or "\n:" in lines or " :" in lines
     for line in _LINE_START.findall(lines) if starts else ():
-        # The two-line checks, for each place such a line is (CEL rules often start with ':').
-        needle = "\n" + line + "\n"
+        # The two-line checks, for each place such a line is, at any indentation, after
+        # another line (CEL rules often start with ':').
+        needle = line + "\n"
         i = text.find(needle)
         while i >= 0:
-            pair = text[text.rfind("\n", 0, i) + 1 : i] + needle
-            for pattern in (_FLOW_KEY_LINES, _BAD_HEADER_LINES):
-                if pattern.search(pair):
-                    raise _Undecided(f"text libyaml refuses ({pattern.pattern})")
+            start = text.rfind("\n", 0, i) + 1
+            if start and not text[start:i].strip(" "):
+                pair = text[text.rfind("\n", 0, start - 1) + 1 : i + len(needle)]
+                for pattern in (_FLOW_KEY_LINES, _BAD_HEADER_LINES):
+                    if pattern.search(pair):
+                        raise _Undecided(f"text libyaml refuses ({pattern.pattern})")
             i = text.find(needle, i + 1)
     for m in _QUOTE_COLON.finditer(lines):
         start = m.start()
@@ -288,25 +407,29 @@ def _check_text(text: str, lines: str) -> str | None:
     return flow_only
 
 
-def _may_have_long_keys(lines: str) -> bool:
-    """Whether a line has a ':' 1000 or more characters in: libyaml refuses a simple key whose
-    ':' comes 1024 or more characters after it (ryml reads it). ``_check_key_lengths`` then
-    looks at the keys ryml read (in JSON in a quoted scalar, such a ':' ends no key)."""
-    if len(lines) > 1000 and _LONG_LINE.search(lines):
-        for line in lines.split("\n"):
+def _may_have_long_keys(distinct: set[str]) -> bool:
+    """Whether a line (of the ``distinct`` ones) has a ':' 1000 or more characters in: libyaml
+    refuses a simple key whose ':' comes 1024 or more characters after it (ryml reads it).
+    ``_check_key_lengths`` then looks at the keys ryml read (in JSON in a quoted scalar, such a
+    ':' ends no key)."""
+    if max(map(len, distinct)) >= 1000:
+        for line in distinct:
             if len(line) >= 1000 and _KEY_COLON.search(line, 1000) is not None:
                 return True
     return False
 
 
-def _check_key_lengths(tree: Any, ryml: Any) -> None:
+def _check_key_lengths(nodes: _Nodes) -> None:
     """Raise _Undecided for a key of 1000 characters or more."""
-    has_any, node_key = ryml._ryml.Tree_type_has_any, ryml._ryml.Tree_key
-    for node in range(tree.size()):
-        if has_any(tree, node, ryml.KEY):
-            key = node_key(tree, node)
-            if key is not None and len(key) >= 1000:
-                raise _Undecided("long key")
+    tree, ryml = nodes.tree, nodes.ryml
+    node_key, key = ryml._ryml.Tree_key, ryml.KEY
+    long_keys = nodes.where(key)
+    if nodes.keys is not None:
+        long_keys = [node for node in long_keys if nodes.keys[node] >= 1000]
+    for node in long_keys:
+        k = node_key(tree, node)
+        if k is not None and len(k) >= 1000:
+            raise _Undecided("long key")
 
 
 def _strip_trailing_tabs(text: str) -> tuple[str, list[tuple[str, int, list[str]]]]:
@@ -342,19 +465,27 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
     a tab within the content's indentation, characters other than tabs that libyaml refuses.
     """
     lines = text.split("\n")
-    out = list(lines)
+    out: list[str] = []  # the text's pieces, with the content lines blanked
+    done = 0  # where in ``text`` the pieces in ``out`` end
+    tabs = "\t" in text
     bodies: list[tuple[str, int, list[str]]] = []
     masked: set[int] = set()
-    i = 0
-    while i < len(lines):
-        m = _HEADER_LINE.search(lines[i])
-        i += 1
+    i = 0  # the first line not yet looked at (a header's content is not looked at for headers)
+    row = at = 0  # the line ``at`` (a position in ``text``) is on
+    # Only the lines that end as a header does are looked at (found in one search of the text).
+    for end in _HEADER_END.finditer(text):
+        row += text.count("\n", at, end.start())
+        at = end.start()
+        if row < i:
+            continue
+        i = row + 1
+        line = lines[row]
+        m = _HEADER_LINE.search(line)
         if m is None:
             continue
         digits = [int(c) for c in m.group(2) if c.isdigit()]
         # The indentation the content must exceed: that of the key the header follows (after
         # any '- '), or of the last '- ' when the header is a sequence entry itself.
-        line = lines[i - 1]
         dashes = _DASHES.match(line)
         key_column = dashes.end() if dashes is not None else 0
         if key_column >= m.start():
@@ -363,10 +494,11 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
         else:
             parent = key_column
         start = i
-        while i < len(lines) and (
-            not lines[i].strip(" \t") or len(lines[i]) - len(lines[i].lstrip(" ")) > parent
-        ):
-            i += 1
+        # The content runs to the first line with something other than spaces and tabs that
+        # is indented by no more than ``parent``.
+        line_end = text.find("\n", at)
+        found = _content_end(parent).search(text, line_end) if line_end >= 0 else None
+        i = len(lines) if found is None else row + text.count("\n", line_end, found.start() + 1)
         body = lines[start:i]
         while body and not body[-1].strip(" \t"):
             body.pop()  # trailing blank lines: left as they are (and checked as text)
@@ -377,30 +509,73 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
             indent = parent + digits[0]  # libyaml's: the parent's indentation plus the digit
         if first is not None and (indent == 0 or first.lstrip(" ").startswith("\t")):
             raise _Undecided("block scalar content at column 0 or indented with a tab")
-        for j, line in enumerate(body):
-            if "\t" in line[:indent] or (_UNSAFE_CHAR.search(line.replace("\t", " "))):
-                raise _Undecided("character")
-            if line.strip(" \t") and not line.startswith(" " * indent):
-                raise _Undecided("block scalar content less indented than its first line")
-            out[start + j] = ""
-            masked.add(start + j)
+        if not body:
+            bodies.append((m.group(1), indent, body))
+            continue
+        # The content's lines are text[line_end + 1 : content_end] (the search for a line
+        # less indented starts at the line break before them).
+        content_end = line_end + sum(map(len, body)) + len(body)
+        if (tabs and "\t" in text[line_end:content_end]) or _UNSAFE_CHAR.search(
+            text, line_end, content_end
+        ):
+            for line in body:  # which of the two reasons comes first
+                if "\t" in line[:indent] or (_UNSAFE_CHAR.search(line.replace("\t", " "))):
+                    raise _Undecided("character")
+                if line.strip(" \t") and not line.startswith(" " * indent):
+                    raise _Undecided("block scalar content less indented than its first line")
+        elif indent > 1 and _less_indented(indent).search(text, line_end, content_end):
+            raise _Undecided("block scalar content less indented than its first line")
+        out += text[done : line_end + 1], "\n" * (len(body) - 1)
+        done = content_end
+        masked.update(range(start, start + len(body)))
         bodies.append((m.group(1), indent, body))
-    return "\n".join(out), bodies, masked
+    out.append(text[done:])
+    return "".join(out), bodies, masked
 
 
-def _check_block_bodies(tree: Any, ryml: Any, bodies: list[tuple[str, int, list[str]]]) -> None:
+@functools.lru_cache(maxsize=256)
+def _json_suspect(strings: tuple[str, ...]) -> re.Pattern[str]:
+    """_JSON_SUSPECT completed with ``strings`` (JSON strings, without their opening quote).
+
+    (The first lookahead, a character that starts one of them, spares trying them all.)
+    """
+    return re.compile(
+        '"(?=['
+        + _JSON_SUSPECT_FIRST
+        + "".join(re.escape(value[1]) for value in strings)
+        + "])"
+        + _JSON_SUSPECT
+        + "".join("|" + re.escape(value[1:]) for value in strings)
+        + ")"
+    )
+
+
+@functools.cache
+def _content_end(parent: int) -> re.Pattern[str]:
+    """The line break before a line indented by ``parent`` spaces or fewer (then no space)
+    holding something other than spaces and tabs."""
+    return re.compile(f"\n {{0,{parent}}}+(?! )[ \t]*+[^ \t\n]")
+
+
+@functools.cache
+def _less_indented(indent: int) -> re.Pattern[str]:
+    """A line with something other than spaces, indented by fewer than ``indent`` spaces (in
+    text with no tab), with the line break before it."""
+    return re.compile(f"\n {{0,{indent - 1}}}+[^ \n]")
+
+
+def _check_block_bodies(nodes: _Nodes, bodies: list[tuple[str, int, list[str]]]) -> None:
     """_Undecided unless ryml's block scalars are, in order, those ``_mask_block_bodies`` found,
     each holding its content lines (all of a literal's characters, a folded one's words)."""
-    has_any = ryml._ryml.Tree_type_has_any
-    if any(has_any(tree, node, ryml.KEY_LITERAL | ryml.KEY_FOLDED) for node in range(tree.size())):
+    tree, ryml, types = nodes.tree, nodes.ryml, nodes.types
+    if nodes.union & (ryml.KEY_LITERAL | ryml.KEY_FOLDED):
         raise _Undecided("block scalar key")
-    block = ryml.VAL_LITERAL | ryml.VAL_FOLDED
-    nodes = [node for node in range(tree.size()) if has_any(tree, node, block)]
-    if len(nodes) != len(bodies):
+    blocks = nodes.where(ryml.VAL_LITERAL | ryml.VAL_FOLDED)
+    if len(blocks) != len(bodies):
         raise _Undecided("block scalars not where the text shows them")
-    for node, (style, indent, body) in zip(nodes, bodies, strict=True):
+    for node, (style, indent, body) in zip(blocks, bodies, strict=True):
         value = bytes(tree.val(node)).decode("utf-8")
-        literal = bool(has_any(tree, node, ryml.VAL_LITERAL))
+        literal = bool(types[node] & ryml.VAL_LITERAL)
         if literal != (style == "|"):
             raise _Undecided("block scalars not where the text shows them")
         if literal:
@@ -549,9 +724,9 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
         if "\t" in text:
             text, bodies = _strip_trailing_tabs(text)
             data = None
-        lines = _lines(text)
+        distinct, lines = _lines(text)
         try:
-            flow_only = _check_text(text, lines)
+            flow_only = _check_text(text, distinct, lines)
         except _Undecided:
             # What made the text suspect may lie in block scalars' content (heredocs with
             # '<<', tabs, tables of '|' in CRD descriptions): check the text without it, and
@@ -559,7 +734,7 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             if "|" not in text and ">" not in text:
                 raise
             masked, bodies, _ = _mask_block_bodies(text)
-            flow_only = _check_text(masked, _lines(masked))
+            flow_only = _check_text(masked, *_lines(masked))
         ryml = _import_ryml()
         with _QuietStderr():
             bad_values: dict[str, set[str]] = {}
@@ -576,23 +751,24 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             js = ryml.emit_json(tree)
         if js is None:
             raise _Undecided("empty")
-        if flow_only is not None and _has_flow(tree, ryml):
+        nodes = _Nodes(tree, ryml)
+        if flow_only is not None and _has_flow(nodes):
             raise _Undecided(flow_only)
-        if _may_have_long_keys(lines):
-            _check_key_lengths(tree, ryml)
+        if _may_have_long_keys(distinct):
+            _check_key_lengths(nodes)
         if bodies is not None:
-            _check_block_bodies(tree, ryml, bodies)
+            _check_block_bodies(nodes, bodies)
         indicator_start, suspects = _check_json(js, text, bad_values)
         if '"": ' in js:
-            _check_empty_keys(tree, ryml)
+            _check_empty_keys(nodes)
         if indicator_start:
-            _check_plain_starts(tree, ryml)
-        retyped = _plain_values(tree, ryml, suspects) if suspects else []
+            _check_plain_starts(nodes)
+        retyped = _plain_values(nodes, suspects) if suspects else []
         last_block = None
         if unterminated and ("|" in text or ">" in text):
             last_block = _ends_in_block_scalar(text, tree, ryml)
         nulls = '": null' in js
-        implicit = _scan_tree(tree, ryml, nulls) if nulls or _maybe_property(lines) else {}
+        implicit = _scan_tree(nodes, nulls) if nulls or _maybe_property(lines) else {}
         hook = _pairs_checking(frozenset(bad_keys))
         root = json.loads(js, object_pairs_hook=hook, parse_constant=_reject, strict=False)
         docs = root if tree.is_stream(tree.root_id()) else [root]
@@ -630,69 +806,98 @@ def _check_json(js: str, text: str, bad_values: dict[str, set[str]]) -> tuple[bo
     """
     if js[:2] in ('"]', '"}', '",'):
         raise _Undecided(f"string starting with {js[1]}")
-    # JSON strings hold no line break: the checks run on the distinct lines.
-    lines = _lines(js)
-    indicator_start = any(
-        lines[m.start() - 1] != "\\"  # a string's start, not an escaped quote inside one
-        for m in _INDICATOR_START.finditer(lines)
-    )
+    # One search of the JSON finds each '"' that may start what is looked for: a string
+    # starting with an indicator or a closing bracket, a key below, a string among
+    # ``bad_values``. It takes only the '"' (all the rest is looked ahead at), so each '"' is
+    # looked at; then what follows it is told here.
+    strings = tuple(value for value in bad_values if value.startswith('"'))
+    found = _json_suspect(strings).finditer(js)
+    closers: set[str] = set()
+    indicator_start = False
+    shown: set[str] = set()
+    for m in found:
+        i = m.start()
+        after = js[i + 1]
+        if after in "]},":
+            closers.add(js[i - 1 : i + 2])
+        elif after in _INDICATOR_AFTER and (i == 0 or js[i - 1] != "\\"):
+            indicator_start = True  # a string's start, not an escaped quote inside one
+        shown.update(value for value in (*_ODD_KEYS, *strings) if js.startswith(value, i))
     for start in _CLOSER_START:
-        if start in lines:
+        if start in closers:
             raise _Undecided(f"string starting with {start[2]}")
     # Keys ryml rewrites even when quoted (nan and inf spellings), and empty keys (libyaml
     # refuses ``: value``; ryml reads a null key).
-    for key in ('".nan": ', '".inf": ', '"-.inf": '):
-        if key in lines:
+    for key in _ODD_KEYS:
+        if key in shown:
             raise _Undecided(f"key {key}")
     suspects: set[bytes] = set()
     for value, tokens in bad_values.items():
-        if value in lines:
+        if value in shown or (not value.startswith('"') and value in js):
             if not value.startswith('"'):
                 raise _Undecided(f"scalar {value}")
             suspects.update(t.encode("utf-8") for t in tokens)
-    if "\\" in text and not lines.isascii() and _SURROGATE.search(lines):
+    if "\\" in text and not js.isascii() and _has_surrogate(js):
         raise _Undecided("surrogate")  # an escaped lone surrogate
     return indicator_start, suspects
 
 
-def _check_empty_keys(tree: Any, ryml: Any) -> None:
+def _has_surrogate(js: str) -> bool:
+    """Whether ``js`` holds a surrogate code point: the only ones UTF-8 cannot encode (encoding
+    takes a third of the time a search for them takes)."""
+    try:
+        js.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _check_empty_keys(nodes: _Nodes) -> None:
     """Raise _Undecided for an empty key not written quoted (libyaml refuses ``: value``; ryml
     reads a null key), unlike ``"": value``."""
-    has_any, node_key = ryml._ryml.Tree_type_has_any, ryml._ryml.Tree_key
-    quoted = ryml.KEY_SQUO | ryml.KEY_DQUO
-    for node in range(tree.size()):
-        if has_any(tree, node, ryml.KEY) and not has_any(tree, node, quoted):
-            key = node_key(tree, node)
-            if key is None or not len(key):
-                raise _Undecided("empty key")
+    tree, ryml = nodes.tree, nodes.ryml
+    node_key = ryml._ryml.Tree_key
+    plain = nodes.where(ryml.KEY, ryml.KEY_SQUO | ryml.KEY_DQUO)
+    for node in plain if nodes.keys is None else [n for n in plain if not nodes.keys[n]]:
+        key = node_key(tree, node)
+        if key is None or not len(key):
+            raise _Undecided("empty key")
 
 
-def _plain_values(tree: Any, ryml: Any, tokens: set[bytes]) -> list[tuple[int, str]]:
+def _plain_values(nodes: _Nodes, tokens: set[bytes]) -> list[tuple[int, str]]:
     """The plain (neither quoted nor block) scalar values among ``tokens``: (node, token).
 
     _Undecided for one that is a map key's value or a sequence's entry no path reaches (none)."""
-    node_type, node_val = ryml._ryml.Tree_type, ryml._ryml.Tree_val
-    val = ryml.VAL
+    tree, ryml = nodes.tree, nodes.ryml
+    node_val = ryml._ryml.Tree_val
     styled = ryml.VAL_SQUO | ryml.VAL_DQUO | ryml.VAL_LITERAL | ryml.VAL_FOLDED
     found = []
-    for node in range(tree.size()):
-        flags = node_type(tree, node)
-        if flags & val and not flags & styled:
-            v = node_val(tree, node)
-            if v is not None and bytes(v) in tokens:
-                found.append((node, bytes(v).decode("utf-8")))
+    plain = nodes.where(ryml.VAL, styled)
+    if nodes.vals is not None:
+        sizes = {len(t) for t in tokens}
+        plain = [node for node in plain if nodes.vals[node] in sizes]
+    for node in plain:
+        v = node_val(tree, node)
+        if v is not None and bytes(v) in tokens:
+            found.append((node, bytes(v).decode("utf-8")))
     return found
 
 
-def _check_plain_starts(tree: Any, ryml: Any) -> None:
+def _check_plain_starts(nodes: _Nodes) -> None:
     """Raise _Undecided for a scalar starting with ``@ ` # | > %`` or a space, unless quoted
     or a block scalar's content (about 1 µs a node: a fraction of what PyYAML would take)."""
-    node_type, node_val, node_key = ryml._ryml.Tree_type, ryml._ryml.Tree_val, ryml._ryml.Tree_key
+    tree, ryml, types = nodes.tree, nodes.ryml, nodes.types
+    node_val, node_key = ryml._ryml.Tree_val, ryml._ryml.Tree_key
     val, key = ryml.VAL, ryml.KEY
     val_safe = ryml.VAL_SQUO | ryml.VAL_DQUO | ryml.VAL_LITERAL | ryml.VAL_FOLDED
     key_safe = ryml.KEY_SQUO | ryml.KEY_DQUO
-    for node in range(tree.size()):
-        flags = node_type(tree, node)
+    plain_values = nodes.where(val, val_safe)
+    plain_keys = nodes.where(key, key_safe)
+    if nodes.vals is not None and nodes.keys is not None:  # (empty ones start with nothing)
+        plain_values = [node for node in plain_values if nodes.vals[node]]
+        plain_keys = [node for node in plain_keys if nodes.keys[node]]
+    for node in sorted({*plain_values, *plain_keys}):
+        flags = types[node]
         if flags & val and not flags & val_safe:
             v = node_val(tree, node)
             if v is not None and len(v) and v[0] in _INDICATORS:
@@ -703,10 +908,9 @@ def _check_plain_starts(tree: Any, ryml: Any) -> None:
                 raise _Undecided(f"plain key starting with {chr(k[0])!r}")
 
 
-def _has_flow(tree: Any, ryml: Any) -> bool:
+def _has_flow(nodes: _Nodes) -> bool:
     """Whether the tree holds a non-empty flow collection written over several lines."""
-    has_any, flow = ryml._ryml.Tree_type_has_any, ryml.FLOW_ML
-    return any(has_any(tree, node, flow) and tree.has_children(node) for node in range(tree.size()))
+    return any(nodes.tree.has_children(node) for node in nodes.where(nodes.ryml.FLOW_ML))
 
 
 def _ends_in_block_scalar(text: str, tree: Any, ryml: Any) -> int | None:
@@ -740,25 +944,20 @@ def _holder(tree: Any, docs: list[Any], node: int) -> tuple[Any, Any]:
     return holder, path[-1]
 
 
-def _scan_tree(tree: Any, ryml: Any, nulls: bool) -> dict[int, list[str]]:
+def _scan_tree(nodes: _Nodes, nulls: bool) -> dict[int, list[str]]:
     """Map nodes holding ``key:`` (no value) -> those keys; _Undecided for a tag, anchor, alias."""
+    tree, ryml, types = nodes.tree, nodes.ryml, nodes.types
     tags = ryml.KEYTAG | ryml.VALTAG | ryml.KEYANCH | ryml.VALANCH | ryml.KEYREF | ryml.VALREF
-    has_any = ryml._ryml.Tree_type_has_any  # the C functions: no Python frame per node
+    if nodes.union & tags:
+        raise _Undecided("tag, anchor or alias")
     found: dict[int, list[str]] = {}
     if not nulls:
-        for node in range(tree.size()):
-            if has_any(tree, node, tags):
-                raise _Undecided("tag, anchor or alias")
         return found
-    valnil, keyval = ryml.VALNIL, ryml.KEYVAL
-    has_all = ryml._ryml.Tree_type_has_all
-    for node in range(tree.size()):
-        if has_any(tree, node, tags | valnil):
-            if has_any(tree, node, tags):
-                raise _Undecided("tag, anchor or alias")
-            if has_all(tree, node, keyval):
-                parent = tree.parent(node)
-                found.setdefault(parent, []).append(bytes(tree.key(node)).decode("utf-8"))
+    keyval = ryml.KEYVAL
+    for node in nodes.where(ryml.VALNIL):
+        if types[node] & keyval == keyval:
+            parent = tree.parent(node)
+            found.setdefault(parent, []).append(bytes(tree.key(node)).decode("utf-8"))
     return found
 
 

@@ -471,3 +471,67 @@ def test_flow_indicators_and_tabs_in_block_context() -> None:
                 lines.append(" " * rng.choice([2, 4, 6]) + more)
         decided += check("\n".join(lines) + rng.choice(["\n", ""]))
     assert decided > 300
+
+
+# ----------------------------------------------------------------------------- large trees
+
+# Shapes whose checks look at the tree's nodes (null values, block scalars and their content,
+# scalars typed differently, flow collections, empty and quoted keys), repeated past
+# yamlfast._BULK_MIN nodes so the tree's nodes are read at once.
+LARGE_PART = (
+    "- name: n{i}\n"
+    "  empty:\n"
+    "  text: |\n"
+    "    | a | table |\n"
+    "    :x after a line\n"
+    "  folded: >-\n"
+    "    some words\n"
+    "  plain: True\n"
+    "  quoted: 'True'\n"
+    "  mode: 0777\n"
+    "  flow: {{a: 1, b: [x, y]}}\n"
+    '  "": quoted empty key\n'
+    "  '#k': '@v'\n"
+)
+
+
+def large_text(parts: int = 500, extra: str = "") -> str:
+    return "".join(LARGE_PART.format(i=i) for i in range(parts)) + extra
+
+
+def test_bulk_read_of_large_trees_matches_the_api() -> None:
+    ryml = yamlfast._import_ryml()
+    assert yamlfast._bulk_layout_ok(ryml)  # else large trees are read a node at a time
+    tree = ryml.parse_in_arena(large_text().encode())
+    assert tree.size() >= yamlfast._BULK_MIN
+    nodes = yamlfast._Nodes(tree, ryml)
+    api = ryml._ryml
+    sizes = [
+        (len(k) if k is not None else 0)
+        for k in map(api.Tree_key, [tree] * tree.size(), range(tree.size()))
+    ]
+    assert nodes.types == [api.Tree_type(tree, n) for n in range(tree.size())]
+    assert nodes.keys == sizes
+    assert nodes.vals == [len(api.Tree_val(tree, n) or b"") for n in range(tree.size())]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ["", "- a: !!str 1\n", "- &x a: 1\n", "- {a: 1,\n   b: [:x]}\n", "- " + "k" * 1200 + ": 1\n"],
+    ids=["plain", "tag", "anchor", "flow-over-lines", "long-key"],
+)
+def test_large_trees_read_alike_in_bulk_and_node_by_node(
+    extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = large_text(extra=extra)
+    bulk = fast(text)
+    bulk_reason = yamlfast.last_reason
+    monkeypatch.setattr(yamlfast, "_bulk_checked", [False])
+    one_by_one = fast(text)
+    assert (yamlfast.last_reason, bulk is None) == (bulk_reason, one_by_one is None)
+    if bulk is not None:
+        assert one_by_one is not None and same(bulk, one_by_one)
+        assert check(text)
+        assert isinstance(bulk[0][0], ImplicitNullMap)
+    else:
+        assert extra  # the plain text is read on this path

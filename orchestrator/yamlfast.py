@@ -44,11 +44,10 @@ errors on file descriptor 2; that is sent to /dev/null while it parses (single-t
 from __future__ import annotations
 
 import os
-import re
 import sys
 import types
 
-from orchestrator.lazyre import Pattern
+from orchestrator.lazyre import Pattern, compile_pattern
 from orchestrator.resource import ImplicitNullMap
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -272,7 +271,10 @@ class _Nodes:
                 self._types = list(map(node_type, [self.tree] * size, range(size)))
             else:
                 self._types, self.keys, self.vals = bulk
-            self.union = functools.reduce(int.__or__, self._types, 0)
+            union = 0
+            for flags in set(self._types):
+                union |= flags
+            self.union = union
         return self._types
 
     def where(self, flags: int, without: int = 0) -> list[int]:
@@ -533,35 +535,55 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
     return "".join(out), bodies, masked
 
 
-@functools.lru_cache(maxsize=256)
-def _json_suspect(strings: tuple[str, ...]) -> re.Pattern[str]:
+# The compiled patterns of _json_suspect, _content_end and _less_indented, by their argument
+# (dicts, not functools caches: functools imports collections at start-up). The common ones are
+# module constants, so that the shipped regex table (orchestrator.lazyre) holds them compiled.
+_JSON_SUSPECTS: dict[tuple[str, ...], Any] = {}
+_JSON_SUSPECT_PLAIN = Pattern('"(?=[' + _JSON_SUSPECT_FIRST + "])" + _JSON_SUSPECT + ")")
+_COMMON_INDENTS = 25
+_CONTENT_ENDS = [Pattern(f"\n {{0,{p}}}+(?! )[ \t]*+[^ \t\n]") for p in range(_COMMON_INDENTS)]
+_LESS_INDENTED = [Pattern(f"\n {{0,{i - 1}}}+[^ \n]") for i in range(1, _COMMON_INDENTS)]
+# What re.escape escapes (without importing re for it).
+_ESCAPES = {c: "\\" + chr(c) for c in b"()[]{}?*+-|^$\\.&~# \t\n\r\v\f"}
+
+
+def _json_suspect(strings: tuple[str, ...]) -> Any:
     """_JSON_SUSPECT completed with ``strings`` (JSON strings, without their opening quote).
 
     (The first lookahead, a character that starts one of them, spares trying them all.)
     """
-    return re.compile(
-        '"(?=['
-        + _JSON_SUSPECT_FIRST
-        + "".join(re.escape(value[1]) for value in strings)
-        + "])"
-        + _JSON_SUSPECT
-        + "".join("|" + re.escape(value[1:]) for value in strings)
-        + ")"
-    )
+    if not strings:
+        return _JSON_SUSPECT_PLAIN
+    compiled = _JSON_SUSPECTS.get(strings)
+    if compiled is None:
+        if len(_JSON_SUSPECTS) >= 256:
+            _JSON_SUSPECTS.clear()
+        compiled = _JSON_SUSPECTS[strings] = compile_pattern(
+            '"(?=['
+            + _JSON_SUSPECT_FIRST
+            + "".join(value[1].translate(_ESCAPES) for value in strings)
+            + "])"
+            + _JSON_SUSPECT
+            + "".join("|" + value[1:].translate(_ESCAPES) for value in strings)
+            + ")"
+        )
+    return compiled
 
 
-@functools.cache
-def _content_end(parent: int) -> re.Pattern[str]:
+def _content_end(parent: int) -> Any:
     """The line break before a line indented by ``parent`` spaces or fewer (then no space)
     holding something other than spaces and tabs."""
-    return re.compile(f"\n {{0,{parent}}}+(?! )[ \t]*+[^ \t\n]")
+    if parent < _COMMON_INDENTS:
+        return _CONTENT_ENDS[parent]
+    return compile_pattern(f"\n {{0,{parent}}}+(?! )[ \t]*+[^ \t\n]")
 
 
-@functools.cache
-def _less_indented(indent: int) -> re.Pattern[str]:
+def _less_indented(indent: int) -> Any:
     """A line with something other than spaces, indented by fewer than ``indent`` spaces (in
     text with no tab), with the line break before it."""
-    return re.compile(f"\n {{0,{indent - 1}}}+[^ \n]")
+    if 0 < indent < _COMMON_INDENTS:
+        return _LESS_INDENTED[indent - 1]
+    return compile_pattern(f"\n {{0,{indent - 1}}}+[^ \n]")
 
 
 def _check_block_bodies(nodes: _Nodes, bodies: list[tuple[str, int, list[str]]]) -> None:

@@ -1,9 +1,10 @@
 """Generate ``regex.marshal``: the engine's regular expressions, compiled (see ``lazyre``).
 
 Imports every module of the ``orchestrator`` package and stores, for each ``Pattern`` it
-holds (at module level or as a class attribute), the code ``re``'s compiler makes for it,
-keyed by the pattern, under the key of the Python that made it (``lazyre.table_key``). Run
-after changing a pattern (``tests/orchestrator/test_lazyre.py`` fails until then)::
+holds (at module level, in a module-level list or as a class attribute), the code ``re``'s
+compiler makes for it, keyed by the pattern, under the key of the Python that made it
+(``lazyre.table_key``). Run after changing a pattern (``tests/orchestrator/test_lazyre.py``
+fails until then)::
 
     python -m orchestrator.data.gen_regex
 """
@@ -29,7 +30,12 @@ def engine_patterns() -> list[str]:
             continue
         module = importlib.import_module(info.name)
         for value in vars(module).values():
-            holders = [value, *vars(value).values()] if isinstance(value, type) else [value]
+            if isinstance(value, type):
+                holders = list(vars(value).values())
+            elif isinstance(value, (list, tuple)):
+                holders = list(value)
+            else:
+                holders = [value]
             found.update(h.pattern for h in holders if isinstance(h, lazyre.Pattern))
     return sorted(found)
 

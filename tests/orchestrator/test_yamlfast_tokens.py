@@ -44,7 +44,7 @@ def _corpus_tokens() -> set[str]:
     for path in sorted(CORPUS.rglob("*")):
         if path.is_file():
             text = path.read_text(encoding="utf-8", errors="replace")
-            tokens |= yamlfast._tokens(yamlfast._lines(text))
+            tokens |= yamlfast._tokens(yamlfast._lines(text)[1])
     return tokens
 
 

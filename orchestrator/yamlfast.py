@@ -122,6 +122,7 @@ _ODD_KEYS = ('".nan": ', '".inf": ', '"-.inf": ')
 _JSON_SUSPECT = r'(?=(?<=[\[, \n]")[\]},]|[@`#|>% ]|\.nan": |\.inf": |-\.inf": '
 _JSON_SUSPECT_FIRST = r"\]},@`#|>% .\-"  # the characters that start those
 _INDICATORS = frozenset(b"@`#|>% ")
+_CLOSERS = frozenset(b"]},")
 _CLOSER_START = tuple(a + '"' + b for a in "[, \n" for b in "]},")
 
 # (token, typing) -> where the two readers disagree on it (see _disagreement)
@@ -780,11 +781,11 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             _check_key_lengths(nodes)
         if bodies is not None:
             _check_block_bodies(nodes, bodies)
-        indicator_start, suspects = _check_json(js, text, bad_values)
+        starts, suspects = _check_json(js, text, bad_values)
         if '"": ' in js:
             _check_empty_keys(nodes)
-        if indicator_start:
-            _check_plain_starts(nodes)
+        if starts:
+            _check_plain_starts(nodes, starts)
         retyped = _plain_values(nodes, suspects) if suspects else []
         last_block = None
         if unterminated and ("|" in text or ">" in text):
@@ -818,11 +819,14 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
     return [d for d in docs if d is not None]
 
 
-def _check_json(js: str, text: str, bad_values: dict[str, set[str]]) -> tuple[bool, set[bytes]]:
+def _check_json(
+    js: str, text: str, bad_values: dict[str, set[str]]
+) -> tuple[frozenset[int], set[bytes]]:
     """Raise _Undecided when ryml's JSON shows something PyYAML may read differently.
 
-    Returns whether a string starts with an indicator (``_check_plain_starts`` is to look
-    further), and the tokens whose plain scalars ryml writes as a JSON string that the JSON
+    Returns the first characters some string may start with that no plain scalar may start
+    with in libyaml (``_check_plain_starts`` is to look further: empty when none), and the
+    tokens whose plain scalars ryml writes as a JSON string that the JSON
     holds (``"False"``: from a plain scalar, a boolean to go-yaml v3; from a quoted one, a
     string: ``_check_plain_values`` tells them apart).
     """
@@ -845,9 +849,19 @@ def _check_json(js: str, text: str, bad_values: dict[str, set[str]]) -> tuple[bo
         elif after in _INDICATOR_AFTER and (i == 0 or js[i - 1] != "\\"):
             indicator_start = True  # a string's start, not an escaped quote inside one
         shown.update(value for value in (*_ODD_KEYS, *strings) if js.startswith(value, i))
+    starts = _INDICATORS if indicator_start else frozenset()
     for start in _CLOSER_START:
         if start in closers:
-            raise _Undecided(f"string starting with {start[2]}")
+            # A string starting with ']', '}' or ',' (or one ending with it, before a ',' of
+            # the JSON: over-inclusive): fine unless a plain scalar (the tree tells).
+            starts |= _CLOSERS
+    return starts, _check_json_rest(js, text, bad_values, shown, strings)
+
+
+def _check_json_rest(
+    js: str, text: str, bad_values: dict[str, set[str]], shown: set[str], strings: tuple[str, ...]
+) -> set[bytes]:
+    """The rest of ``_check_json``: odd keys, typed values, surrogates."""
     # Keys ryml rewrites even when quoted (nan and inf spellings), and empty keys (libyaml
     # refuses ``: value``; ryml reads a null key).
     for key in _ODD_KEYS:
@@ -861,7 +875,7 @@ def _check_json(js: str, text: str, bad_values: dict[str, set[str]]) -> tuple[bo
             suspects.update(t.encode("utf-8") for t in tokens)
     if "\\" in text and not js.isascii() and _has_surrogate(js):
         raise _Undecided("surrogate")  # an escaped lone surrogate
-    return indicator_start, suspects
+    return suspects
 
 
 def _has_surrogate(js: str) -> bool:
@@ -905,9 +919,10 @@ def _plain_values(nodes: _Nodes, tokens: set[bytes]) -> list[tuple[int, str]]:
     return found
 
 
-def _check_plain_starts(nodes: _Nodes) -> None:
-    """Raise _Undecided for a scalar starting with ``@ ` # | > %`` or a space, unless quoted
-    or a block scalar's content (about 1 µs a node: a fraction of what PyYAML would take)."""
+def _check_plain_starts(nodes: _Nodes, starts: frozenset[int] = _INDICATORS) -> None:
+    """Raise _Undecided for a scalar starting with one of ``starts`` (``@ ` # | > %`` or a
+    space, and ``] } ,`` when the JSON shows one), unless quoted or a block scalar's content
+    (about 1 µs a node: a fraction of what PyYAML would take)."""
     tree, ryml, types = nodes.tree, nodes.ryml, nodes.types
     node_val, node_key = ryml._ryml.Tree_val, ryml._ryml.Tree_key
     val, key = ryml.VAL, ryml.KEY
@@ -922,11 +937,11 @@ def _check_plain_starts(nodes: _Nodes) -> None:
         flags = types[node]
         if flags & val and not flags & val_safe:
             v = node_val(tree, node)
-            if v is not None and len(v) and v[0] in _INDICATORS:
+            if v is not None and len(v) and v[0] in starts:
                 raise _Undecided(f"plain scalar starting with {chr(v[0])!r}")
         if flags & key and not flags & key_safe:
             k = node_key(tree, node)
-            if k is not None and len(k) and k[0] in _INDICATORS:
+            if k is not None and len(k) and k[0] in starts:
                 raise _Undecided(f"plain key starting with {chr(k[0])!r}")
 
 

@@ -364,6 +364,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _build(args: Args, debug: bool) -> int:
     """``krm build DIR``, served from the build cache when nothing it read has changed."""
+    import gc
+
+    # A build makes a dict or list per YAML map and sequence, and keeps nearly all of them to
+    # the end: the cyclic collector's default first threshold (700 allocations) runs it tens
+    # of thousands of times over a large tree for nothing (~3 % of a 12 MB build). It still
+    # runs, 70 times less often.
+    gc.set_threshold(50_000, 20, 20)
     if args.batch:
         return _build_batch(args, debug)
     to_dir = bool(args.output and os.path.isdir(args.output))

@@ -18,8 +18,19 @@ import orchestrator
 
 # Modules a plain small build must not load (self import times here: PyYAML with its datetime
 # and base64 ~9 ms; typing ~2 ms; hashlib with OpenSSL ~2.5 ms; datetime ~1 ms; copy with
-# weakref ~0.6 ms; contextlib and argparse with gettext and locale ~0.4 and ~2 ms).
-NOT_LOADED = ("yaml", "typing", "hashlib", "datetime", "copy", "contextlib", "argparse")
+# weakref ~0.6 ms; contextlib and argparse with gettext and locale ~0.4 and ~2 ms); nor the
+# machinery that shares large builds with child processes (orchestrator.parallel, pickle).
+NOT_LOADED = (
+    "yaml",
+    "typing",
+    "hashlib",
+    "datetime",
+    "copy",
+    "contextlib",
+    "argparse",
+    "pickle",
+    "orchestrator.parallel",
+)
 
 _SCRIPT = """
 import json, sys
@@ -55,6 +66,7 @@ def counting_parse(data, **kw):
 kustomization.parse = counting_parse
 
 result = build(sys.argv[1])
+result.to_yaml()
 print(json.dumps({"modules": sorted(sys.modules), "importers": importers,
                   "resources": len(result.resources), "parsed": parsed}))
 """

@@ -1,0 +1,332 @@
+"""Work for other cores in large builds: big resource files parsed, and big outputs written, by
+forked child processes, with results identical to doing all of it in order in one process.
+
+Most of a large build's time is parsing a few big files (CRDs) and writing them out again: pure
+work (bytes in, plain data or text out). Where ``os.fork`` exists and the process runs no other
+thread, children forked at that point do part of it with the very same functions (``yamlio``)
+and send back their results over pipes (parsed documents pickled: unpickling is ~20 times
+quicker than parsing). A child's result is only ever an answer the parent could have computed:
+
+- The parent still reads every file itself, through its Loader (so the load restrictor and the
+  build cache's Recorder see what they always see), and uses a child's documents only when the
+  child read the very same bytes; nothing outlives the kustomization whose files were parsed.
+- A child that fails on a file, dies, or sends anything short leaves that work to the parent,
+  which then does it itself, raising the error it always would.
+- Children leave with ``os._exit`` (no stdio buffers flushed, no atexit handlers) and are always
+  reaped; one still running when its results are no longer wanted is killed first.
+
+``KRM_PARALLEL=0`` turns this off; a number sets how many children to use (by default, one per
+core beyond the first, at most :data:`MAX_CHILDREN`). Small builds never import this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from orchestrator import yamlio
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+ENV = "KRM_PARALLEL"
+# Test hook: a child kills itself (SIGKILL) after writing this many bytes of its answer.
+DIE_ENV = "KRM_PARALLEL_DIE_AFTER"
+MAX_CHILDREN = 3
+_NONE = (1 << 64) - 1  # a length that marks "no result"
+_SIGKILL = 9
+
+
+def children() -> int:
+    """How many children may work beside this process now (0: do everything here)."""
+    wanted = os.environ.get(ENV, "")
+    if wanted == "0" or not hasattr(os, "fork"):
+        return 0
+    threading = sys.modules.get("threading")  # forking a threaded process is unsafe
+    if threading is not None and threading.active_count() != 1:
+        return 0
+    if wanted.isdigit():
+        return min(int(wanted), MAX_CHILDREN)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(0, min(cores - 1, MAX_CHILDREN))
+
+
+class _Child:
+    """One forked child and the pipe its answer comes through."""
+
+    __slots__ = ("pid", "fd", "answer")
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self.fd = fd
+        # Its frames once collected: None until then, [] when it failed.
+        self.answer: list[Any] | None = None
+
+    def collect(self, count: int | None = None) -> list[Any]:
+        """The child's frames (see :func:`_frames`), [] if it failed."""
+        if self.answer is None:
+            chunks: list[bytes] = []
+            try:
+                while True:
+                    chunk = os.read(self.fd, 1 << 20)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+            except OSError:
+                chunks = []
+            os.close(self.fd)
+            self.fd = -1
+            ok = _reap(self.pid)
+            self.answer = _frames(b"".join(chunks), count) if ok else []
+        return self.answer
+
+    def close(self) -> None:
+        """Stop and reap the child if its answer was never collected."""
+        if self.answer is None:
+            os.close(self.fd)
+            self.fd = -1
+            with contextlib.suppress(OSError):  # it has exited already
+                os.kill(self.pid, _SIGKILL)
+            _reap(self.pid)
+            self.answer = []
+
+
+def _reap(pid: int) -> bool:
+    """Wait for child ``pid``; whether it exited with status 0."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return False
+        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def _frames(blob: bytes, count: int | None) -> list[Any]:
+    """The frames of a child's answer (``count`` of them, or as many as there are): each a pair
+    of length-prefixed parts, None where one is "no result"; [] when the answer is cut short."""
+    view = memoryview(blob)
+    out: list[Any] = []
+    pos = 0
+    while len(out) != count and (count is not None or pos < len(view)):
+        parts: list[memoryview | None] = []
+        for _part in range(2):
+            if pos + 8 > len(view):
+                return []
+            size = int.from_bytes(view[pos : pos + 8], "little")
+            pos += 8
+            if size == _NONE:
+                parts.append(None)
+                continue
+            if pos + size > len(view):
+                return []
+            parts.append(view[pos : pos + size])
+            pos += size
+        out.append(None if parts[0] is None or parts[1] is None else (parts[0], parts[1]))
+    return out if pos == len(view) else []
+
+
+def _fork(work: Any, *args: Any) -> _Child | None:
+    """A child running ``work(*args)``, which returns the parts of its answer; None if the
+    fork failed. The child writes its answer in one go once it has all of it (it has nothing
+    else to do meanwhile) and leaves with ``os._exit``, status 0 only when all was written."""
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # the child
+        status = 1
+        try:
+            os.close(read_fd)
+            _write(write_fd, work(*args))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    return _Child(pid, read_fd)
+
+
+def _write(fd: int, parts: list[bytes | None]) -> None:
+    """Each part length-prefixed (None as the "no result" length), all written to ``fd``."""
+    die = os.environ.get(DIE_ENV)
+    budget = int(die) if die and die.isdigit() else -1
+    for part in parts:
+        pieces: list[bytes | memoryview] = [
+            (_NONE if part is None else len(part)).to_bytes(8, "little")
+        ]
+        if part is not None:
+            pieces.append(part)
+        for piece in pieces:
+            view = memoryview(piece)
+            while view:
+                if budget == 0:
+                    os.kill(os.getpid(), _SIGKILL)
+                size = len(view) if budget < 0 else min(len(view), budget)
+                written = os.write(fd, view[:size])
+                view = view[written:]
+                if budget > 0:
+                    budget -= written
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def _read(path: str) -> bytes:
+    """The bytes of ``path``, read with ``os`` calls (not ``open``, which a build cache's
+    Recorder may wrap: its notes would be the child's, and lost)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(fd, 1 << 22)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def _parse_files(jobs: list[tuple[str, str]]) -> list[bytes | None]:
+    """In a child: for each (file, source) the bytes read and the pickled documents, or two
+    "no result" parts when reading or parsing failed (the parent then does it and fails)."""
+    import pickle
+
+    parts: list[bytes | None] = []
+    for path, source in jobs:
+        try:
+            data = _read(path)
+            docs = yamlio.load_all(data, source=source)
+            parts += (data, pickle.dumps(docs, protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception:
+            parts += (None, None)
+    return parts
+
+
+class Prefetch:
+    """Documents of resource files being parsed by children, for one kustomization's files."""
+
+    def __init__(self) -> None:
+        # file -> (child, the file's place in the child's answer)
+        self.jobs: dict[str, tuple[_Child, int]] = {}
+        self.counts: dict[_Child, int] = {}
+
+    def docs(self, path: str, data: bytes) -> list[Any] | None:
+        """The documents of ``path`` if a child parsed exactly ``data`` (else None: parse it)."""
+        job = self.jobs.pop(path, None)
+        if job is None:
+            return None
+        child, place = job
+        answer = child.collect(self.counts[child])
+        frame = answer[place] if answer else None
+        if frame is None:
+            return None
+        answer[place] = None  # its memory goes with the documents
+        read, blob = frame
+        if read != data:
+            return None
+        import pickle
+
+        try:
+            docs: list[Any] = pickle.loads(blob)
+        except Exception:
+            return None
+        return docs
+
+    def close(self) -> None:
+        """Stop (if still running) and reap every child."""
+        for child in self.counts:
+            child.close()
+        self.jobs.clear()
+
+
+def prefetch(files: list[tuple[str, str, int]], workers: int) -> Prefetch:
+    """Children parsing some of ``files`` ((path, source, size) in the order the parent will
+    ask for them): the parent parses the first run itself meanwhile, each child a later run,
+    the runs cut so that each has about as many bytes to parse."""
+    out = Prefetch()
+    share = sum(size for _, _, size in files) / (workers + 1)
+    runs: list[list[tuple[str, str]]] = [[] for _ in range(workers + 1)]
+    done = 0
+    for path, source, size in files:
+        runs[min(int((done + size / 2) / share), workers)].append((path, source))
+        done += size
+    for run in runs[1:]:
+        if not run:
+            continue
+        child = _fork(_parse_files, run)
+        if child is None:
+            break
+        out.counts[child] = len(run)
+        for place, (path, _) in enumerate(run):
+            out.jobs[path] = (child, place)
+    return out
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _dump_claimed(objs: list[Any], fd: int) -> list[tuple[int, str]]:
+    """Dump the objects whose indices this process claims from the token pipe ``fd``, until
+    it runs dry; the (index, text) pairs."""
+    done: list[tuple[int, str]] = []
+    while True:
+        token = os.read(fd, 4)
+        if not token:
+            return done
+        if len(token) != 4:  # never on a pipe of 4-byte records read 4 bytes at a time
+            raise OSError("short token")
+        index = int.from_bytes(token, "little")
+        done.append((index, yamlio.dump(objs[index])))
+
+
+def _dump_child(objs: list[Any], fd: int) -> list[bytes | None]:
+    parts: list[bytes | None] = []
+    for index, text in _dump_claimed(objs, fd):
+        parts += (index.to_bytes(4, "little"), text.encode("utf-8", "surrogatepass"))
+    return parts
+
+
+def dump_all(objs: list[Any]) -> str:
+    """``yamlio.dump_all(objs)``, the documents shared with a child: each process takes the
+    next undone document from a pipe of indices until none is left (so neither waits for the
+    other while there is work), then the parent joins the texts in order, dumping itself any
+    the child did not send. Where the parent's own share fails, all is done again in order,
+    so that the error is the one a single process raises."""
+    if len(objs) * 4 > 65536:  # the indices must fit a pipe's buffer: writing them never blocks
+        return yamlio.dump_all(objs)
+    texts: list[str | None] = [None] * len(objs)
+    read_fd, write_fd = os.pipe()
+    child = None
+    try:
+        os.write(write_fd, b"".join(i.to_bytes(4, "little") for i in range(len(objs))))
+        os.close(write_fd)
+        write_fd = -1
+        child = _fork(_dump_child, objs, read_fd)
+        if child is not None:
+            for index, text in _dump_claimed(objs, read_fd):
+                texts[index] = text
+    except Exception:
+        if child is not None:
+            child.close()
+        return yamlio.dump_all(objs)
+    finally:
+        if write_fd >= 0:
+            os.close(write_fd)
+        os.close(read_fd)
+    if child is not None:
+        for frame in child.collect():
+            index = -1 if frame is None else int.from_bytes(frame[0], "little")
+            if 0 <= index < len(texts):
+                texts[index] = str(frame[1], "utf-8", "surrogatepass")
+    return "---\n".join(
+        yamlio.dump(o) if t is None else t for o, t in zip(objs, texts, strict=True)
+    )

@@ -59,10 +59,10 @@ MANAGED_BY = "kustomize-(devel)"
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
 # Builtins that may run a strategic merge, which loads kyaml's built-in schema (a
 # PatchTransformer with a JSON 6902 patch does not; counted all the same).
-# Resource files this large are parsed by a child process beside the parent (orchestrator.parallel)
-# when at least two of them, together this large, are listed by one kustomization: below that a
-# fork (~5 ms with its copy-on-write faults) costs more than it saves.
-PREFETCH_MIN_FILE = 256 * 1024
+# Resource files this large may be parsed by a child process beside the parent
+# (orchestrator.parallel) when those one kustomization lists are together this large: below that
+# a fork and the pickled answer cost about as much as they save.
+PREFETCH_MIN_FILE = 128 * 1024
 PREFETCH_MIN_TOTAL = 1024 * 1024
 # An output of about this many map entries and list items (~1 MB) is written by two processes.
 EMIT_MIN_NODES = 12_000
@@ -455,7 +455,7 @@ class Target:
         them in order (orchestrator.parallel), or None where that is not worth a fork."""
         if len(paths) < 2 or os.environ.get("KRM_PARALLEL") == "0":
             return None
-        large = []
+        files = []
         total = 0
         for path in paths:
             if "://" in path:
@@ -467,15 +467,17 @@ class Target:
                 st = os.stat(full)
             except (OSError, ValueError):
                 continue
-            if st.st_size >= PREFETCH_MIN_FILE and stat.S_ISREG(st.st_mode):
-                large.append((full, display(full), st.st_size))
-                total += st.st_size
-        if len(large) < 2 or total < PREFETCH_MIN_TOTAL:
+            if stat.S_ISREG(st.st_mode):
+                large = st.st_size >= PREFETCH_MIN_FILE
+                files.append((full, display(full) if large else "", st.st_size, large))
+                if large:
+                    total += st.st_size
+        if total < PREFETCH_MIN_TOTAL:
             return None
         from orchestrator import parallel
 
         workers = parallel.children()
-        return parallel.prefetch(large, workers) if workers else None
+        return parallel.prefetch(files, workers) if workers else None
 
     def _accumulate_resources(self, acc: Accumulator, paths: list[str], prefetch: Any) -> None:
         for path in paths:

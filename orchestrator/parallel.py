@@ -37,6 +37,8 @@ DIE_ENV = "KRM_PARALLEL_DIE_AFTER"
 MAX_CHILDREN = 3
 _NONE = (1 << 64) - 1  # a length that marks "no result"
 _SIGKILL = 9
+_live = 0  # children forked and not yet reaped (nested kustomizations each prefetch)
+_fds: set[int] = set()  # the read ends of their pipes (a later child closes its copies)
 
 
 def children() -> int:
@@ -48,12 +50,13 @@ def children() -> int:
     if threading is not None and threading.active_count() != 1:
         return 0
     if wanted.isdigit():
-        return min(int(wanted), MAX_CHILDREN)
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(0, min(cores - 1, MAX_CHILDREN))
+        most = int(wanted)
+    else:
+        try:
+            most = len(os.sched_getaffinity(0)) - 1
+        except AttributeError:  # not on Linux
+            most = (os.cpu_count() or 1) - 1
+    return max(0, min(most, MAX_CHILDREN) - _live)
 
 
 class _Child:
@@ -79,7 +82,7 @@ class _Child:
                     chunks.append(chunk)
             except OSError:
                 chunks = []
-            os.close(self.fd)
+            _close(self.fd)
             self.fd = -1
             ok = _reap(self.pid)
             self.answer = _frames(b"".join(chunks), count) if ok else []
@@ -88,7 +91,7 @@ class _Child:
     def close(self) -> None:
         """Stop and reap the child if its answer was never collected."""
         if self.answer is None:
-            os.close(self.fd)
+            _close(self.fd)
             self.fd = -1
             with contextlib.suppress(OSError):  # it has exited already
                 os.kill(self.pid, _SIGKILL)
@@ -96,8 +99,15 @@ class _Child:
             self.answer = []
 
 
+def _close(fd: int) -> None:
+    _fds.discard(fd)
+    os.close(fd)
+
+
 def _reap(pid: int) -> bool:
     """Wait for child ``pid``; whether it exited with status 0."""
+    global _live
+    _live -= 1
     while True:
         try:
             _, status = os.waitpid(pid, 0)
@@ -136,6 +146,7 @@ def _fork(work: Any, *args: Any) -> _Child | None:
     """A child running ``work(*args)``, which returns the parts of its answer; None if the
     fork failed. The child writes its answer in one go once it has all of it (it has nothing
     else to do meanwhile) and leaves with ``os._exit``, status 0 only when all was written."""
+    global _live
     read_fd, write_fd = os.pipe()
     try:
         pid = os.fork()
@@ -146,11 +157,14 @@ def _fork(work: Any, *args: Any) -> _Child | None:
     if pid == 0:  # the child
         status = 1
         try:
-            os.close(read_fd)
+            for fd in (read_fd, *_fds):
+                os.close(fd)
             _write(write_fd, work(*args))
             status = 0
         finally:
             os._exit(status)
+    _live += 1
+    _fds.add(read_fd)
     os.close(write_fd)
     return _Child(pid, read_fd)
 
@@ -248,16 +262,30 @@ class Prefetch:
         self.jobs.clear()
 
 
-def prefetch(files: list[tuple[str, str, int]], workers: int) -> Prefetch:
-    """Children parsing some of ``files`` ((path, source, size) in the order the parent will
-    ask for them): the parent parses the first run itself meanwhile, each child a later run,
-    the runs cut so that each has about as many bytes to parse."""
+# What a file costs to go through beyond its bytes (reading, a Resource, the checks), in bytes.
+_PER_FILE = 4096
+
+
+def prefetch(files: list[tuple[str, str, int, bool]], workers: int) -> Prefetch:
+    """Children parsing some of the large ``files`` ((path, source, size, large) in the order
+    the parent asks for them; the parent parses the others). The parent parses the first large
+    ones itself meanwhile, each child a later run, cut so that everyone has about as much to do:
+    the parent's share counts its small files too."""
     out = Prefetch()
-    share = sum(size for _, _, size in files) / (workers + 1)
+    cost = [size + _PER_FILE for _, _, size, _ in files]
+    share = sum(cost) / (workers + 1)
+    # Where, in the bytes of large files, the parent's share ends and each child's does.
+    small = sum(c for c, (_, _, _, large) in zip(cost, files, strict=True) if not large)
+    own = max(share - small, 0)
+    rest = (sum(cost) - small - own) / workers
     runs: list[list[tuple[str, str]]] = [[] for _ in range(workers + 1)]
     done = 0
-    for path, source, size in files:
-        runs[min(int((done + size / 2) / share), workers)].append((path, source))
+    for (path, source, _, large), size in zip(files, cost, strict=True):
+        if not large:
+            continue
+        middle = done + size / 2
+        to = 0 if middle < own or not rest else min(1 + int((middle - own) / rest), workers)
+        runs[to].append((path, source))
         done += size
     for run in runs[1:]:
         if not run:
@@ -314,9 +342,11 @@ def dump_all(objs: list[Any]) -> str:
         if child is not None:
             for index, text in _dump_claimed(objs, read_fd):
                 texts[index] = text
-    except Exception:
+    except BaseException as exc:
         if child is not None:
             child.close()
+        if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit
+            raise
         return yamlio.dump_all(objs)
     finally:
         if write_fd >= 0:

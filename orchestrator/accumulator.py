@@ -64,8 +64,10 @@ LOCAL_CONFIG = "config.kubernetes.io/local-config"
 # a fork and the pickled answer cost about as much as they save.
 PREFETCH_MIN_FILE = 128 * 1024
 PREFETCH_MIN_TOTAL = 1024 * 1024
-# An output of about this many map entries and list items (~1 MB) is written by two processes.
-EMIT_MIN_NODES = 12_000
+# An output of at least this many map entries and list items (~8 MB) is written by two
+# processes: the fork's copy-on-write faults add about half the parent's share of the writing
+# time on both sides, so below this the second core saves little, and loses on a busy machine.
+EMIT_MIN_NODES = 100_000
 _MERGING = frozenset({"PatchStrategicMergeTransformer", "PatchTransformer"})
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 TRANSFORMATIONS_ANNOTATION = "alpha.config.kubernetes.io/transformations"
@@ -508,24 +510,28 @@ class Target:
                     ) from None
                 raise exc
             full = self.loader.abspath(path)
-            docs = prefetch.docs(full, data) if prefetch is not None else None
-            self._append_file(acc, data, path, display(full), docs)
+            parse = resources_from_bytes
+            if prefetch is not None and full in prefetch.jobs:
+                parse = _prefetched(prefetch, full)
+            self._append_file(acc, data, path, display(full), parse)
 
     def _append_file(
-        self, acc: Accumulator, data: bytes, path: str, where: str, docs: Any = None
+        self,
+        acc: Accumulator,
+        data: bytes,
+        path: str,
+        where: str,
+        parse: Callable[..., list[Resource]] | None = None,
     ) -> None:
-        """Add the resources of file ``path`` read as ``data``; ``docs``: its documents, when
-        a child parsed them already."""
+        """Add the resources of file ``path`` read as ``data``, parsed by ``parse`` (called
+        like :func:`resources_from_bytes`, the default) unless the share of a run of builds has
+        them."""
+        if parse is None:
+            parse = resources_from_bytes
         origin = None
         if self.build.origins:
             origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
             origin += self.origin_repo
-        parse = resources_from_bytes
-        if docs is not None:
-
-            def parse(data: bytes, *, source: str, origin: str | None = None) -> list[Resource]:
-                return resources_from_docs(docs, source=source, origin=origin)
-
         share = _active_share()
         if share is None:
             found = parse(data, source=where, origin=origin)
@@ -1249,6 +1255,19 @@ def _large(objs: list[Any]) -> bool:
         if count >= EMIT_MIN_NODES:
             return True
     return False
+
+
+def _prefetched(prefetch: Any, full: str) -> Callable[..., list[Resource]]:
+    """A ``resources_from_bytes`` that takes the documents a child parsed from file ``full``
+    when it read the same bytes (orchestrator.parallel); asked only where no share has them."""
+
+    def parse(data: bytes, *, source: str, origin: str | None = None) -> list[Resource]:
+        docs = prefetch.docs(full, data)
+        if docs is None:
+            return resources_from_bytes(data, source=source, origin=origin)
+        return resources_from_docs(docs, source=source, origin=origin)
+
+    return parse
 
 
 def resources_from_bytes(data: bytes, *, source: str, origin: str | None = None) -> list[Resource]:

@@ -25,7 +25,7 @@ import contextlib
 import os
 import sys
 
-from orchestrator import yamlio
+from orchestrator import yamlfast, yamlio
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -271,6 +271,9 @@ def prefetch(files: list[tuple[str, str, int, bool]], workers: int) -> Prefetch:
     the parent asks for them; the parent parses the others). The parent parses the first large
     ones itself meanwhile, each child a later run, cut so that everyone has about as much to do:
     the parent's share counts its small files too."""
+    import pickle  # noqa: F401  (imported once for the parent, which unpickles, and children)
+
+    yamlfast.preload()
     out = Prefetch()
     cost = [size + _PER_FILE for _, _, size, _ in files]
     share = sum(cost) / (workers + 1)

@@ -82,21 +82,27 @@ class _Child:
                     chunks.append(chunk)
             except OSError:
                 chunks = []
-            _close(self.fd)
-            self.fd = -1
-            ok = _reap(self.pid)
+            ok = self._end()
             self.answer = _frames(b"".join(chunks), count) if ok else []
         return self.answer
 
     def close(self) -> None:
         """Stop and reap the child if its answer was never collected."""
         if self.answer is None:
+            if self.pid:
+                with contextlib.suppress(OSError):  # it has exited already
+                    os.kill(self.pid, _SIGKILL)
+            self._end()
+            self.answer = []
+
+    def _end(self) -> bool:
+        """Close the pipe and reap the child (once); whether it exited with status 0."""
+        if self.fd >= 0:
             _close(self.fd)
             self.fd = -1
-            with contextlib.suppress(OSError):  # it has exited already
-                os.kill(self.pid, _SIGKILL)
-            _reap(self.pid)
-            self.answer = []
+        ok = _reap(self.pid) if self.pid else False
+        self.pid = 0
+        return ok
 
 
 def _close(fd: int) -> None:
@@ -332,19 +338,30 @@ def dump_all(objs: list[Any]) -> str:
     other while there is work), then the parent joins the texts in order, dumping itself any
     the child did not send. Where the parent's own share fails, all is done again in order,
     so that the error is the one a single process raises."""
-    if len(objs) * 4 > 65536:  # the indices must fit a pipe's buffer: writing them never blocks
-        return yamlio.dump_all(objs)
     texts: list[str | None] = [None] * len(objs)
+    tokens = b"".join(i.to_bytes(4, "little") for i in range(len(objs)))
     read_fd, write_fd = os.pipe()
     child = None
     try:
-        os.write(write_fd, b"".join(i.to_bytes(4, "little") for i in range(len(objs))))
+        # All indices written before the fork, at once: where the pipe cannot hold them, one
+        # process does it all (a blocking write would wait for a reader that is not there).
+        os.set_blocking(write_fd, False)
+        try:
+            written = os.write(write_fd, tokens)
+        except BlockingIOError:
+            written = 0
         os.close(write_fd)
         write_fd = -1
+        if written != len(tokens):
+            return yamlio.dump_all(objs)
         child = _fork(_dump_child, objs, read_fd)
         if child is not None:
             for index, text in _dump_claimed(objs, read_fd):
                 texts[index] = text
+            for frame in child.collect():
+                index = -1 if frame is None else int.from_bytes(frame[0], "little")
+                if 0 <= index < len(texts):
+                    texts[index] = str(frame[1], "utf-8", "surrogatepass")
     except BaseException as exc:
         if child is not None:
             child.close()
@@ -355,11 +372,6 @@ def dump_all(objs: list[Any]) -> str:
         if write_fd >= 0:
             os.close(write_fd)
         os.close(read_fd)
-    if child is not None:
-        for frame in child.collect():
-            index = -1 if frame is None else int.from_bytes(frame[0], "little")
-            if 0 <= index < len(texts):
-                texts[index] = str(frame[1], "utf-8", "surrogatepass")
     return "---\n".join(
         yamlio.dump(o) if t is None else t for o, t in zip(objs, texts, strict=True)
     )

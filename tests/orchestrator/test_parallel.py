@@ -37,6 +37,9 @@ def _crd(plural: str, extra: str = "") -> str:
         "kind: CustomResourceDefinition\n"
         "metadata:\n"
         f"  name: {plural}.example.com\n"
+        "  annotations:\n"
+        "    note:\n"  # an implicit null: an ImplicitNullMap, pickled by the child
+        "    text: ünïcödé ✓ 🚀\n"
         "spec:\n"
         "  group: example.com\n"
         "  names:\n"
@@ -60,7 +63,10 @@ def _crd(plural: str, extra: str = "") -> str:
     )
 
 
-_CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  key: 'yes'\n  empty:\n"
+_CM = (
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
+    "data:\n  key: 'yes'\n  empty:\n  text: ünïcödé ✓ 🚀\n"
+)
 _PLURALS = ("alphas", "betas", "gammas", "deltas", "epsilons")
 
 

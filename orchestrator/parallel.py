@@ -16,8 +16,7 @@ quicker than parsing). A child's result is only ever an answer the parent could 
   reaped; one still running when its results are no longer wanted is killed first.
 
 ``KRM_PARALLEL=0`` turns this off; a number sets how many children to use (by default, one per
-core beyond the first, at most :data:`MAX_CHILDREN`, and none while the load average reaches the
-number of cores). Small builds never import this module.
+core beyond the first, at most :data:`MAX_CHILDREN`). Small builds never import this module.
 """
 
 from __future__ import annotations
@@ -54,15 +53,9 @@ def children() -> int:
         most = int(wanted)
     else:
         try:
-            cores = len(os.sched_getaffinity(0))
+            most = len(os.sched_getaffinity(0)) - 1
         except AttributeError:  # not on Linux
-            cores = os.cpu_count() or 1
-        most = cores - 1
-        # A machine already busy on every core has none to spare: a child would only add its
-        # overhead (pickling, copy-on-write faults: ~15% of the work it takes).
-        with contextlib.suppress(OSError):
-            if os.getloadavg()[0] >= cores:
-                most = 0
+            most = (os.cpu_count() or 1) - 1
     return max(0, min(most, MAX_CHILDREN) - _live)
 
 

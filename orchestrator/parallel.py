@@ -270,6 +270,9 @@ class Prefetch:
 
 # What a file costs to go through beyond its bytes (reading, a Resource, the checks), in bytes.
 _PER_FILE = 4096
+# The least work (in bytes, as above) worth splitting off to a child: the number of children is
+# at most the work over this, minus one.
+MIN_SHARE = 512 * 1024
 
 
 def prefetch(files: list[tuple[str, str, int, bool]], workers: int) -> Prefetch:
@@ -282,6 +285,11 @@ def prefetch(files: list[tuple[str, str, int, bool]], workers: int) -> Prefetch:
     yamlfast.preload()
     out = Prefetch()
     cost = [size + _PER_FILE for _, _, size, _ in files]
+    cost_of = {path: c for (path, _, _, _), c in zip(files, cost, strict=True)}
+    # No more children than leave everyone MIN_SHARE to do.
+    workers = min(workers, int(sum(cost) / MIN_SHARE) - 1)
+    if workers < 1:
+        return out
     share = sum(cost) / (workers + 1)
     # Where, in the bytes of large files, the parent's share ends and each child's does.
     small = sum(c for c, (_, _, _, large) in zip(cost, files, strict=True) if not large)
@@ -296,8 +304,12 @@ def prefetch(files: list[tuple[str, str, int, bool]], workers: int) -> Prefetch:
         to = 0 if middle < own or not rest else min(1 + int((middle - own) / rest), workers)
         runs[to].append((path, source))
         done += size
+    # Whole files make uneven runs: one side with less than half a share has too little to do
+    # for the overlap to repay the fork, the pickling and the copy-on-write faults.
+    if small + sum(cost_of[path] for path, _ in runs[0]) < MIN_SHARE / 2:
+        return out
     for run in runs[1:]:
-        if not run:
+        if sum(cost_of[path] for path, _ in run) < MIN_SHARE / 2:
             continue
         child = _fork(_parse_files, run)
         if child is None:

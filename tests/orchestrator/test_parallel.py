@@ -71,8 +71,8 @@ _PLURALS = ("alphas", "betas", "gammas", "deltas", "epsilons")
 
 
 def _tree(root: Path, last: str | None = None) -> Path:
-    """crds/ (five large CRDs and small files between them) under an overlay that lists two
-    large CRDs of its own around it (its children still parsing while crds/ forks its own);
+    """crds/ (five large CRDs and small files between them) under an overlay that lists four
+    large CRDs of its own around it (its child still parsing while crds/ forks its own);
     ``last``: the text of crds/' last large file instead of its CRD."""
     crds = root / "crds"
     crds.mkdir(parents=True)
@@ -86,10 +86,12 @@ def _tree(root: Path, last: str | None = None) -> Path:
     (crds / "kustomization.yaml").write_text("resources:\n" + "".join(f"- {n}\n" for n in names))
     overlay = root / "overlay"
     overlay.mkdir()
-    (overlay / "first.yaml").write_text(_crd("firsts"))
-    (overlay / "second.yaml").write_text(_crd("seconds"))
+    own = ("firsts", "seconds", "thirds", "fourths")
+    for plural in own:
+        (overlay / f"{plural}.yaml").write_text(_crd(plural))
+    listed = [f"{own[0]}.yaml", f"{own[1]}.yaml", "../crds", f"{own[2]}.yaml", f"{own[3]}.yaml"]
     (overlay / "kustomization.yaml").write_text(
-        "resources:\n- first.yaml\n- ../crds\n- second.yaml\ncommonLabels:\n  team: a\n"
+        "resources:\n" + "".join(f"- {n}\n" for n in listed) + "commonLabels:\n  team: a\n"
     )
     return overlay
 
@@ -175,13 +177,13 @@ def test_children_parse_and_write_what_one_process_would(tmp_path: Path, childre
     assert isinstance(used, dict)
     assert used["docs"] >= 2 and used["written"] >= 1, used
     assert shared["text"] == alone["text"]
-    assert str(alone["text"]).count("kind: CustomResourceDefinition") == 7
+    assert str(alone["text"]).count("kind: CustomResourceDefinition") == 9
     assert shared["children_left"] is False
     cli_alone = _cli("build", "--no-cache", str(overlay), cwd=tmp_path, KRM_PARALLEL="0")
     cli_shared = _cli("build", "--no-cache", str(overlay), cwd=tmp_path, KRM_PARALLEL=children)
     assert cli_alone.returncode == cli_shared.returncode == 0, cli_shared.stderr
     assert cli_shared.stdout == cli_alone.stdout
-    assert cli_alone.stdout.count("kind: CustomResourceDefinition") == 7
+    assert cli_alone.stdout.count("kind: CustomResourceDefinition") == 9
 
 
 @pytest.mark.parametrize("die_after", ["0", "100", "400000"])

@@ -27,7 +27,7 @@ from orchestrator.errors import (
 from orchestrator.fieldspec import TransformerConfig
 from orchestrator.filters import base as fbase
 from orchestrator.fs import ROOT_ONLY, Loader, display, find_kustomization
-from orchestrator.resource import ImplicitNullMap, ResMap, Resource, key_str
+from orchestrator.resource import ResMap, Resource, key_str
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -57,17 +57,13 @@ BUILTIN_OPENAPI = "v1.21.2"
 # What kubectl's embedded kustomize (the oracle) reports as its version in labels.
 MANAGED_BY = "kustomize-(devel)"
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
-# Builtins that may run a strategic merge, which loads kyaml's built-in schema (a
-# PatchTransformer with a JSON 6902 patch does not; counted all the same).
 # Resource files this large may be parsed by a child process beside the parent
 # (orchestrator.parallel) when those one kustomization lists are together this large: below that
 # a fork and the pickled answer cost about as much as they save.
 PREFETCH_MIN_FILE = 128 * 1024
 PREFETCH_MIN_TOTAL = 1024 * 1024
-# An output of at least this many map entries and list items (~8 MB) is written by two
-# processes: the fork's copy-on-write faults add about half the parent's share of the writing
-# time on both sides, so below this the second core saves little, and loses on a busy machine.
-EMIT_MIN_NODES = 100_000
+# Builtins that may run a strategic merge, which loads kyaml's built-in schema (a
+# PatchTransformer with a JSON 6902 patch does not; counted all the same).
 _MERGING = frozenset({"PatchStrategicMergeTransformer", "PatchTransformer"})
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 TRANSFORMATIONS_ANNOTATION = "alpha.config.kubernetes.io/transformations"
@@ -155,11 +151,6 @@ class BuildResult:
 
     def to_yaml(self) -> str:
         """The resources as ``kustomize build`` prints them."""
-        if len(self.resources) > 1 and _large(self.resources):
-            from orchestrator import parallel
-
-            if parallel.children():
-                return parallel.dump_all(self.resources)
         return yamlio.dump_all(self.resources)
 
 
@@ -1232,29 +1223,6 @@ def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:
         raise
     except Exception as exc:  # the schema module reports bad documents its own way
         raise ValidationError(f"invalid openapi/CRD document: {exc}", file=source) from None
-
-
-def _large(objs: list[Any]) -> bool:
-    """Whether ``objs`` hold at least :data:`EMIT_MIN_NODES` entries and items (counting stops
-    there), unless ``KRM_PARALLEL=0``."""
-    if os.environ.get("KRM_PARALLEL") == "0":
-        return False
-    count = 0
-    stack = list(objs)
-    while stack:
-        value = stack.pop()
-        kind = type(value)
-        if kind is dict or kind is ImplicitNullMap:
-            count += len(value)
-            stack.extend(value.values())
-        elif kind is list:
-            count += len(value)
-            stack.extend(value)
-        else:
-            continue
-        if count >= EMIT_MIN_NODES:
-            return True
-    return False
 
 
 def _prefetched(prefetch: Any, full: str) -> Callable[..., list[Resource]]:

@@ -92,8 +92,8 @@ class _Child:
         # Its frames once collected: None until then, [] when it failed.
         self.answer: list[Any] | None = None
 
-    def collect(self, count: int | None = None) -> list[Any]:
-        """The child's frames (see :func:`_frames`), [] if it failed."""
+    def collect(self, count: int) -> list[Any]:
+        """The child's ``count`` frames (see :func:`_frames`), [] if it failed."""
         if self.answer is None:
             chunks: list[bytes] = []
             try:
@@ -146,13 +146,13 @@ def _reap(pid: int) -> bool:
         return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
-def _frames(blob: bytes, count: int | None) -> list[Any]:
-    """The frames of a child's answer (``count`` of them, or as many as there are): each a pair
-    of length-prefixed parts, None where one is "no result"; [] when the answer is cut short."""
+def _frames(blob: bytes, count: int) -> list[Any]:
+    """The ``count`` frames of a child's answer: each a pair of length-prefixed parts, None where
+    one is "no result"; [] when the answer is cut short or runs on."""
     view = memoryview(blob)
     out: list[Any] = []
     pos = 0
-    while len(out) != count and (count is not None or pos < len(view)):
+    while len(out) != count:
         parts: list[memoryview | None] = []
         for _part in range(2):
             if pos + 8 > len(view):

@@ -13,6 +13,7 @@ set by whoever starts the build.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 from orchestrator import fieldspec, yamlio
@@ -56,6 +57,11 @@ BUILTIN_OPENAPI = "v1.21.2"
 # What kubectl's embedded kustomize (the oracle) reports as its version in labels.
 MANAGED_BY = "kustomize-(devel)"
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
+# Resource files this large may be parsed by a child process beside the parent
+# (orchestrator.parallel) when those one kustomization lists are together this large: below that
+# a fork and the pickled answer cost about as much as they save.
+PREFETCH_MIN_FILE = 128 * 1024
+PREFETCH_MIN_TOTAL = 1024 * 1024
 # Builtins that may run a strategic merge, which loads kyaml's built-in schema (a
 # PatchTransformer with a JSON 6902 patch does not; counted all the same).
 _MERGING = frozenset({"PatchStrategicMergeTransformer", "PatchTransformer"})
@@ -430,6 +436,43 @@ class Target:
 
     def accumulate_resources(self, acc: Accumulator, paths: list[str]) -> None:
         """Add the resources of files and kustomization directories, in order."""
+        prefetch = self._prefetch(paths)
+        try:
+            self._accumulate_resources(acc, paths, prefetch)
+        finally:
+            if prefetch is not None:
+                prefetch.close()
+
+    def _prefetch(self, paths: list[str]) -> Any:
+        """Children parsing the large local files of ``paths`` while this process goes through
+        them in order (orchestrator.parallel), or None where that is not worth a fork."""
+        if len(paths) < 2 or os.environ.get("KRM_PARALLEL") == "0":
+            return None
+        files = []
+        total = 0
+        for path in paths:
+            if "://" in path:
+                continue
+            full = self.loader.abspath(path)
+            try:
+                # os.stat, which the build cache's Recorder does not note: this only decides
+                # who parses, never what the build reads or prints.
+                st = os.stat(full)
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISREG(st.st_mode):
+                large = st.st_size >= PREFETCH_MIN_FILE
+                files.append((full, display(full) if large else "", st.st_size, large))
+                if large:
+                    total += st.st_size
+        if total < PREFETCH_MIN_TOTAL:
+            return None
+        from orchestrator import parallel
+
+        workers = parallel.children()
+        return parallel.prefetch(files, workers) if workers else None
+
+    def _accumulate_resources(self, acc: Accumulator, paths: list[str], prefetch: Any) -> None:
         for path in paths:
             comp = self.build.composition_plugin(self.loader.abspath(path))
             if comp is not None:
@@ -457,18 +500,34 @@ class Target:
                         file=self.source,
                     ) from None
                 raise exc
-            self._append_file(acc, data, path, display(self.loader.abspath(path)))
+            full = self.loader.abspath(path)
+            parse = resources_from_bytes
+            if prefetch is not None and full in prefetch.jobs:
+                parse = _prefetched(prefetch, full)
+            self._append_file(acc, data, path, display(full), parse)
 
-    def _append_file(self, acc: Accumulator, data: bytes, path: str, where: str) -> None:
+    def _append_file(
+        self,
+        acc: Accumulator,
+        data: bytes,
+        path: str,
+        where: str,
+        parse: Callable[..., list[Resource]] | None = None,
+    ) -> None:
+        """Add the resources of file ``path`` read as ``data``, parsed by ``parse`` (called
+        like :func:`resources_from_bytes`, the default) unless the share of a run of builds has
+        them."""
+        if parse is None:
+            parse = resources_from_bytes
         origin = None
         if self.build.origins:
             origin = f"path: {os.path.normpath(os.path.join(self.origin, path))}\n"
             origin += self.origin_repo
         share = _active_share()
         if share is None:
-            found = resources_from_bytes(data, source=where, origin=origin)
+            found = parse(data, source=where, origin=origin)
         else:
-            found = share.file_resources(where, origin, data, resources_from_bytes)
+            found = share.file_resources(where, origin, data, parse)
         for res in found:
             if not self.build.schema_set:
                 gvk = res.gvk
@@ -1164,11 +1223,31 @@ def _extend_schema(schema: Any, docs: list[Any], *, source: str) -> Any:
         raise ValidationError(f"invalid openapi/CRD document: {exc}", file=source) from None
 
 
+def _prefetched(prefetch: Any, full: str) -> Callable[..., list[Resource]]:
+    """A ``resources_from_bytes`` that takes the documents a child parsed from file ``full``
+    when it read the same bytes (orchestrator.parallel); asked only where no share has them."""
+
+    def parse(data: bytes, *, source: str, origin: str | None = None) -> list[Resource]:
+        docs = prefetch.docs(full, data)
+        if docs is None:
+            return resources_from_bytes(data, source=source, origin=origin)
+        return resources_from_docs(docs, source=source, origin=origin)
+
+    return parse
+
+
 def resources_from_bytes(data: bytes, *, source: str, origin: str | None = None) -> list[Resource]:
     """Resources of a YAML stream; ``List`` kinds are flattened. ``origin``: the value of
     the ``config.kubernetes.io/origin`` annotation to add (buildMetadata)."""
+    return resources_from_docs(yamlio.load_all(data, source=source), source=source, origin=origin)
+
+
+def resources_from_docs(
+    docs: list[Any], *, source: str, origin: str | None = None
+) -> list[Resource]:
+    """Resources of parsed YAML documents (see :func:`resources_from_bytes`)."""
     out: list[Resource] = []
-    for doc in yamlio.load_all(data, source=source):
+    for doc in docs:
         _add_doc(doc, source, out, origin)
     return out
 

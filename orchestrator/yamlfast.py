@@ -198,6 +198,15 @@ def _import_ryml() -> Any:
     return _ryml
 
 
+def preload() -> None:
+    """Import what the fast path parses with now, unless it is turned off: a process about to
+    fork children that will parse large texts (orchestrator.parallel) pays for it once."""
+    if os.environ.get(ENV) != "0":
+        from orchestrator import jsonc  # noqa: F401  (load_docs's)
+
+        _import_ryml()
+
+
 class _QuietStderr:
     """Send file descriptor 2 to /dev/null: ryml prints its parse errors there before raising.
 

@@ -550,7 +550,8 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
 # module constants, so that the shipped regex table (orchestrator.lazyre) holds them compiled.
 _JSON_SUSPECTS: dict[tuple[str, ...], Any] = {}
 _JSON_SUSPECT_PLAIN = Pattern('"(?=[' + _JSON_SUSPECT_FIRST + "])" + _JSON_SUSPECT + ")")
-_COMMON_INDENTS = 25
+_COMMON_INDENTS = 81  # CRD schemas nest descriptions 60 and more spaces deep
+_DEEPER: dict[tuple[str, int], Any] = {}  # the others, once compiled
 _CONTENT_ENDS = [Pattern(f"\n {{0,{p}}}+(?! )[ \t]*+[^ \t\n]") for p in range(_COMMON_INDENTS)]
 _LESS_INDENTED = [Pattern(f"\n {{0,{i - 1}}}+[^ \n]") for i in range(1, _COMMON_INDENTS)]
 # What re.escape escapes (without importing re for it).
@@ -585,7 +586,12 @@ def _content_end(parent: int) -> Any:
     holding something other than spaces and tabs."""
     if parent < _COMMON_INDENTS:
         return _CONTENT_ENDS[parent]
-    return compile_pattern(f"\n {{0,{parent}}}+(?! )[ \t]*+[^ \t\n]")
+    compiled = _DEEPER.get(("end", parent))
+    if compiled is None:
+        compiled = _DEEPER["end", parent] = compile_pattern(
+            f"\n {{0,{parent}}}+(?! )[ \t]*+[^ \t\n]"
+        )
+    return compiled
 
 
 def _less_indented(indent: int) -> Any:
@@ -593,7 +599,10 @@ def _less_indented(indent: int) -> Any:
     text with no tab), with the line break before it."""
     if 0 < indent < _COMMON_INDENTS:
         return _LESS_INDENTED[indent - 1]
-    return compile_pattern(f"\n {{0,{indent - 1}}}+[^ \n]")
+    compiled = _DEEPER.get(("less", indent))
+    if compiled is None:
+        compiled = _DEEPER["less", indent] = compile_pattern(f"\n {{0,{indent - 1}}}+[^ \n]")
+    return compiled
 
 
 def _check_block_bodies(nodes: _Nodes, bodies: list[tuple[str, int, list[str]]]) -> None:

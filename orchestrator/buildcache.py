@@ -284,8 +284,13 @@ class Entry:
 
 def pack(manifest: dict[str, Any], output: bytes) -> bytes:
     """An entry file: the manifest's length (8 bytes), the manifest (marshal), the output."""
+    return b"".join(pack_pieces(manifest, output))
+
+
+def pack_pieces(manifest: dict[str, Any], output: bytes) -> list[bytes]:
+    """``pack``'s bytes in pieces, written one after another (an output may be many MB)."""
     head = marshal.dumps(manifest)
-    return len(head).to_bytes(8, "little") + head + output
+    return [len(head).to_bytes(8, "little"), head, output]
 
 
 def unpack(blob: bytes) -> tuple[dict[str, Any], bytes]:
@@ -324,11 +329,11 @@ class BuildCache:
         except (OSError, ValueError, KeyError, TypeError, EOFError, MemoryError):
             return None  # unreadable or not an entry: built again and rewritten
 
-    def store(self, recorder: Recorder, text: str, warnings: list[str]) -> bool:
-        """Store a cold build's output (atomically); False when it must not be cached."""
+    def store(self, recorder: Recorder, raw: bytes, warnings: list[str]) -> bool:
+        """Store a cold build's output (UTF-8 bytes, atomically); False when it must not be
+        cached."""
         if recorder.uncacheable:
             return False
-        raw = text.encode("utf-8")
         data = {
             "format": FORMAT,
             "key": self.key,
@@ -338,18 +343,19 @@ class BuildCache:
         }
         try:
             os.makedirs(self.directory, exist_ok=True)
-            _atomic_write(self.path, pack(data, raw))
+            _atomic_write(self.path, pack_pieces(data, raw))
         except OSError:
             return False  # a read-only or full cache never fails the build
         return True
 
 
-def _atomic_write(path: str, data: bytes) -> None:
+def _atomic_write(path: str, pieces: list[bytes]) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for piece in pieces:
+                f.write(piece)
         os.replace(tmp, path)
     except BaseException:
         from contextlib import suppress  # the failure path only: contextlib costs start-up

@@ -190,7 +190,7 @@ def test_recorder_notes_reads_and_probes_and_restores_the_originals(tmp_path: Pa
     assert rec.observations[("isdir", str(tmp_path))] is True
     # this test process already has subprocess loaded: nothing it builds may be cached
     assert (rec.uncacheable or "").endswith(" was loaded before the build")
-    assert not buildcache.BuildCache("ab" * 32, str(tmp_path / "c")).store(rec, "x", [])
+    assert not buildcache.BuildCache("ab" * 32, str(tmp_path / "c")).store(rec, b"x", [])
 
 
 def test_a_warm_build_imports_next_to_nothing(tmp_path: Path) -> None:

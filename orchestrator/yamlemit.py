@@ -142,6 +142,7 @@ class Writer:
         # key string -> rendered key + ":"
         self._keys: dict[str, str] = {}
         self._literals: dict[tuple[str, int], str] = {}
+        self._folded: dict[tuple[str, int, int], str] = {}
 
     # ------------------------------------------------------------------ scalars
 
@@ -217,11 +218,20 @@ class Writer:
         # The last character of the text sits at col + len(text) - 2 (before the newline):
         # only a longer line can have a space past the width.
         if foldable and col + len(text) > _WIDTH + 2:
-            if kind == _PLAIN:
-                return _fold_plain(s, col, indent)
-            if kind == _SINGLE:
-                return _fold_single(s, col, indent)
-            return _fold_double(s, col, indent)
+            # CRDs repeat long descriptions at the same depth (argo's four workflow CRDs share
+            # most of their schema): each folding is made once.
+            key = (s, col, indent)
+            folded = self._folded.get(key)
+            if folded is None:
+                if kind == _PLAIN:
+                    folded = _fold_plain(s, col, indent)
+                elif kind == _SINGLE:
+                    folded = _fold_single(s, col, indent)
+                else:
+                    folded = _fold_double(s, col, indent)
+                if len(self._folded) < 50000:
+                    self._folded[key] = folded
+            return folded
         return text
 
     def _literal(self, s: str, indent: int) -> str:

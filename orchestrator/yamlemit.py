@@ -143,6 +143,8 @@ class Writer:
         self._keys: dict[str, str] = {}
         self._literals: dict[tuple[str, int], str] = {}
         self._folded: dict[tuple[str, int, int], str] = {}
+        # a map's keys, in their order in the map -> in go-yaml's order (strings only)
+        self._orders: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     # ------------------------------------------------------------------ scalars
 
@@ -281,19 +283,30 @@ class Writer:
 
     def _mapping(self, d: dict[Any, Any], indent: int, first: str, out: list[str]) -> None:
         """A non-empty block mapping at ``indent``; ``first`` starts the first key's line."""
-        keys = d.keys()
-        for k in keys:
-            if k.__class__ is not str:
-                d = {self._scalar_text(k): x for k, x in d.items()}
-                keys = d.keys()
-                break
+        # The key order of each key set met, known to hold only strings (a dict lookup, where
+        # checking each key's type was a Python loop over every key of the output).
+        order = self._orders.get(tuple(d))
+        if order is None:
+            keys = d.keys()
+            for k in keys:
+                if k.__class__ is not str:
+                    d = {self._scalar_text(k): x for k, x in d.items()}
+                    keys = d.keys()
+                    break
+            else:
+                order = self._sorted_keys(keys)
+                if len(self._orders) < 50000:
+                    self._orders[tuple(d)] = order
+            if order is None:
+                order = self._sorted_keys(keys)
         pad = " " * indent
         lead = first
         key_text = self._key
+        key_texts = self._keys
         values = self._values
-        for k in self._sorted_keys(keys):
+        for k in order:
             v = d[k]
-            kt = key_text(k)
+            kt = key_texts.get(k) or key_text(k)
             out.append(lead)
             out.append(kt)
             lead = pad

@@ -304,37 +304,38 @@ class Writer:
         key_text = self._key
         key_texts = self._keys
         values = self._values
+        append = out.append
         for k in order:
             v = d[k]
             kt = key_texts.get(k) or key_text(k)
-            out.append(lead)
-            out.append(kt)
+            append(lead)
+            append(kt)
             lead = pad
             t = v.__class__
-            if t is dict or (t is not str and isinstance(v, dict)):
-                if v:
-                    out.append("\n")
-                    self._mapping(v, indent + 2, pad + "  ", out)
-                else:
-                    out.append(" {}\n")
-            elif t is list or t is tuple or (t is not str and isinstance(v, (list, tuple))):
-                if v:
-                    out.append("\n")
-                    self._sequence(v, indent, pad, out)
-                else:
-                    out.append(" []\n")
-            elif t is str:
+            if t is str:  # the most common value first
                 hit = values.get(v)
                 if (
                     hit is not None
                     and hit[0] != _LITERAL
                     and (not hit[2] or indent + len(kt) + len(hit[1]) <= _WIDTH + 2)
                 ):
-                    out.append(hit[1])  # the common case: a scalar that does not fold
+                    append(hit[1])  # the common case: a scalar that does not fold
                 else:
-                    out.append(self._str(v, indent + len(kt), indent + 2))
+                    append(self._str(v, indent + len(kt), indent + 2))
+            elif t is dict or isinstance(v, dict):
+                if v:
+                    append("\n")
+                    self._mapping(v, indent + 2, pad + "  ", out)
+                else:
+                    append(" {}\n")
+            elif t is list or t is tuple or isinstance(v, (list, tuple)):
+                if v:
+                    append("\n")
+                    self._sequence(v, indent, pad, out)
+                else:
+                    append(" []\n")
             else:
-                out.append(self._scalar(v, indent + len(kt), indent + 2))
+                append(self._scalar(v, indent + len(kt), indent + 2))
 
     def _sequence(self, items: Any, indent: int, first: str, out: list[str]) -> None:
         """A non-empty block sequence whose dashes sit at ``indent``."""

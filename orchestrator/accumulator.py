@@ -261,6 +261,9 @@ class BuildState:
         # kustomization file -> (parsed, its warnings): what the functions pre-check read of
         # the tree, handed to the Target that loads the file next instead of parsing it again.
         self.preloaded: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        # The whole tree's large files being parsed beside the build (orchestrator.parallel),
+        # set by the build façade when that is worth a fork; None otherwise.
+        self.tree_prefetch: Any = None
         # Effects beyond the accumulated resources (functions, helm, Compositions), counted so
         # that a base whose accumulation had one is never shared (orchestrator.share).
         self.side_effects = 0
@@ -436,6 +439,9 @@ class Target:
 
     def accumulate_resources(self, acc: Accumulator, paths: list[str]) -> None:
         """Add the resources of files and kustomization directories, in order."""
+        if self.build.tree_prefetch is not None:
+            self._accumulate_resources(acc, paths, self.build.tree_prefetch)
+            return
         prefetch = self._prefetch(paths)
         try:
             self._accumulate_resources(acc, paths, prefetch)
@@ -502,7 +508,7 @@ class Target:
                 raise exc
             full = self.loader.abspath(path)
             parse = resources_from_bytes
-            if prefetch is not None and full in prefetch.jobs:
+            if prefetch is not None and prefetch.has(full):
                 parse = _prefetched(prefetch, full)
             self._append_file(acc, data, path, display(full), parse)
 
@@ -1234,6 +1240,64 @@ def _prefetched(prefetch: Any, full: str) -> Callable[..., list[Resource]]:
         return resources_from_docs(docs, source=source, origin=origin)
 
     return parse
+
+
+def tree_prefetch(target: Target) -> Any:
+    """Children parsing the large files of ``target``'s whole tree from the start of the build
+    while this process parses the others ahead of their turn (orchestrator.parallel), or None
+    where that is not worth a fork (small trees never import that module).
+
+    Called once the functions pre-check has read every kustomization of the tree
+    (``build.preloaded``): the files are those their ``resources:`` and ``components:`` name,
+    in about the order the build reads them. Per kustomization, the big files of one
+    ``resources:`` list come late in a build or early (kueue's 1.4 MB CRD is its fourth file):
+    parsed from the start, beside everything else, they are ready when the build gets there.
+    """
+    if os.environ.get("KRM_PARALLEL") == "0" or _active_share() is not None:
+        return None
+    files: list[tuple[str, str, int, bool]] = []
+    _tree_files(target.k, target.loader, target.build.preloaded, files, set())
+    if sum(size for _, _, size, large in files if large) < PREFETCH_MIN_TOTAL:
+        return None
+    from orchestrator import parallel
+
+    workers = parallel.children()
+    return parallel.prefetch(files, workers, whole_tree=True) if workers else None
+
+
+def _tree_files(
+    k: dict[str, Any],
+    loader: Loader,
+    preloaded: dict[str, tuple[dict[str, Any], list[str]]],
+    out: list[tuple[str, str, int, bool]],
+    seen: set[str],
+) -> None:
+    """The local files the kustomization ``k`` (read by ``loader``) and those below it name,
+    as (path, source, size, large); a kustomization not in ``preloaded`` is not looked into."""
+    for entry in [*(k.get("resources") or []), *(k.get("components") or [])]:
+        if not isinstance(entry, str) or "://" in entry or repo_spec(entry) is not None:
+            continue
+        full = loader.abspath(entry)
+        try:
+            # os.stat, which the build cache's Recorder does not note: this only decides who
+            # parses and when, never what the build reads or prints.
+            st = os.stat(full)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            if full not in seen:
+                seen.add(full)
+                large = st.st_size >= PREFETCH_MIN_FILE
+                out.append((full, display(full), st.st_size, large))
+        elif stat.S_ISDIR(st.st_mode):
+            try:
+                child = loader.child(entry)
+                found = preloaded.get(find_kustomization(child.root))
+            except KrmError:
+                continue
+            if found is not None and child.root not in seen:
+                seen.add(child.root)
+                _tree_files(found[0], child, preloaded, out, seen)
 
 
 def resources_from_bytes(data: bytes, *, source: str, origin: str | None = None) -> list[Resource]:

@@ -32,6 +32,7 @@ from orchestrator.accumulator import (  # re-exported: the façade's public name
     normalise_annotations,
     resources_from_bytes,
     strip_annotation,
+    tree_prefetch,
 )
 from orchestrator.errors import LoadError, ValidationError
 from orchestrator.fs import NONE, RESTRICTORS, ROOT_ONLY, Loader, repo_spec
@@ -135,7 +136,13 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
         from orchestrator.functions import schema as fn_schema
 
         fn_schema.precheck(target, found)
-    acc = accumulate_new(target)
+    state.tree_prefetch = tree_prefetch(target)
+    try:
+        acc = accumulate_new(target)
+    finally:
+        if state.tree_prefetch is not None:
+            state.tree_prefetch.close()
+            state.tree_prefetch = None
     resmap = acc.resmap
     from orchestrator.filters.hash import add_hashes
 

@@ -2,10 +2,12 @@
 with results identical to parsing all of them in order in one process.
 
 Most of a large build's time is parsing a few big files (CRDs): pure work, bytes in and plain
-data out. Where ``os.fork`` exists and the process runs no other thread, children forked when a
-kustomization lists such files parse some of them with the very same function (``yamlio``) and
-send back the documents over pipes, pickled (unpickling is ~20 times quicker than parsing). A
-child's result is only ever an answer the parent could have computed:
+data out. Where ``os.fork`` exists and the process runs no other thread, children forked at the
+start of a build whose tree holds such files (or, in a run of builds, when a kustomization lists
+them) parse some of them with the very same function (``yamlio``) and send back the documents
+over pipes, pickled (unpickling is ~20 times quicker than parsing), while the parent parses the
+other files ahead of the build's turn. A child's result is only ever an answer the parent could
+have computed:
 
 - The parent still reads every file itself, through its Loader (so the load restrictor and the
   build cache's Recorder see what they always see), and uses a child's documents only when the
@@ -260,9 +262,31 @@ class Prefetch:
         # file -> (child, the file's place in the child's answer)
         self.jobs: dict[str, tuple[_Child, int]] = {}
         self.counts: dict[_Child, int] = {}
+        # file -> (the bytes read, its documents): parsed here ahead of the build's turn
+        self.own: dict[str, tuple[bytes, list[Any]]] = {}
+
+    def has(self, path: str) -> bool:
+        """Whether documents of ``path`` may be here (parsed ahead, or by a child)."""
+        return path in self.jobs or path in self.own
+
+    def parse_ahead(self, files: list[tuple[str, str]]) -> None:
+        """Parse ``files`` ((path, source)) here now, ahead of the build's turn, while the
+        children parse theirs; one that cannot be read or parsed is left to the build (which
+        then raises the error it always would, where it always would)."""
+        for path, source in files:
+            try:
+                data = _read(path)
+                self.own[path] = (data, yamlio.load_all(data, source=source))
+            except Exception:
+                continue
 
     def docs(self, path: str, data: bytes) -> list[Any] | None:
         """The documents of ``path`` if a child parsed exactly ``data`` (else None: parse it)."""
+        mine = self.own.pop(path, None)
+        if mine is not None:
+            # Each file's documents are handed out once (the build changes them); a second
+            # read of the file (a base two overlays use) parses it again.
+            return mine[1] if mine[0] == data else None
         job = self.jobs.pop(path, None)
         if job is None:
             return None
@@ -288,6 +312,7 @@ class Prefetch:
         for child in self.counts:
             child.close()
         self.jobs.clear()
+        self.own.clear()
 
 
 # What a file costs to go through beyond its bytes (reading, a Resource, the checks), in bytes.
@@ -297,11 +322,18 @@ _PER_FILE = 4096
 MIN_SHARE = 512 * 1024
 
 
-def prefetch(files: list[tuple[str, str, int, bool]], workers: int) -> Prefetch:
+def prefetch(
+    files: list[tuple[str, str, int, bool]], workers: int, *, whole_tree: bool = False
+) -> Prefetch:
     """Children parsing some of the large ``files`` ((path, source, size, large) in the order
     the parent asks for them; the parent parses the others). The parent parses the first large
     ones itself meanwhile, each child a later run, cut so that everyone has about as much to do:
-    the parent's share counts its small files too."""
+    the parent's share counts its small files too.
+
+    ``whole_tree``: ``files`` are those of a whole build, forked for at its start; the parent
+    then parses all of its share at once, ahead of the build's turn (so it waits for a child
+    only once its own parsing is done, wherever the build meets the children's files), and
+    a share of small files only is enough for it."""
     out = Prefetch()
     cost = [size + _PER_FILE for _, _, size, _ in files]
     cost_of = {path: c for (path, _, _, _), c in zip(files, cost, strict=True)}
@@ -327,7 +359,10 @@ def prefetch(files: list[tuple[str, str, int, bool]], workers: int) -> Prefetch:
     # too little to do for the overlap to repay the fork, the pickling and the copy-on-write
     # faults (small files go quicker than their bytes say: kueue's one 1.4 MB CRD beside
     # 0.4 MB of small ones took a child 100 ms, the parent 14 ms, and the build 5% longer).
-    if sum(cost_of[path] for path, _ in runs[0]) < MIN_SHARE / 2:
+    parent_share = sum(cost_of[path] for path, _ in runs[0])
+    if whole_tree:
+        parent_share += small
+    if parent_share < MIN_SHARE / 2:
         return out
     runs = [run for run in runs[1:] if sum(cost_of[path] for path, _ in run) >= MIN_SHARE / 2]
     if runs:
@@ -341,4 +376,6 @@ def prefetch(files: list[tuple[str, str, int, bool]], workers: int) -> Prefetch:
         out.counts[child] = len(run)
         for place, (path, _) in enumerate(run):
             out.jobs[path] = (child, place)
+    if whole_tree and out.counts:
+        out.parse_ahead([(path, source) for path, source, _, _ in files if path not in out.jobs])
     return out

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import buildcache
+from orchestrator import buildcache, parallel
 
 # Large enough for orchestrator.accumulator's PREFETCH_MIN_FILE (128 KiB) and, a few of them,
 # for PREFETCH_MIN_TOTAL (1 MiB) and orchestrator.parallel's MIN_SHARE.
@@ -107,8 +107,9 @@ from orchestrator.errors import KrmError
 used = {"docs": 0}
 real_docs = parallel.Prefetch.docs
 def docs(self, path, data):
+    from_child = path in self.jobs and path not in self.own  # not parsed ahead by the parent
     found = real_docs(self, path, data)
-    used["docs"] += found is not None
+    used["docs"] += from_child and found is not None
     return found
 parallel.Prefetch.docs = docs
 
@@ -252,3 +253,47 @@ def test_batch_builds_are_unchanged(tmp_path: Path) -> None:
         }
     assert outs["1"] == outs["0"]
     assert len(outs["0"]["overlay/build.yaml"]) > 1_000_000
+
+
+def test_a_base_two_overlays_share_gets_its_own_documents_each_time(tmp_path: Path) -> None:
+    """The whole tree's files are parsed ahead once; a base read twice in one build (two
+    overlays of one parent) is parsed again the second time, so the overlays' changes to the
+    first copy cannot reach the second."""
+    base = tmp_path / "base"
+    base.mkdir()
+    names = []
+    for plural in _PLURALS:  # large namespaced resources (CRDs would not take the prefix)
+        (base / f"{plural}.yaml").write_text(
+            _crd(plural).replace("kind: CustomResourceDefinition", "kind: Widget", 1)
+        )
+        names.append(f"{plural}.yaml")
+    (base / "cm.yaml").write_text(_CM.format(name="shared"))
+    (base / "kustomization.yaml").write_text(
+        "resources:\n" + "".join(f"- {n}\n" for n in [*names, "cm.yaml"])
+    )
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "kustomization.yaml").write_text(
+            f"resources:\n- ../base\nnamePrefix: {side}-\ncommonLabels:\n  side: {side}\n"
+        )
+    top = tmp_path / "top"
+    top.mkdir()
+    (top / "kustomization.yaml").write_text("resources:\n- ../a\n- ../b\n")
+    alone = _report(top, KRM_PARALLEL="0")
+    shared = _report(top, KRM_PARALLEL="1")
+    assert shared["text"] == alone["text"]
+    assert "name: a-shared" in str(alone["text"]) and "name: b-shared" in str(alone["text"])
+    used = shared["used"]
+    assert isinstance(used, dict) and used["docs"] >= 1  # a child's documents were taken
+    assert shared["children_left"] is False
+
+
+def test_documents_parsed_ahead_are_given_once_and_only_for_the_same_bytes() -> None:
+    prefetch = parallel.Prefetch()
+    prefetch.own["/x.yaml"] = (b"a: 1\n", [{"a": 1}])
+    prefetch.own["/y.yaml"] = (b"b: 1\n", [{"b": 1}])
+    assert prefetch.has("/x.yaml")
+    assert prefetch.docs("/x.yaml", b"a: 1\n") == [{"a": 1}]
+    assert prefetch.docs("/x.yaml", b"a: 1\n") is None  # a second read parses it again
+    assert prefetch.docs("/y.yaml", b"b: 2\n") is None  # the file changed since: parse it
+    assert not prefetch.has("/y.yaml")

@@ -271,13 +271,13 @@ start = time.perf_counter()
 from orchestrator.build import BuildOptions, BuildState, Target
 from orchestrator.fs import Loader
 from orchestrator.functions import FnOptions
-from orchestrator.functions import schema
+from orchestrator.functions import schema, walk
 path, catalog, cache = sys.argv[1:4]
 state = BuildState(BuildOptions(functions=FnOptions(cache_dir=cache), trusted_catalogs=[catalog]))
 target = Target(state, Loader(path))
 state.functions().catalogs([], path, None).find("bench.example.com", "Stage0", "v1")
 ready = time.perf_counter()  # what the build does anyway: kustomization read, catalog loaded
-schema.precheck(target)
+schema.precheck(target, walk.function_configs(target))
 done = time.perf_counter()
 assert len(state.functions().options.__dict__["_schema_validators"]) == 5
 print(done - ready)

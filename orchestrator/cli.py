@@ -369,8 +369,17 @@ def _build(args: Args, debug: bool) -> int:
     # A build makes a dict or list per YAML map and sequence, and keeps nearly all of them to
     # the end: the cyclic collector's default first threshold (700 allocations) runs it tens
     # of thousands of times over a large tree for nothing (~3 % of a 12 MB build). It still
-    # runs, 70 times less often.
+    # runs, 70 times less often; the caller's thresholds are back afterwards.
+    thresholds = gc.get_threshold()
     gc.set_threshold(50_000, 20, 20)
+    try:
+        return _build_now(args, debug)
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+def _build_now(args: Args, debug: bool) -> int:
+    """``_build``'s work, under its collector thresholds."""
     if args.batch:
         return _build_batch(args, debug)
     to_dir = bool(args.output and os.path.isdir(args.output))

@@ -36,7 +36,9 @@ else:
     # orchestrator.resource's Gvk and ResId: start-up time).
     from _collections import _tuplegetter
 
-    class _FieldSpecFields(tuple):
+    from orchestrator.resource import Record
+
+    class _FieldSpecFields(Record):
         __slots__ = ()
         _fields = __match_args__ = ("path", "parts", "group", "version", "kind", "create")
         path = _tuplegetter(0, "Alias for field number 0")
@@ -49,14 +51,7 @@ else:
         def __new__(cls, path, parts, group="", version="", kind="", create=False):
             return tuple.__new__(cls, (path, parts, group, version, kind, create))
 
-        def __getnewargs__(self):
-            return tuple(self)
-
-        def __repr__(self):
-            fields = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self, strict=True))
-            return f"{type(self).__name__}({fields})"
-
-    class _NameBackRefFields(tuple):
+    class _NameBackRefFields(Record):
         __slots__ = ()
         _fields = __match_args__ = ("target", "referrers")
         target = _tuplegetter(0, "Alias for field number 0")
@@ -64,12 +59,6 @@ else:
 
         def __new__(cls, target, referrers):
             return tuple.__new__(cls, (target, referrers))
-
-        def __getnewargs__(self):
-            return tuple(self)
-
-        def __repr__(self):
-            return f"{type(self).__name__}(target={self[0]!r}, referrers={self[1]!r})"
 
 
 # Returned by a setter to leave the field as it is.

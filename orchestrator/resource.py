@@ -10,6 +10,24 @@ Filters that only change content work on ``res.obj`` directly.
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+
+
+class Record(tuple):  # type: ignore[type-arg]
+    """The base of the engine's named tuples, made without collections.namedtuple (start-up):
+    a subclass names its ``_fields``, reads them with ``_tuplegetter`` and has its own
+    ``__new__``; pickling, copying and ``repr`` are namedtuple's."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self, strict=True))
+        return f"{type(self).__name__}({fields})"
+
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any, NamedTuple
@@ -30,7 +48,7 @@ else:
     # are read by the descriptor namedtuple uses (_collections' C _tuplegetter).
     from _collections import _tuplegetter
 
-    class _GvkFields(tuple):
+    class _GvkFields(Record):
         __slots__ = ()
         _fields = __match_args__ = ("group", "version", "kind")
         group = _tuplegetter(0, "Alias for field number 0")
@@ -40,15 +58,7 @@ else:
         def __new__(cls, group, version, kind):
             return tuple.__new__(cls, (group, version, kind))
 
-        def __getnewargs__(self):
-            return tuple(self)
-
-        def __repr__(self):
-            return (
-                f"{type(self).__name__}(group={self[0]!r}, version={self[1]!r}, kind={self[2]!r})"
-            )
-
-    class _ResIdFields(tuple):
+    class _ResIdFields(Record):
         __slots__ = ()
         _fields = __match_args__ = ("gvk", "name", "namespace")
         gvk = _tuplegetter(0, "Alias for field number 0")
@@ -57,14 +67,6 @@ else:
 
         def __new__(cls, gvk, name, namespace):
             return tuple.__new__(cls, (gvk, name, namespace))
-
-        def __getnewargs__(self):
-            return tuple(self)
-
-        def __repr__(self):
-            return (
-                f"{type(self).__name__}(gvk={self[0]!r}, name={self[1]!r}, namespace={self[2]!r})"
-            )
 
 
 # tuple.__new__ called directly: a Gvk is made per resource and per lookup (hot path).

@@ -455,23 +455,14 @@ class Target:
         if len(paths) < 2 or os.environ.get("KRM_PARALLEL") == "0":
             return None
         files = []
-        total = 0
         for path in paths:
             if "://" in path:
                 continue
             full = self.loader.abspath(path)
-            try:
-                # os.stat, which the build cache's Recorder does not note: this only decides
-                # who parses, never what the build reads or prints.
-                st = os.stat(full)
-            except (OSError, ValueError):
-                continue
-            if stat.S_ISREG(st.st_mode):
-                large = st.st_size >= PREFETCH_MIN_FILE
-                files.append((full, display(full) if large else "", st.st_size, large))
-                if large:
-                    total += st.st_size
-        if total < PREFETCH_MIN_TOTAL:
+            st = _stat(full)
+            if st is not None and stat.S_ISREG(st.st_mode):
+                files.append(_prefetch_entry(full, st.st_size))
+        if sum(size for _, _, size, large in files if large) < PREFETCH_MIN_TOTAL:
             return None
         from orchestrator import parallel
 
@@ -492,7 +483,7 @@ class Target:
                 self.accumulate_directory(acc, path, component=False)
                 continue
             if path[:8].lower().startswith(("http://", "https://")) or (
-                not self.loader.exists(path) and _repo_spec(path) is not None
+                not self.loader.exists(path) and repo_spec(path) is not None
             ):
                 self.accumulate_remote(acc, path)
                 continue
@@ -553,7 +544,7 @@ class Target:
         file_error: KrmError | None = None
         is_repository = False
         # Offline, a URL that may be a repository is not tried as a file first.
-        offline_repository = self.loader.offline and _repo_spec(path) is not None
+        offline_repository = self.loader.offline and repo_spec(path) is not None
         if (
             remote.is_remote_file(path)
             and not offline_repository
@@ -574,7 +565,7 @@ class Target:
                     return
                 except KrmError as exc:
                     file_error = exc
-        if _repo_spec(path) is None:
+        if repo_spec(path) is None:
             assert file_error is not None  # an http(s) URL that parses as no repository
             file_error.file = file_error.file or self.source
             raise file_error
@@ -592,13 +583,13 @@ class Target:
     def accumulate_directory(self, acc: Accumulator, path: str, *, component: bool) -> None:
         """Build a sub-kustomization (or apply a component) and add its resources."""
         oci = path[:6].lower() == "oci://"
-        if component and not oci and not self.loader.is_dir(path) and _repo_spec(path) is None:
+        if component and not oci and not self.loader.is_dir(path) and repo_spec(path) is None:
             raise LoadError(
                 f"component '{path}' must be a directory with a kustomization of kind Component",
                 file=self.source,
             )
         what = "component" if component else "resource"
-        spec = _repo_spec(path) if not oci and not self.loader.is_dir(path) else None
+        spec = repo_spec(path) if not oci and not self.loader.is_dir(path) else None
         if spec is not None and spec.forced:
             from orchestrator import remote
 
@@ -935,7 +926,7 @@ class Target:
                     and not self.loader.exists(entry)
                     # a URL is a file or a base to read, as kustomize reads it
                     and not entry[:8].lower().startswith(("http://", "https://"))
-                    and _repo_spec(entry) is None
+                    and repo_spec(entry) is None
                 )
             ):
                 docs = yamlio.load_all(entry, source=self.kfile)
@@ -1171,11 +1162,6 @@ def _origin_path(origin: str) -> str:
     return origin[6:].split("\n", 1)[0].strip()
 
 
-def _repo_spec(path: str) -> Any:
-    """The git repository ``path`` names (an orchestrator.remote.RepoSpec), or None."""
-    return repo_spec(path)
-
-
 def _active_share() -> Share | None:
     """The share of a run of builds (orchestrator.share), if one is active; a single build never
     imports that module, and no share can be active without it."""
@@ -1278,17 +1264,13 @@ def _tree_files(
         if not isinstance(entry, str) or "://" in entry or repo_spec(entry) is not None:
             continue
         full = loader.abspath(entry)
-        try:
-            # os.stat, which the build cache's Recorder does not note: this only decides who
-            # parses and when, never what the build reads or prints.
-            st = os.stat(full)
-        except (OSError, ValueError):
+        st = _stat(full)
+        if st is None:
             continue
         if stat.S_ISREG(st.st_mode):
             if full not in seen:
                 seen.add(full)
-                large = st.st_size >= PREFETCH_MIN_FILE
-                out.append((full, display(full), st.st_size, large))
+                out.append(_prefetch_entry(full, st.st_size))
         elif stat.S_ISDIR(st.st_mode):
             try:
                 child = loader.child(entry)
@@ -1298,6 +1280,21 @@ def _tree_files(
             if found is not None and child.root not in seen:
                 seen.add(child.root)
                 _tree_files(found[0], child, preloaded, out, seen)
+
+
+def _stat(full: str) -> os.stat_result | None:
+    """``os.stat(full)``, None when it fails: with os.stat, which the build cache's Recorder
+    does not note, as the prefetch only decides who parses a file and when, never what the
+    build reads or prints."""
+    try:
+        return os.stat(full)
+    except (OSError, ValueError):
+        return None
+
+
+def _prefetch_entry(full: str, size: int) -> tuple[str, str, int, bool]:
+    """A file as ``orchestrator.parallel.prefetch`` takes it: (path, source, size, large)."""
+    return (full, display(full), size, size >= PREFETCH_MIN_FILE)
 
 
 def resources_from_bytes(data: bytes, *, source: str, origin: str | None = None) -> list[Resource]:

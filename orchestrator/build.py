@@ -71,12 +71,6 @@ def _composition_plugin(full: str) -> Any:
     return plugin if plugin.is_composition_path(full) else None
 
 
-def _repo_spec(path: str) -> Any:
-    """The git repository the build target names, or None for a local path (cheap: only a
-    string with '@', ':' or 'github.com' can be one)."""
-    return repo_spec(path)
-
-
 def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     """Build the kustomization in directory ``path`` (kustomize's MakeCustomizedResMap)."""
     options = options or BuildOptions()
@@ -87,7 +81,7 @@ def build(path: str, options: BuildOptions | None = None) -> BuildResult:
     if options.reorder not in (None, "legacy", "none"):
         raise ValidationError(f"invalid --reorder {options.reorder!r}: use legacy or none")
     offline = bool(getattr(options.functions, "offline", False))
-    spec = _repo_spec(path)
+    spec = repo_spec(path)
     if path[:6].lower() == "oci://":
         # A kustomization tree packaged as an OCI artifact (orchestrator.ocibase).
         from orchestrator.fs import oci_loader

@@ -551,9 +551,19 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
 _JSON_SUSPECTS: dict[tuple[str, ...], Any] = {}
 _JSON_SUSPECT_PLAIN = Pattern('"(?=[' + _JSON_SUSPECT_FIRST + "])" + _JSON_SUSPECT + ")")
 _COMMON_INDENTS = 81  # CRD schemas nest descriptions 60 and more spaces deep
-_DEEPER: dict[tuple[str, int], Any] = {}  # the others, once compiled
-_CONTENT_ENDS = [Pattern(f"\n {{0,{p}}}+(?! )[ \t]*+[^ \t\n]") for p in range(_COMMON_INDENTS)]
-_LESS_INDENTED = [Pattern(f"\n {{0,{i - 1}}}+[^ \n]") for i in range(1, _COMMON_INDENTS)]
+
+
+def _content_end_source(parent: int) -> str:
+    return f"\n {{0,{parent}}}+(?! )[ \t]*+[^ \t\n]"
+
+
+def _less_indented_source(indent: int) -> str:
+    return f"\n {{0,{indent - 1}}}+[^ \n]"
+
+
+_CONTENT_ENDS = [Pattern(_content_end_source(p)) for p in range(_COMMON_INDENTS)]
+_LESS_INDENTED = [Pattern(_less_indented_source(i)) for i in range(1, _COMMON_INDENTS)]
+_DEEPER: dict[str, Any] = {}  # the others, once compiled, by their source
 # What re.escape escapes (without importing re for it).
 _ESCAPES = {c: "\\" + chr(c) for c in b"()[]{}?*+-|^$\\.&~# \t\n\r\v\f"}
 
@@ -586,12 +596,7 @@ def _content_end(parent: int) -> Any:
     holding something other than spaces and tabs."""
     if parent < _COMMON_INDENTS:
         return _CONTENT_ENDS[parent]
-    compiled = _DEEPER.get(("end", parent))
-    if compiled is None:
-        compiled = _DEEPER["end", parent] = compile_pattern(
-            f"\n {{0,{parent}}}+(?! )[ \t]*+[^ \t\n]"
-        )
-    return compiled
+    return _deeper(_content_end_source(parent))
 
 
 def _less_indented(indent: int) -> Any:
@@ -599,9 +604,14 @@ def _less_indented(indent: int) -> Any:
     text with no tab), with the line break before it."""
     if 0 < indent < _COMMON_INDENTS:
         return _LESS_INDENTED[indent - 1]
-    compiled = _DEEPER.get(("less", indent))
+    return _deeper(_less_indented_source(indent))
+
+
+def _deeper(source: str) -> Any:
+    """``source`` compiled, once per process (an indentation the shipped table lacks)."""
+    compiled = _DEEPER.get(source)
     if compiled is None:
-        compiled = _DEEPER["less", indent] = compile_pattern(f"\n {{0,{indent - 1}}}+[^ \n]")
+        compiled = _DEEPER[source] = compile_pattern(source)
     return compiled
 
 

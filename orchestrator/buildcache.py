@@ -32,7 +32,7 @@ import marshal
 import os
 import sys
 
-from orchestrator.digest import sha256
+from orchestrator.digest import LARGE, sha256
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -51,9 +51,9 @@ UNCACHEABLE_MODULES = (
     "httpx",
 )
 _PROBES = ("isdir", "isfile", "exists", "lexists", "islink", "realpath")
-# Read size; a file larger than one chunk is hashed by OpenSSL (hashlib), which pays for its
-# import there, the rest by the built-in sha256.
-_CHUNK = 1 << 20
+# Read size: a file of a whole chunk or more is hashed by OpenSSL (hashlib), which pays for its
+# import there, the rest by the built-in sha256 (orchestrator.digest's threshold).
+_CHUNK = LARGE
 # Where the YAML libraries live (their code is part of the engine's fingerprint).
 _LIBRARIES = ("yaml", "ryml")
 
@@ -122,16 +122,13 @@ def _file_digest(
     try:
         with opener(path, "rb") as f:
             chunk = f.read(_CHUNK)
-            if len(chunk) < _CHUNK:
-                return str(sha256(chunk).hexdigest())
-            import hashlib
-
-            h = hashlib.sha256(chunk)
-            while chunk := f.read(_CHUNK):
+            h = sha256(chunk)  # OpenSSL's from a whole chunk on (digest.LARGE)
+            while len(chunk) == _CHUNK:
+                chunk = f.read(_CHUNK)
                 h.update(chunk)
     except OSError:
         return None
-    return h.hexdigest()
+    return str(h.hexdigest())
 
 
 def _listing(path: Any, lister: Callable[..., Any]) -> list[str] | None:

@@ -11,15 +11,21 @@ Repositories are fetched as kustomize fetches them (``git init``, ``git fetch --
 ``git checkout FETCH_HEAD``, ``git submodule update --init --recursive``), and each checkout is
 kept under ``$XDG_CACHE_HOME/krm/git/trees/<commit>``: a ``ref`` that is a full commit id is
 served from there with no request at all; a branch or tag is resolved with one ``git ls-remote``
-per build and fetched only when it names a commit not seen before; ``--offline`` uses the commit
-the ref named last time. A ``ref`` starting with ``-`` is refused (git would read it as an option).
+per build (once per ``krm build --batch`` run) and fetched only when it names a commit not seen
+before; ``--offline`` uses the commit the ref named last time. A ``ref`` starting with ``-`` is
+refused (git would read it as an option).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 from orchestrator.errors import LoadError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_TIMEOUT = 27.0  # seconds, kustomize's default for each git command
 _SCHEMES = ("ssh://", "https://", "http://", "file://")
@@ -349,7 +355,15 @@ class GitCache:
         _write(self._known_file(url), "")
 
     def checkout(self, spec: RepoSpec) -> str:
-        """The directory of the repository's checkout at ``spec.ref``, fetched if needed."""
+        """The directory of the repository's checkout at ``spec.ref``, fetched if needed (once
+        per run of ``krm build --batch``, failures included)."""
+        share = _share()
+        if share is not None:
+            key = ("checkout", self.root, "offline" if self.offline else "", spec.raw)
+            return share.fetched(key, lambda: self._checkout(spec))  # type: ignore[no-any-return]
+        return self._checkout(spec)
+
+    def _checkout(self, spec: RepoSpec) -> str:
         if spec.ref.startswith("-"):
             raise RemoteError(
                 f"remote '{spec.raw}': ref {spec.ref!r} starts with '-' (git would read it as "
@@ -456,9 +470,23 @@ def _write(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _share() -> Any:
+    """The active ``orchestrator.share.Share`` of a batch run, or None."""
+    module = sys.modules.get("orchestrator.share")
+    return module.current() if module is not None else None
+
+
 def download(url: str) -> bytes:
     """The body of an http(s) URL, like kustomize's loader: a non-2xx status is an error, and
-    :class:`IsRepository` when the URL also parses as a git repository (then it is cloned)."""
+    :class:`IsRepository` when the URL also parses as a git repository (then it is cloned).
+    A batch run downloads each URL once (failures included)."""
+    share = _share()
+    if share is not None:
+        return share.fetched(("download", url), lambda: _download(url))  # type: ignore[no-any-return]
+    return _download(url)
+
+
+def _download(url: str) -> bytes:
     import urllib.error
     import urllib.request
 

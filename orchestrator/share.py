@@ -3,7 +3,9 @@ the resources parsed from each file, and each base's accumulated resources.
 
 A :class:`Share` is made active for a run of builds (:meth:`Share.active`); the loaders and
 the accumulator ask :func:`current` and, when a share is active, take a private copy of what an
-earlier build of the run parsed or accumulated instead of doing that work again. Entries hold
+earlier build of the run parsed or accumulated instead of doing that work again. Remote bases are
+fetched once per run: each URL's download and each git base's checkout, and their failures (an
+unreachable host is asked once, not once per directory that names it). Entries hold
 copies that no build mutates; every answer is a fresh copy, since builds mutate what they read.
 Nothing is shared when no share is active (a single ``krm build``, which never imports this
 module: its callers look for it in ``sys.modules`` first).
@@ -18,6 +20,7 @@ visited passes on the current chain of kustomizations.
 
 from __future__ import annotations
 
+from orchestrator.errors import KrmError
 from orchestrator.resource import ImplicitNullMap, Resource
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -116,7 +119,9 @@ class Share:
         # The directories whose accumulation may be asked for again (named by some
         # kustomization), or None for all: the others are not stored.
         self.wanted: set[str] | None = None
-        self.hits = {"kustomizations": 0, "files": 0, "bases": 0}
+        # (what, key...) -> (True, value) or (False, the error) of a remote fetch
+        self.remote: dict[tuple[str, ...], tuple[bool, Any]] = {}
+        self.hits = {"kustomizations": 0, "files": 0, "bases": 0, "remote": 0}
 
     def active(self) -> _Activation:
         """A context manager making this share the active one."""
@@ -158,6 +163,24 @@ class Share:
         self.hits["files"] += 1
         return [copy_resource(r) for r in hit]
 
+    def fetched(self, key: tuple[str, ...], fetch: Callable[[], Any]) -> Any:
+        """What ``fetch()`` gave the first time ``key`` was fetched in this run: its value, or
+        a copy of the engine error it raised (raised again, so callers may amend it)."""
+        hit = self.remote.get(key)
+        if hit is None:
+            try:
+                value = fetch()
+            except KrmError as exc:
+                self.remote[key] = (False, _copy_error(exc))
+                raise
+            self.remote[key] = (True, value)
+            return value
+        self.hits["remote"] += 1
+        ok, value = hit
+        if ok:
+            return value
+        raise _copy_error(value)
+
     def wants(self, root: str) -> bool:
         """Whether the accumulation of kustomization directory ``root`` is worth storing."""
         return self.wanted is None or root in self.wanted
@@ -169,6 +192,12 @@ class Share:
             return None
         self.hits["bases"] += 1
         return entry
+
+
+def _copy_error(exc: KrmError) -> KrmError:
+    import copy
+
+    return copy.copy(exc)
 
 
 class _Activation:

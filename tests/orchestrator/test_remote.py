@@ -728,3 +728,52 @@ def test_build_cache_serves_a_pinned_remote_build_with_no_request(
     before = len(http.requests)
     assert krm("build", str(root)).stdout == outputs[0].stdout
     assert http.requests[before:] == []
+
+
+# ------------------------------------------------------------------------------ batch runs
+
+
+def test_a_batch_run_fetches_each_remote_once_failures_included(
+    http, repos, cache, tmp_path
+) -> None:
+    # Three overlays name the same branch, the same missing repository and the same plain
+    # file URL; the batch asks the server once for each, and every output is still what a
+    # single build of that directory prints.
+    good = http.url("org/repo.git") + "//base?ref=main"
+    missing = http.url("org/nothing.git") + "//base?ref=v1"
+    file_url = http.url("files/cm.yaml")
+    root = tmp_path / "tree"
+    for name in ("a", "b", "c"):
+        (root / name).mkdir(parents=True)
+        (root / name / "kustomization.yaml").write_text(
+            f"resources:\n- {good}\n- {file_url}\nnamePrefix: {name}-\n"
+        )
+        (root / f"broken-{name}").mkdir()
+        (root / f"broken-{name}" / "kustomization.yaml").write_text(f"resources:\n- {missing}\n")
+    before = len(http.requests)
+    out = tmp_path / "out"
+    got = krm("build", "--batch", str(root), "-o", str(out))
+    assert got.returncode == 1, got.stderr
+    asked = http.requests[before:]
+    # Each URL is first tried as a file (kustomize's order), once in the whole run.
+    for line in ("/files/cm.yaml", "/org/repo.git//base?ref=main", "/org/nothing.git//base?ref=v1"):
+        assert asked.count(f"GET {line}") == 1, asked
+    # One ref advertisement for the missing repository's ls-remote; two for the branch (its
+    # ls-remote, then the fetch of a commit the cache has not seen), not two per overlay.
+    ads = {
+        repo: [r for r in asked if r.startswith(f"GET /{repo}/info/refs")]
+        for repo in ("org/repo.git", "org/nothing.git")
+    }
+    assert (len(ads["org/repo.git"]), len(ads["org/nothing.git"])) == (2, 1), asked
+    for name in ("a", "b", "c"):
+        single = krm("build", str(root / name))
+        assert single.returncode == 0, single.stderr
+        assert (out / name / "build.yaml").read_text() == single.stdout
+        assert f"name: {name}-" in single.stdout
+        failed = krm("build", str(root / f"broken-{name}"))
+        assert failed.returncode == 1
+        error = (out / f"broken-{name}" / "error.txt").read_text()
+        assert error == failed.stderr
+        # The error names this directory's kustomization, not the first one that failed.
+        assert error.startswith(f"Error: {root / f'broken-{name}'}/kustomization.yaml: remote ")
+        assert f"remote '{missing}': 'git ls-remote -- " in error

@@ -139,3 +139,10 @@ class Literal:
         if len(s) == n + 1 and s[-1] == "\n":
             s = s[:n]
         return len(s) == n and self.match_prefix(s)
+
+    def search(self, s: str) -> bool:
+        """Whether ``text``, as a regular expression, matches somewhere in ``s`` (Go's
+        ``regexp.MatchString``; truth value only)."""
+        if not self.dots:
+            return self.text in s
+        return any(self.match_prefix(s[i:]) for i in range(len(s) - len(self.text) + 1))

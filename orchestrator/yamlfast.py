@@ -52,7 +52,7 @@ from orchestrator.resource import ImplicitNullMap
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 ENV = "KRM_YAML_FAST"
@@ -64,6 +64,13 @@ last_reason = ""  # why the last text was left to PyYAML (for tests and debuggin
 
 class _Undecided(Exception):
     """The fast path cannot vouch for this text: read it with PyYAML."""
+
+
+class _ColonSuspect(_Undecided):
+    """A ':' where libyaml may refuse it, most often inside a quoted scalar (_mask_colons)."""
+
+
+_CHARACTER = "character"  # the reason for a character libyaml refuses or reads otherwise
 
 
 # Characters libyaml refuses or reads unlike ryml (tab, CR, NEL, LS, PS, BOM inside): the
@@ -108,17 +115,23 @@ _HEADER_COMMENT = Pattern(r"[|>][-+0-9]* +#[^\n]*[-+0-9]")
 # ends every such line (found in the whole text at once: it starts with one of two characters).
 _HEADER_LINE = Pattern(r"(?:^ *|[:?-] +)([|>])([-+]?[0-9]?|[0-9][-+])[ \t]*(?:#[^\n]*)?$")
 _HEADER_END = Pattern(r"(?m)[|>](?:[-+]?[0-9]?|[0-9][-+])[ \t]*(?:#[^\n]*)?$")
+# A line holding something other than spaces and tabs, its leading spaces a group.
+_NONBLANK_LINE = Pattern(r"\n( *+)[ \t]*+[^ \t\n]")
 _INDICATOR_WORD = Pattern(r"\n *(?:- +)*[:?][^ \n]")
 _DASHES = Pattern(r" *(?:- +)*")
 _QUOTE_COLON = Pattern(r"['\"] *:[ \n]")
 _SEQUENCE_AFTER = Pattern(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two entries
+# An explicit key ('? ' first on a line), and a quote with '?' or ':' and more right after it:
+# ryml reads "? 'x':y" and "? 'x'?a" (libyaml refuses both). Found by fuzzing.
+_EXPLICIT_KEY = Pattern(r"\n(?:- +)*\?[ \n]")
+_QUOTE_ADJACENT = Pattern(r"['\"][?:][^ \n]")
 # In ryml's JSON: a string starting with a character no plain scalar may start with in libyaml
 # (fine from a quoted or block scalar, which the tree tells: _check_plain_starts), or with a
 # space (ryml misreads some invalid texts so, e.g. a less indented comment line in an indented
 # block); aliases, anchors and tags are found in the tree (_scan_tree).
 _INDICATOR_AFTER = "@`#|>% "
 _ODD_KEYS = ('".nan": ', '".inf": ', '"-.inf": ')
-# (the start of a pattern, completed with the strings looked for: _check_json)
+# (the lookahead of _JSON_SUSPECTS, without its closing parenthesis)
 _JSON_SUSPECT = r'(?=(?<=[\[, \n]")[\]},]|[@`#|>% ]|\.nan": |\.inf": |-\.inf": '
 _JSON_SUSPECT_FIRST = r"\]},@`#|>% .\-"  # the characters that start those
 _INDICATORS = frozenset(b"@`#|>% ")
@@ -363,12 +376,13 @@ def _check_text(text: str, distinct: set[str], lines: str) -> str | None:
     ``distinct, lines`` is _lines(text): the checks that look within one line run on ``lines``.
     Returns the reason to decline if the text turns out to hold a flow collection, else None.
     """
+    # First: any other reason means the text holds no such character (_mask_block_bodies).
+    if (_UNSAFE_ASCII if lines.isascii() else _UNSAFE_CHAR).search(lines):
+        raise _Undecided(_CHARACTER)
     if text.startswith(("|", ">", "...")):
         raise _Undecided("block scalar or document end at the start")
     if "<<" in lines:
         raise _Undecided("merge key")
-    if (_UNSAFE_ASCII if lines.isascii() else _UNSAFE_CHAR).search(lines):
-        raise _Undecided("character")
     # At column 0 only (a '%' or '...' further in is a plain scalar's, or a block scalar's).
     if "\n%" in lines and any(line.startswith("%") for line in distinct):
         raise _Undecided("directive")
@@ -382,6 +396,8 @@ def _check_text(text: str, distinct: set[str], lines: str) -> str | None:
     if _INDICATOR_WORD.search(lines):
         # ':a' or '?a' first on a line: a plain scalar to libyaml, an indicator to ryml.
         raise _Undecided(f"text libyaml reads otherwise ({_INDICATOR_WORD.pattern})")
+    if "?" in lines and _EXPLICIT_KEY.search(lines) and _QUOTE_ADJACENT.search(lines):
+        raise _Undecided("explicit key and a quote right before '?' or ':'")
     flow_only = None
     for pattern in (_FLOW_COLON, _FLOW_ENTRY, _VALUE_START):
         for m in pattern.finditer(lines):
@@ -407,16 +423,64 @@ def _check_text(text: str, distinct: set[str], lines: str) -> str | None:
             start = text.rfind("\n", 0, i) + 1
             if start and not text[start:i].strip(" "):
                 pair = text[text.rfind("\n", 0, start - 1) + 1 : i + len(needle)]
-                for pattern in (_FLOW_KEY_LINES, _BAD_HEADER_LINES):
-                    if pattern.search(pair):
-                        raise _Undecided(f"text libyaml refuses ({pattern.pattern})")
+                if _BAD_HEADER_LINES.search(pair):
+                    raise _Undecided(f"text libyaml refuses ({_BAD_HEADER_LINES.pattern})")
+                if _FLOW_KEY_LINES.search(pair):
+                    raise _ColonSuspect(f"text libyaml refuses ({_FLOW_KEY_LINES.pattern})")
             i = text.find(needle, i + 1)
     for m in _QUOTE_COLON.finditer(lines):
         start = m.start()
         line = lines.rfind("\n", 0, start) + 1
         if "'" not in lines[line:start] and '"' not in lines[line:start]:
-            raise _Undecided("quoted key over several lines")
+            raise _ColonSuspect("quoted key over several lines")
     return flow_only
+
+
+# The character that stands in for a suspect ':' (_mask_colons): a private use one, which
+# libyaml and ryml read as any other, and which no real text holds.
+_MARK = "\ue000"
+_MARK_BYTES = _MARK.encode("utf-8")
+
+
+def _mask_colons(text: str) -> tuple[str, int]:
+    """``text`` with each ':' that made it a _ColonSuspect replaced by _MARK, and how many.
+
+    Such a ':' (a line starting with ':' after one holding '[' or '{', or a ':' after a quote
+    with no quote before it on its line) is almost always inside a quoted scalar over several
+    lines (CEL rules, JSON in a description), where it is text to both readers; in flow or
+    block context libyaml refuses it or reads it otherwise. With _MARK in its place, the text is
+    checked and read as any other, and ``_check_marks`` then holds ryml's tree to every _MARK
+    being in a quoted scalar value: there, to libyaml too, a ':' is text like any other
+    character (a backslash before it, an escape in a double-quoted scalar, is declined).
+    """
+    if _MARK in text:
+        raise _Undecided("private use character U+E000")
+    spots = {m.end() - 2 for m in _FLOW_KEY_LINES.finditer(text)}
+    for m in _QUOTE_COLON.finditer(text):
+        start = m.start()
+        line = text.rfind("\n", 0, start) + 1
+        if "'" not in text[line:start] and '"' not in text[line:start]:
+            spots.add(m.end() - 2)
+    pieces: list[str] = []
+    done = 0
+    for spot in sorted(spots):
+        if text[spot - 1] == "\\":
+            raise _Undecided("escaped ':' in a suspect place")
+        pieces += text[done:spot], _MARK
+        done = spot + 1
+    pieces.append(text[done:])
+    return "".join(pieces), len(spots)
+
+
+def _check_marks(nodes: _Nodes, count: int) -> None:
+    """_Undecided unless ryml read each of the ``count`` _MARKs inside a quoted scalar value."""
+    tree, ryml = nodes.tree, nodes.ryml
+    node_val = ryml._ryml.Tree_val
+    found = 0
+    for node in nodes.where(ryml.VAL_SQUO | ryml.VAL_DQUO):
+        found += bytes(node_val(tree, node)).count(_MARK_BYTES)
+    if found != count:
+        raise _Undecided("suspect ':' outside quoted scalars")
 
 
 def _may_have_long_keys(distinct: set[str]) -> bool:
@@ -466,15 +530,18 @@ def _strip_trailing_tabs(text: str) -> tuple[str, list[tuple[str, int, list[str]
     return "\n".join(lines), bodies
 
 
-def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]], set[int]]:
+def _mask_block_bodies(
+    text: str, *, clean: bool = False
+) -> tuple[str, list[tuple[str, int, list[str]]], set[int]]:
     """``text`` with the content lines of its block scalars blanked, and for each block scalar
     (in text order) its style, its content's indentation and its content lines, and the
     indexes of those lines.
 
     Headers are found by their look (``key: |``, ``- >-``, ``|`` alone); ``_check_block_bodies``
     then holds the result to ryml's tree, so a plain scalar that looks like one is no risk.
-    _Undecided for what this does not follow: content at column 0,
-    a tab within the content's indentation, characters other than tabs that libyaml refuses.
+    _Undecided for what this does not follow: content at column 0, a tab within the content's
+    indentation, a content line less indented than the first, characters other than tabs that
+    libyaml refuses (not looked for when ``clean``: the caller found none in ``text``).
     """
     lines = text.split("\n")
     out: list[str] = []  # the text's pieces, with the content lines blanked
@@ -484,10 +551,10 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
     masked: set[int] = set()
     i = 0  # the first line not yet looked at (a header's content is not looked at for headers)
     row = at = 0  # the line ``at`` (a position in ``text``) is on
-    # Only the lines that end as a header does are looked at (found in one search of the text).
-    for end in _HEADER_END.finditer(text):
-        row += text.count("\n", at, end.start())
-        at = end.start()
+    # Only the lines that end as a header does are looked at.
+    for end in _header_ends(text):
+        row += text.count("\n", at, end)
+        at = end
         if row < i:
             continue
         i = row + 1
@@ -506,37 +573,39 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
         else:
             parent = key_column
         start = i
-        # The content runs to the first line with something other than spaces and tabs that
-        # is indented by no more than ``parent``.
         line_end = text.find("\n", at)
-        found = _content_end(parent).search(text, line_end) if line_end >= 0 else None
+        # The first content line: the next one holding something other than spaces and tabs,
+        # if indented by more than ``parent`` (else the content is empty).
+        first = _NONBLANK_LINE.search(text, line_end) if line_end >= 0 else None
+        spaces = first.end(1) - first.start(1) if first is not None else 0
+        if first is None or spaces <= parent:
+            bodies.append((m.group(1), parent + digits[0] if digits else 0, []))
+            continue
+        # libyaml's indentation with a digit: the parent's plus the digit.
+        indent = parent + digits[0] if digits else spaces
+        if indent == 0 or text[first.end(1)] == "\t":
+            raise _Undecided("block scalar content at column 0 or indented with a tab")
+        # The content runs to the first line holding something other than spaces and tabs that
+        # is indented by no more than ``parent``; one indented by more but by less than
+        # ``indent`` is content less indented than the first line.
+        found = _content_end(indent - 1).search(text, line_end)
+        if found is not None and _indentation(text, found) > parent:
+            raise _Undecided("block scalar content less indented than its first line")
         i = len(lines) if found is None else row + text.count("\n", line_end, found.start() + 1)
         body = lines[start:i]
         while body and not body[-1].strip(" \t"):
             body.pop()  # trailing blank lines: left as they are (and checked as text)
         i = start + len(body)
-        first = next((b for b in body if b.strip(" \t")), None)
-        indent = len(first) - len(first.lstrip(" ")) if first is not None else 0
-        if digits:
-            indent = parent + digits[0]  # libyaml's: the parent's indentation plus the digit
-        if first is not None and (indent == 0 or first.lstrip(" ").startswith("\t")):
-            raise _Undecided("block scalar content at column 0 or indented with a tab")
-        if not body:
-            bodies.append((m.group(1), indent, body))
-            continue
-        # The content's lines are text[line_end + 1 : content_end] (the search for a line
-        # less indented starts at the line break before them).
+        # The content's lines are text[line_end + 1 : content_end].
         content_end = line_end + sum(map(len, body)) + len(body)
-        if (tabs and "\t" in text[line_end:content_end]) or _UNSAFE_CHAR.search(
-            text, line_end, content_end
+        if (tabs and "\t" in text[line_end:content_end]) or (
+            not clean and _UNSAFE_CHAR.search(text, line_end, content_end)
         ):
             for line in body:  # which of the two reasons comes first
                 if "\t" in line[:indent] or (_UNSAFE_CHAR.search(line.replace("\t", " "))):
-                    raise _Undecided("character")
+                    raise _Undecided(_CHARACTER)
                 if line.strip(" \t") and not line.startswith(" " * indent):
                     raise _Undecided("block scalar content less indented than its first line")
-        elif indent > 1 and _less_indented(indent).search(text, line_end, content_end):
-            raise _Undecided("block scalar content less indented than its first line")
         out += text[done : line_end + 1], "\n" * (len(body) - 1)
         done = content_end
         masked.update(range(start, start + len(body)))
@@ -545,11 +614,33 @@ def _mask_block_bodies(text: str) -> tuple[str, list[tuple[str, int, list[str]]]
     return "".join(out), bodies, masked
 
 
-# The compiled patterns of _json_suspect, _content_end and _less_indented, by their argument
-# (dicts, not functools caches: functools imports collections at start-up). The common ones are
-# module constants, so that the shipped regex table (orchestrator.lazyre) holds them compiled.
-_JSON_SUSPECTS: dict[tuple[str, ...], Any] = {}
-_JSON_SUSPECT_PLAIN = Pattern('"(?=[' + _JSON_SUSPECT_FIRST + "])" + _JSON_SUSPECT + ")")
+def _indentation(text: str, found: Any) -> int:
+    """The spaces starting the line after the line break ``found`` matched at."""
+    line = text[found.start() + 1 : found.end()]
+    return len(line) - len(line.lstrip(" "))
+
+
+def _header_ends(text: str) -> Iterator[int]:
+    """Where each line that ends as a block scalar header does ends it (its '|' or '>'), in
+    order: found by character (str.find runs at memory speed, a regex search with a leading
+    class does not), then matched."""
+    match = _HEADER_END.match
+    positions: list[int] = []
+    for char in "|>":
+        p = text.find(char)
+        while p >= 0:
+            positions.append(p)
+            p = text.find(char, p + 1)
+    positions.sort()
+    for p in positions:
+        if match(text, p) is not None:
+            yield p
+
+
+# The patterns of _content_end, by their argument (dicts, not functools caches: functools
+# imports collections at start-up). The common ones are module constants, so that the shipped
+# regex table (orchestrator.lazyre) holds them compiled.
+_JSON_SUSPECTS = Pattern('"(?=[' + _JSON_SUSPECT_FIRST + "])" + _JSON_SUSPECT + ")")
 _COMMON_INDENTS = 81  # CRD schemas nest descriptions 60 and more spaces deep
 
 
@@ -557,38 +648,8 @@ def _content_end_source(parent: int) -> str:
     return f"\n {{0,{parent}}}+(?! )[ \t]*+[^ \t\n]"
 
 
-def _less_indented_source(indent: int) -> str:
-    return f"\n {{0,{indent - 1}}}+[^ \n]"
-
-
 _CONTENT_ENDS = [Pattern(_content_end_source(p)) for p in range(_COMMON_INDENTS)]
-_LESS_INDENTED = [Pattern(_less_indented_source(i)) for i in range(1, _COMMON_INDENTS)]
 _DEEPER: dict[str, Any] = {}  # the others, once compiled, by their source
-# What re.escape escapes (without importing re for it).
-_ESCAPES = {c: "\\" + chr(c) for c in b"()[]{}?*+-|^$\\.&~# \t\n\r\v\f"}
-
-
-def _json_suspect(strings: tuple[str, ...]) -> Any:
-    """_JSON_SUSPECT completed with ``strings`` (JSON strings, without their opening quote).
-
-    (The first lookahead, a character that starts one of them, spares trying them all.)
-    """
-    if not strings:
-        return _JSON_SUSPECT_PLAIN
-    compiled = _JSON_SUSPECTS.get(strings)
-    if compiled is None:
-        if len(_JSON_SUSPECTS) >= 256:
-            _JSON_SUSPECTS.clear()
-        compiled = _JSON_SUSPECTS[strings] = compile_pattern(
-            '"(?=['
-            + _JSON_SUSPECT_FIRST
-            + "".join(value[1].translate(_ESCAPES) for value in strings)
-            + "])"
-            + _JSON_SUSPECT
-            + "".join("|" + value[1:].translate(_ESCAPES) for value in strings)
-            + ")"
-        )
-    return compiled
 
 
 def _content_end(parent: int) -> Any:
@@ -597,14 +658,6 @@ def _content_end(parent: int) -> Any:
     if parent < _COMMON_INDENTS:
         return _CONTENT_ENDS[parent]
     return _deeper(_content_end_source(parent))
-
-
-def _less_indented(indent: int) -> Any:
-    """A line with something other than spaces, indented by fewer than ``indent`` spaces (in
-    text with no tab), with the line break before it."""
-    if 0 < indent < _COMMON_INDENTS:
-        return _LESS_INDENTED[indent - 1]
-    return _deeper(_less_indented_source(indent))
 
 
 def _deeper(source: str) -> Any:
@@ -776,16 +829,14 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             text, bodies = _strip_trailing_tabs(text)
             data = None
         distinct, lines = _lines(text)
+        marks = 0
         try:
-            flow_only = _check_text(text, distinct, lines)
-        except _Undecided:
-            # What made the text suspect may lie in block scalars' content (heredocs with
-            # '<<', tabs, tables of '|' in CRD descriptions): check the text without it, and
-            # below, that ryml read those lines as the content of those block scalars.
-            if "|" not in text and ">" not in text:
-                raise
-            masked, bodies, _ = _mask_block_bodies(text)
-            flow_only = _check_text(masked, *_lines(masked))
+            flow_only, bodies = _check_all(text, distinct, lines, bodies)
+        except _ColonSuspect:
+            text, marks = _mask_colons(text)
+            data = None
+            distinct, lines = _lines(text)
+            flow_only, bodies = _check_all(text, distinct, lines, bodies)
         ryml = _import_ryml()
         with _QuietStderr():
             bad_values: dict[str, set[str]] = {}
@@ -809,6 +860,9 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
             _check_key_lengths(nodes)
         if bodies is not None:
             _check_block_bodies(nodes, bodies)
+        if marks:
+            _check_marks(nodes, marks)
+            js = js.replace(_MARK, ":")
         starts, suspects = _check_json(js, text, bad_values)
         if '"": ' in js:
             _check_empty_keys(nodes)
@@ -847,6 +901,22 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
     return [d for d in docs if d is not None]
 
 
+def _check_all(
+    text: str, distinct: set[str], lines: str, bodies: list[tuple[str, int, list[str]]] | None
+) -> tuple[str | None, list[tuple[str, int, list[str]]] | None]:
+    """_check_text, and where it declines, the same for the text without its block scalars'
+    content: what made the text suspect may lie there (heredocs with '<<', tabs, tables of '|'
+    in CRD descriptions); ``_check_block_bodies`` is then to hold ryml's tree to the block
+    scalars found (returned, or ``bodies`` when none were looked for)."""
+    try:
+        return _check_text(text, distinct, lines), bodies
+    except _Undecided as exc:
+        if "|" not in text and ">" not in text:
+            raise
+        masked, bodies, _ = _mask_block_bodies(text, clean=str(exc) != _CHARACTER)
+        return _check_text(masked, *_lines(masked)), bodies
+
+
 def _check_json(
     js: str, text: str, bad_values: dict[str, set[str]]
 ) -> tuple[frozenset[int], set[bytes]]:
@@ -861,22 +931,30 @@ def _check_json(
     if js[:2] in ('"]', '"}', '",'):
         raise _Undecided(f"string starting with {js[1]}")
     # One search of the JSON finds each '"' that may start what is looked for: a string
-    # starting with an indicator or a closing bracket, a key below, a string among
-    # ``bad_values``. It takes only the '"' (all the rest is looked ahead at), so each '"' is
-    # looked at; then what follows it is told here.
+    # starting with an indicator or a closing bracket, a key below. It takes only the '"' (all
+    # the rest is looked ahead at), so each '"' is looked at; then what follows it is told
+    # here. The strings among ``bad_values`` are found by str.find (a pattern made for them
+    # would cost importing re and compiling it), and told the same way.
     strings = tuple(value for value in bad_values if value.startswith('"'))
-    found = _json_suspect(strings).finditer(js)
+    found = [m.start() for m in _JSON_SUSPECTS.finditer(js)]
+    shown: set[str] = set()
+    for value in strings:
+        i = js.find(value)
+        if i >= 0:
+            shown.add(value)
+            if value[1] in "]}," or value[1] in _INDICATOR_AFTER:
+                while i >= 0:
+                    found.append(i)
+                    i = js.find(value, i + 1)
     closers: set[str] = set()
     indicator_start = False
-    shown: set[str] = set()
-    for m in found:
-        i = m.start()
+    for i in found:
         after = js[i + 1]
         if after in "]},":
             closers.add(js[i - 1 : i + 2])
         elif after in _INDICATOR_AFTER and (i == 0 or js[i - 1] != "\\"):
             indicator_start = True  # a string's start, not an escaped quote inside one
-        shown.update(value for value in (*_ODD_KEYS, *strings) if js.startswith(value, i))
+        shown.update(value for value in _ODD_KEYS if js.startswith(value, i))
     starts = _INDICATORS if indicator_start else frozenset()
     for start in _CLOSER_START:
         if start in closers:

@@ -10,15 +10,15 @@ takes the new text, anything else takes the source node whole. Resources are mut
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from orchestrator.errors import KrmError, ValidationError
-from orchestrator.lazyre import Pattern
+from orchestrator.lazyre import Literal, Pattern
 from orchestrator.resource import Resource
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable
     from typing import Any
 
@@ -202,12 +202,25 @@ def _kind_error(expected: str, value: Any) -> ReplacementError:
     return ReplacementError(f"wrong node kind: expected {expected} but got {_kind_of(value)}")
 
 
-@lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except re.error as err:
-        raise ValidationError(f"invalid regular expression {pattern!r}: {err}") from None
+_REGEXES: dict[str, re.Pattern[str] | Literal] = {}
+
+
+def _regex(pattern: str) -> re.Pattern[str] | Literal:
+    """The list element selector ``pattern`` compiled (a plain name needs no ``re``)."""
+    compiled = _REGEXES.get(pattern)
+    if compiled is None:
+        if Literal.usable(pattern):
+            compiled = Literal(pattern)
+        else:
+            import re
+
+            try:
+                compiled = re.compile(pattern)
+            except re.error as err:
+                raise ValidationError(f"invalid regular expression {pattern!r}: {err}") from None
+        if len(_REGEXES) < 256:
+            _REGEXES[pattern] = compiled
+    return compiled
 
 
 def lookup(node: Any, parts: tuple[str, ...]) -> Any:
@@ -383,7 +396,7 @@ class _Matcher:
             self.match(_Slot(node, part), rest)
 
     def match_elements(
-        self, node: list[Any], name: str, regex: re.Pattern[str], rest: tuple[str, ...]
+        self, node: list[Any], name: str, regex: re.Pattern[str] | Literal, rest: tuple[str, ...]
     ) -> bool:
         """Visit list elements whose field ``name`` (or the element itself) matches ``regex``."""
         found = False

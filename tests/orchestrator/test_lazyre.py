@@ -90,6 +90,8 @@ def test_literal_matches_as_the_regular_expression_would(pattern: str, subject: 
     expected = re.compile("^(?:" + pattern + ")$").match(subject) is not None
     assert literal.match(subject) is expected
     assert literal.match_prefix(subject) is (re.match("^(?:" + pattern + ")", subject) is not None)
+    # replacements' list selectors: Go's regexp.MatchString, unanchored
+    assert literal.search(subject) is (re.search(pattern, subject) is not None)
 
 
 @pytest.mark.parametrize("text", ["a*", "x|y", "(a)", "[ab]", "a+", "a?", "^a", "a$", "\\d", "{1}"])

@@ -165,6 +165,9 @@ def test_reads_a_manifest_and_marks_implicit_nulls() -> None:
         ("k: > # 2 spaces\n  x\n", "block scalar header with a comment holding a digit"),
         # Found by fuzzing: a bad header on its own line after a commented line.
         ("-: #c\n      >1~\n", "bad block scalar header after a comment"),
+        # Found by fuzzing the colon mask: text right after a quoted explicit key.
+        ("? 'x':y\n", "explicit quoted key with ':' and a value right after it"),
+        ("? 'x \\\n   : '?a.b'\n", "explicit quoted key with '?' right after it"),
     ],
 )
 def test_declines_what_it_cannot_vouch_for(text: str, why: str) -> None:
@@ -535,3 +538,45 @@ def test_large_trees_read_alike_in_bulk_and_node_by_node(
         assert isinstance(bulk[0][0], ImplicitNullMap)
     else:
         assert extra  # the plain text is read on this path
+
+
+# ----------------------------------------------------------------------------- suspect colons
+
+_LINE_WORDS = ["x", "[", "]", "{", "}", "'", "''", '"', '\\"', "\\", ":", ": ", " : ", "?", ","]
+_LINE_WORDS += ["has(self[0])", "a.b", "#c", "- ", "y:", "0", "true", "\ue000"]
+
+
+def test_suspect_colons_are_read_only_inside_quoted_scalars(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lines starting with ':' after lines holding '[' or '{', and quotes before ':', in
+    quoted scalars over several lines (where both readers take the ':' as text) and out of
+    them (flow collections, plain scalars, keys): where the fast path answers, it answers as
+    PyYAML does, and it answers the quoted shapes."""
+    masked = []
+    mask = yamlfast._mask_colons
+
+    def counting(text: str) -> tuple[str, int]:
+        masked.append(text)
+        return mask(text)
+
+    monkeypatch.setattr(yamlfast, "_mask_colons", counting)
+    rng = random.Random(36)
+    decided = decided_masked = 0
+    for _ in range(4000):
+        words = [rng.choice(_LINE_WORDS) for _ in range(rng.randint(1, 4))]
+        first = "".join(words)
+        rest = "".join(rng.choice(_LINE_WORDS) for _ in range(rng.randint(0, 3)))
+        indent = " " * rng.randint(0, 6)
+        quote = rng.choice(["'", '"', "", "[", "{"])
+        close = {"'": "'", '"': '"', "": "", "[": "]", "{": "}"}[quote]
+        lead = rng.choice(["k: ", "- ", "- k: ", "? ", ""])
+        text = f"{lead}{quote}{first}\n{indent}:{rng.choice([' ', ''])}{rest}{close}\n"
+        if rng.random() < 0.5:
+            text = "a: 1\n" + text + "z: [2]\n"
+        before = len(masked)
+        answered = check(text)
+        decided += answered
+        decided_masked += answered and len(masked) > before
+    assert decided > 250
+    assert decided_masked > 50  # the shapes the mask is for are answered

@@ -121,9 +121,10 @@ _INDICATOR_WORD = Pattern(r"\n *(?:- +)*[:?][^ \n]")
 _DASHES = Pattern(r" *(?:- +)*")
 _QUOTE_COLON = Pattern(r"['\"] *:[ \n]")
 _SEQUENCE_AFTER = Pattern(r"['\"\]}] +-[ \n]")  # ryml reads '- "a" - b' as two entries
-# An explicit key ('? ' first on a line), and a quote with '?' or ':' and more right after it:
-# ryml reads "? 'x':y" and "? 'x'?a" (libyaml refuses both). Found by fuzzing.
-_EXPLICIT_KEY = Pattern(r"\n(?:- +)*\?[ \n]")
+# An explicit key ('? ' first on a line) quoted or on the next line, and a quote with '?' or
+# ':' and more right after it: ryml reads "? 'x':y" and "? 'x'?a" (libyaml refuses both).
+# Found by fuzzing.
+_EXPLICIT_KEY = Pattern(r"\n(?:- +)*\?(?: +['\"]| *(?:#[^\n]*)?\n)")  # key quoted or further on
 _QUOTE_ADJACENT = Pattern(r"['\"][?:][^ \n]")
 # In ryml's JSON: a string starting with a character no plain scalar may start with in libyaml
 # (fine from a quoted or block scalar, which the tree tells: _check_plain_starts), or with a
@@ -131,7 +132,7 @@ _QUOTE_ADJACENT = Pattern(r"['\"][?:][^ \n]")
 # block); aliases, anchors and tags are found in the tree (_scan_tree).
 _INDICATOR_AFTER = "@`#|>% "
 _ODD_KEYS = ('".nan": ', '".inf": ', '"-.inf": ')
-# (the lookahead of _JSON_SUSPECTS, without its closing parenthesis)
+# (the lookahead of _JSON_SUSPECTS, without its closing parenthesis: _json_suspect adds to it)
 _JSON_SUSPECT = r'(?=(?<=[\[, \n]")[\]},]|[@`#|>% ]|\.nan": |\.inf": |-\.inf": '
 _JSON_SUSPECT_FIRST = r"\]},@`#|>% .\-"  # the characters that start those
 _INDICATORS = frozenset(b"@`#|>% ")
@@ -637,10 +638,14 @@ def _header_ends(text: str) -> Iterator[int]:
             yield p
 
 
-# The patterns of _content_end, by their argument (dicts, not functools caches: functools
-# imports collections at start-up). The common ones are module constants, so that the shipped
-# regex table (orchestrator.lazyre) holds them compiled.
+# The compiled patterns of _json_suspect and _content_end, by their argument (dicts, not
+# functools caches: functools imports collections at start-up). The common ones are module
+# constants, so that the shipped regex table (orchestrator.lazyre) holds them compiled.
 _JSON_SUSPECTS = Pattern('"(?=[' + _JSON_SUSPECT_FIRST + "])" + _JSON_SUSPECT + ")")
+_JSON_SUSPECTS_WITH: dict[tuple[str, ...], Any] = {}
+# Characters of JSON text times strings looked for, above which one search for all of them
+# costs less than a str.find for each (which spares importing re for small texts).
+_FIND_SCAN = 1 << 20
 _COMMON_INDENTS = 81  # CRD schemas nest descriptions 60 and more spaces deep
 
 
@@ -650,6 +655,31 @@ def _content_end_source(parent: int) -> str:
 
 _CONTENT_ENDS = [Pattern(_content_end_source(p)) for p in range(_COMMON_INDENTS)]
 _DEEPER: dict[str, Any] = {}  # the others, once compiled, by their source
+
+
+# What re.escape escapes (without importing re for it).
+_ESCAPES = {c: "\\" + chr(c) for c in b"()[]{}?*+-|^$\\.&~# \t\n\r\v\f"}
+
+
+def _json_suspect(strings: tuple[str, ...]) -> Any:
+    """_JSON_SUSPECTS completed with ``strings`` (JSON strings: each '"' that starts one).
+
+    (The first lookahead, a character that starts one of them, spares trying them all.)
+    """
+    compiled = _JSON_SUSPECTS_WITH.get(strings)
+    if compiled is None:
+        if len(_JSON_SUSPECTS_WITH) >= 256:
+            _JSON_SUSPECTS_WITH.clear()
+        compiled = _JSON_SUSPECTS_WITH[strings] = compile_pattern(
+            '"(?=['
+            + _JSON_SUSPECT_FIRST
+            + "".join(value[1].translate(_ESCAPES) for value in strings)
+            + "])"
+            + _JSON_SUSPECT
+            + "".join("|" + value[1:].translate(_ESCAPES) for value in strings)
+            + ")"
+        )
+    return compiled
 
 
 def _content_end(parent: int) -> Any:
@@ -931,21 +961,26 @@ def _check_json(
     if js[:2] in ('"]', '"}', '",'):
         raise _Undecided(f"string starting with {js[1]}")
     # One search of the JSON finds each '"' that may start what is looked for: a string
-    # starting with an indicator or a closing bracket, a key below. It takes only the '"' (all
-    # the rest is looked ahead at), so each '"' is looked at; then what follows it is told
-    # here. The strings among ``bad_values`` are found by str.find (a pattern made for them
-    # would cost importing re and compiling it), and told the same way.
+    # starting with an indicator or a closing bracket, a key below, a string among
+    # ``bad_values``. It takes only the '"' (all the rest is looked ahead at), so each '"' is
+    # looked at; then what follows it is told here. In a small JSON text those strings are
+    # found by str.find instead (a pattern made for them costs importing re and compiling it).
     strings = tuple(value for value in bad_values if value.startswith('"'))
-    found = [m.start() for m in _JSON_SUSPECTS.finditer(js)]
     shown: set[str] = set()
-    for value in strings:
-        i = js.find(value)
-        if i >= 0:
-            shown.add(value)
-            if value[1] in "]}," or value[1] in _INDICATOR_AFTER:
-                while i >= 0:
-                    found.append(i)
-                    i = js.find(value, i + 1)
+    if len(js) * len(strings) > _FIND_SCAN:
+        found = [m.start() for m in _json_suspect(strings).finditer(js)]
+        looked_for = (*_ODD_KEYS, *strings)
+    else:
+        found = [m.start() for m in _JSON_SUSPECTS.finditer(js)]
+        looked_for = _ODD_KEYS
+        for value in strings:
+            i = js.find(value)
+            if i >= 0:
+                shown.add(value)
+                if value[1] in "]}," or value[1] in _INDICATOR_AFTER:
+                    while i >= 0:
+                        found.append(i)
+                        i = js.find(value, i + 1)
     closers: set[str] = set()
     indicator_start = False
     for i in found:
@@ -954,7 +989,7 @@ def _check_json(
             closers.add(js[i - 1 : i + 2])
         elif after in _INDICATOR_AFTER and (i == 0 or js[i - 1] != "\\"):
             indicator_start = True  # a string's start, not an escaped quote inside one
-        shown.update(value for value in _ODD_KEYS if js.startswith(value, i))
+        shown.update(value for value in looked_for if js.startswith(value, i))
     starts = _INDICATORS if indicator_start else frozenset()
     for start in _CLOSER_START:
         if start in closers:

@@ -1,5 +1,5 @@
 """``python -m orchestrator`` runs the ``krm`` CLI."""
 
-from orchestrator.cli import main
+from orchestrator.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

@@ -56,6 +56,9 @@ _PROBES = ("isdir", "isfile", "exists", "lexists", "islink", "realpath")
 _CHUNK = LARGE
 # Where the YAML libraries live (their code is part of the engine's fingerprint).
 _LIBRARIES = ("yaml", "ryml")
+# The engine's package: the files it reads from there (data/: its regular expression and
+# field spec tables) are covered by the fingerprint, like its code, and are not noted.
+_ENGINE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def cache_dir() -> str:
@@ -171,6 +174,8 @@ class Recorder:
         def open_(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
             if any(c in mode for c in "wax+"):
                 self.uncacheable = self.uncacheable or f"the build wrote {file!r}"
+            elif isinstance(file, str) and file.startswith(_ENGINE):
+                pass  # the engine's own data (its tables): part of the engine's fingerprint
             elif isinstance(file, (str, bytes, os.PathLike)):
                 self._note("read", file, _file_digest(file, real_open))
             else:

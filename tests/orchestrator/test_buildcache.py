@@ -182,12 +182,16 @@ def test_recorder_notes_reads_and_probes_and_restores_the_originals(tmp_path: Pa
     with rec.active():
         with open(target, "rb") as f:
             assert f.read() == b"one"
+        with open(os.path.join(buildcache._ENGINE, "data", "fieldspecs.json"), "rb") as f:
+            assert f.read(1) == b"{"
         assert os.path.isdir(tmp_path)
         with open(tmp_path / "y.txt", "w") as f:
             f.write("two")
     assert builtins.open is real_open and os.path.isdir is real_isdir
     assert rec.observations[("read", str(target))] == hashlib.sha256(b"one").hexdigest()
     assert rec.observations[("isdir", str(tmp_path))] is True
+    # the engine's own tables are part of its fingerprint, not observations
+    assert not any(p.startswith(buildcache._ENGINE) for _, p in rec.observations)
     # this test process already has subprocess loaded: nothing it builds may be cached
     assert (rec.uncacheable or "").endswith(" was loaded before the build")
     assert not buildcache.BuildCache("ab" * 32, str(tmp_path / "c")).store(rec, b"x", [])

@@ -210,3 +210,52 @@ def test_bad_sort_options_name_the_kustomization(tree, options: str, message: st
     assert p.returncode == 1
     assert p.stdout == ""
     assert p.stderr.splitlines() == [f"Error: {root / 'kustomization.yaml'}: {message}"]
+
+
+_RUN = """
+import atexit, sys, threading, time
+from orchestrator import cli
+atexit.register(lambda: print("atexit ran", flush=False))
+if sys.argv[1] == "thread":
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread ran"))).start()
+sys.argv = ["krm", "build", "--no-cache", sys.argv[2]]
+raise SystemExit(cli.run())
+"""
+
+
+@pytest.mark.parametrize("mode", ["plain", "thread"])
+def test_the_program_exits_quickly_but_completely(tree, mode: str) -> None:
+    # cli.run ends the process with os._exit after main: buffered output still comes out,
+    # atexit handlers still run, and a live thread keeps the usual exit (it finishes).
+    root = tree({"kustomization.yaml": "resources: [res.yaml]\n", "res.yaml": RES})
+    p = subprocess.run(
+        [sys.executable, "-c", _RUN, mode, str(root)], capture_output=True, text=True
+    )
+    assert p.returncode == 0, p.stderr
+    assert _kinds(p.stdout.split("atexit ran")[0]) == ["Namespace", "Service", "Deployment"]
+    assert p.stdout.rstrip("\n").endswith("atexit ran")
+    assert ("thread ran" in p.stdout) is (mode == "thread")
+
+
+def test_a_closed_pipe_ends_as_the_usual_exit_does(tree) -> None:
+    docs = "".join(
+        f"kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: c{i}\n---\n" for i in range(20000)
+    )
+    root = tree({"kustomization.yaml": "resources: [res.yaml]\n", "res.yaml": docs})
+    outcomes = []
+    for program in (
+        "-m orchestrator",
+        "-c 'import sys; from orchestrator.cli import main; sys.exit(main())'",
+    ):
+        p = subprocess.run(
+            f"{sys.executable} {program} build --no-cache {root} | head -c 10; "
+            'echo " ${PIPESTATUS[0]}"',
+            shell=True,
+            executable="bash",
+            capture_output=True,
+            text=True,
+        )
+        assert "Traceback" not in p.stderr
+        outcomes.append((p.stdout, p.stderr.replace(sys.executable, "python")))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0].startswith("apiVersion")

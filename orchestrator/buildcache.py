@@ -9,7 +9,8 @@ package and of the YAML libraries it reads and writes with, by size and modifica
 the Python version), the command-line arguments, the working directory and the directory built.
 A warm build with the same key re-checks every observation (re-reading and re-hashing each
 file) and prints the stored output only when all of them still hold and the stored output still
-has its recorded sha256; otherwise it builds again and rewrites the entry.
+has its recorded length and CRC-32 (a check against a damaged entry file, as zip and PNG use it:
+the files read are what decide, by sha256); otherwise it builds again and rewrites the entry.
 
 Nothing is stored for a build that can depend on more than the files it read: one that writes a
 file, or that loads the function machinery (any KRM function or catalog), or ``subprocess``
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
-FORMAT = 2
+FORMAT = 3
 # Modules whose import during a build means it may depend on more than the files it read.
 UNCACHEABLE_MODULES = (
     "orchestrator.functions.plugin",
@@ -177,7 +178,19 @@ class Recorder:
             elif isinstance(file, str) and file.startswith(_ENGINE):
                 pass  # the engine's own data (its tables): part of the engine's fingerprint
             elif isinstance(file, (str, bytes, os.PathLike)):
-                self._note("read", file, _file_digest(file, real_open))
+                if mode == "rb" and not args and not kwargs:
+                    # Read once: hashed, then handed over from memory (the engine reads every
+                    # file whole, with open(path, "rb")).
+                    try:
+                        with real_open(file, "rb") as f:
+                            data = f.read()
+                    except OSError:
+                        self._note("read", file, None)
+                    else:
+                        self._note("read", file, str(sha256(data).hexdigest()))
+                        return _ReadFile(data, file)
+                else:
+                    self._note("read", file, _file_digest(file, real_open))
             else:
                 self.uncacheable = self.uncacheable or f"the build read {file!r}"
             return real_open(file, mode, *args, **kwargs)
@@ -223,6 +236,36 @@ class Recorder:
         loaded = [m for m in UNCACHEABLE_MODULES if m in sys.modules and m not in self._before]
         if loaded and not self.uncacheable:
             self.uncacheable = f"the build loaded {loaded[0]}"
+
+
+def _crc32(data: bytes) -> int:
+    import zlib
+
+    return zlib.crc32(data)
+
+
+class _ReadFile:
+    """What ``open(path, "rb")`` gives, from bytes already read: ``read``, ``readinto`` and
+    the context manager (io.BytesIO, which shares the bytes until they would be copied),
+    named as the file."""
+
+    def __init__(self, data: bytes, name: Any) -> None:
+        import io
+
+        self._buffer = io.BytesIO(data)
+        self.name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._buffer, attr)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._buffer)
+
+    def __enter__(self) -> _ReadFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._buffer.close()
 
 
 class _Recording:
@@ -324,8 +367,8 @@ class BuildCache:
             for op, path, expected in data["observations"]:
                 if not _still_holds(op, path, expected):
                     return None
-            if sha256(raw).hexdigest() != data["output_sha256"]:
-                return None  # corrupt: built again and rewritten
+            if len(raw) != data["output_length"] or _crc32(raw) != data["output_crc32"]:
+                return None  # damaged: built again and rewritten
             warnings = [str(w) for w in data["warnings"]]
             return Entry(raw, warnings)
         except (OSError, ValueError, KeyError, TypeError, EOFError, MemoryError):
@@ -340,7 +383,8 @@ class BuildCache:
             "format": FORMAT,
             "key": self.key,
             "observations": [(op, path, r) for (op, path), r in recorder.observations.items()],
-            "output_sha256": sha256(raw).hexdigest(),
+            "output_length": len(raw),
+            "output_crc32": _crc32(raw),
             "warnings": list(warnings),
         }
         try:

@@ -191,23 +191,36 @@ def _import_ryml() -> Any:
     ``packaging.version``, ``textwrap`` and ``typing``: 10 ms, two thirds of importing ryml.
     While ryml is imported, ``sys.modules`` holds a stand-in whose ``deprecated`` applies the
     real decorator when a decorated function is first called (so those still warn); it is
-    removed right after, so a later ``import deprecation`` gets the real package. Only while
-    this is the process's only thread: no other thread may import ``deprecation`` meanwhile.
+    removed right after, so a later ``import deprecation`` gets the real package. Likewise
+    its ``import collections.abc``, which SWIG writes into every module and nothing there
+    uses: the ``collections`` package costs a small build ~2 ms (``collections.abc`` itself,
+    ``_collections_abc``, is loaded at start-up and is what the stand-in holds). Only while
+    this is the process's only thread: no other thread may import those meanwhile.
     """
     global _ryml
     if _ryml is None:
         threading = sys.modules.get("threading")
         alone = threading is None or threading.active_count() == 1
-        if "deprecation" in sys.modules or not alone:
+        if not alone:
             import ryml  # type: ignore[import-untyped]
         else:
-            stand_in = types.ModuleType("deprecation")
-            stand_in.deprecated = _deprecated  # type: ignore[attr-defined]
-            sys.modules["deprecation"] = stand_in
+            stand_ins: dict[str, types.ModuleType] = {}
+            if "deprecation" not in sys.modules:
+                stand_ins["deprecation"] = types.ModuleType("deprecation")
+                stand_ins["deprecation"].deprecated = _deprecated  # type: ignore[attr-defined]
+            if "collections" not in sys.modules:
+                import _collections_abc
+
+                stand_ins["collections"] = types.ModuleType("collections")
+                stand_ins["collections"].abc = _collections_abc  # type: ignore[attr-defined]
+                stand_ins["collections.abc"] = _collections_abc
+            sys.modules.update(stand_ins)
             try:
                 import ryml
             finally:
-                del sys.modules["deprecation"]
+                for name, module in stand_ins.items():
+                    if sys.modules.get(name) is module:
+                        del sys.modules[name]
         _ryml = ryml
     return _ryml
 

@@ -21,7 +21,8 @@ import orchestrator
 # weakref ~0.6 ms; contextlib and argparse with gettext and locale ~0.4 and ~2 ms; re with
 # enum ~2.5 ms, json ~1.4 ms: the engine's patterns come compiled (lazyre) and JSON is read
 # by json's C scanner (jsonc); urllib.parse and base64 import re); nor the machinery that
-# shares large builds with child processes (orchestrator.parallel, pickle).
+# shares large builds with child processes (orchestrator.parallel, pickle); nor the
+# collections package (~2 ms), which ryml's SWIG module imports and does not use.
 NOT_LOADED = (
     "yaml",
     "typing",
@@ -37,6 +38,7 @@ NOT_LOADED = (
     "base64",
     "pickle",
     "orchestrator.parallel",
+    "collections",
 )
 
 _SCRIPT = """

@@ -126,7 +126,7 @@ def _file_digest(
     try:
         with opener(path, "rb") as f:
             chunk = f.read(_CHUNK)
-            h = sha256(chunk)  # OpenSSL's from a whole chunk on (digest.LARGE)
+            h = sha256(chunk)  # OpenSSL's once the process has hashed a MiB (digest.sha256)
             while len(chunk) == _CHUNK:
                 chunk = f.read(_CHUNK)
                 h.update(chunk)

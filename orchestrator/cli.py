@@ -326,12 +326,15 @@ def run() -> int:
     nothing a finished build needs. So once ``main`` returns, stdout and stderr are flushed,
     the ``atexit`` handlers run (temporary directories' finalizers among them) and the
     process ends with ``os._exit``. Where that cannot be vouched for (a flush fails, e.g.
-    on a closed pipe; a thread still runs; no ``atexit`` runner) the status is returned for
-    the usual exit, which reports such things as it always did.
+    on a closed pipe; a thread still runs; no ``atexit`` runner; a profiler or tracer, such
+    as ``python -m cProfile``, which writes its report after the program) the status is
+    returned for the usual exit, which does all that as it always did.
     """
     code = main()
     threading = sys.modules.get("threading")
     if threading is not None and threading.active_count() != 1:
+        return code
+    if sys.getprofile() is not None or sys.gettrace() is not None:
         return code
     import atexit
 

@@ -14,15 +14,19 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-# From this size OpenSSL's sha256 repays loading it: CPython's own hashes ~3.2 ms a MiB here,
-# OpenSSL's ~0.9 (a 12 MB build output: 38 ms against 10).
+# From this many bytes OpenSSL's sha256 repays loading it: CPython's own hashes ~3.2 ms a MiB
+# here, OpenSSL's ~0.5-0.9 (a 12 MB build output: 38 ms against 10).
 LARGE = 1 << 20
+_hashed = 0  # bytes given to CPython's own sha256 so far in this process
 
 
 def sha256(data: bytes = b"") -> Any:
-    """A sha256 hash object: OpenSSL's once hashlib is loaded anyway or ``data`` is large,
-    else CPython's own."""
-    if "hashlib" not in sys.modules and len(data) < LARGE:
+    """A sha256 hash object: OpenSSL's once hashlib is loaded anyway or the process has hashed
+    a MiB (``data`` included: a build cache hashes every file a build reads, and a tree of
+    CRDs of a few hundred kB each adds up), else CPython's own."""
+    global _hashed
+    _hashed += len(data)
+    if "hashlib" not in sys.modules and _hashed < LARGE:
         try:
             import _sha256  # type: ignore[import-not-found]
         except ImportError:

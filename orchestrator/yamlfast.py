@@ -464,8 +464,9 @@ def _mask_colons(text: str) -> tuple[str, int]:
     lines (CEL rules, JSON in a description), where it is text to both readers; in flow or
     block context libyaml refuses it or reads it otherwise. With _MARK in its place, the text is
     checked and read as any other, and ``_check_marks`` then holds ryml's tree to every _MARK
-    being in a quoted scalar value: there, to libyaml too, a ':' is text like any other
-    character (a backslash before it, an escape in a double-quoted scalar, is declined).
+    being in a quoted or block scalar value or a comment: there, to libyaml too, a ':' is text
+    like any other character (a backslash before it, an escape in a double-quoted scalar, is
+    declined).
     """
     if _MARK in text:
         raise _Undecided("private use character U+E000")
@@ -486,15 +487,17 @@ def _mask_colons(text: str) -> tuple[str, int]:
     return "".join(pieces), len(spots)
 
 
-def _check_marks(nodes: _Nodes, count: int) -> None:
-    """_Undecided unless ryml read each of the ``count`` _MARKs inside a quoted scalar value."""
+def _check_marks(nodes: _Nodes, js: str) -> None:
+    """_Undecided unless each _MARK ryml read is inside a quoted or block scalar value, where a
+    ':' is text to libyaml too; the others (not in the JSON) are in comments, where it is too.
+    (Tags and anchors, where one could also vanish from the JSON, are declined: _scan_tree.)"""
     tree, ryml = nodes.tree, nodes.ryml
     node_val = ryml._ryml.Tree_val
     found = 0
-    for node in nodes.where(ryml.VAL_SQUO | ryml.VAL_DQUO):
+    for node in nodes.where(ryml.VAL_SQUO | ryml.VAL_DQUO | ryml.VAL_LITERAL | ryml.VAL_FOLDED):
         found += bytes(node_val(tree, node)).count(_MARK_BYTES)
-    if found != count:
-        raise _Undecided("suspect ':' outside quoted scalars")
+    if found != js.count(_MARK):
+        raise _Undecided("suspect ':' in a plain scalar or a key")
 
 
 def _may_have_long_keys(distinct: set[str]) -> bool:
@@ -904,7 +907,7 @@ def load_docs(text: str, data: bytes | None, plain: Callable[[str], Any]) -> lis
         if bodies is not None:
             _check_block_bodies(nodes, bodies)
         if marks:
-            _check_marks(nodes, marks)
+            _check_marks(nodes, js)
             js = js.replace(_MARK, ":")
         starts, suspects = _check_json(js, text, bad_values)
         if '"": ' in js:

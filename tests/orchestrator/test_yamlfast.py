@@ -550,9 +550,9 @@ def test_suspect_colons_are_read_only_inside_quoted_scalars(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Lines starting with ':' after lines holding '[' or '{', and quotes before ':', in
-    quoted scalars over several lines (where both readers take the ':' as text) and out of
-    them (flow collections, plain scalars, keys): where the fast path answers, it answers as
-    PyYAML does, and it answers the quoted shapes."""
+    quoted scalars over several lines, block scalars and comments (where both readers take
+    the ':' as text) and out of them (flow collections, plain scalars, keys): where the fast
+    path answers, it answers as PyYAML does, and it answers the quoted shapes."""
     masked = []
     mask = yamlfast._mask_colons
 
@@ -568,8 +568,8 @@ def test_suspect_colons_are_read_only_inside_quoted_scalars(
         first = "".join(words)
         rest = "".join(rng.choice(_LINE_WORDS) for _ in range(rng.randint(0, 3)))
         indent = " " * rng.randint(0, 6)
-        quote = rng.choice(["'", '"', "", "[", "{"])
-        close = {"'": "'", '"': '"', "": "", "[": "]", "{": "}"}[quote]
+        quote = rng.choice(["'", '"', "", "[", "{", "|\n  ", "# ", "x # "])
+        close = {"'": "'", '"': '"', "[": "]", "{": "}"}.get(quote, "")
         lead = rng.choice(["k: ", "- ", "- k: ", "? ", ""])
         text = f"{lead}{quote}{first}\n{indent}:{rng.choice([' ', ''])}{rest}{close}\n"
         if rng.random() < 0.5:

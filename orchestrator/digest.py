@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # From this many bytes OpenSSL's sha256 repays loading it: CPython's own hashes ~3.2 ms a MiB
 # here, OpenSSL's ~0.5-0.9 (a 12 MB build output: 38 ms against 10).
 LARGE = 1 << 20
-_hashed = 0  # bytes given to CPython's own sha256 so far in this process
+_hashed = 0  # bytes passed to sha256() so far in this process (updates not counted)
 
 
 def sha256(data: bytes = b"") -> Any:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from orchestrator.functions.options import FnOptions, FunctionError
-from orchestrator.functions.walk import Located
+from orchestrator.functions.walk import Fields, Located
 from orchestrator.lazyre import Pattern
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -52,8 +52,10 @@ class FunctionConfigError(FunctionError):
         super().__init__("\n".join(lines))
 
 
-class Problem:
+class Problem(Fields):
     """One way a functionConfig breaks its schema."""
+
+    _fields = ("file", "line", "path", "message", "function")
 
     def __init__(
         self, file: str | None, line: int | None, path: str, message: str, function: str
@@ -63,21 +65,6 @@ class Problem:
         self.path = path
         self.message = message
         self.function = function
-
-    def _key(self) -> tuple[Any, ...]:
-        return (self.file, self.line, self.path, self.message, self.function)
-
-    def __repr__(self) -> str:
-        return "Problem(file={!r}, line={!r}, path={!r}, message={!r}, function={!r})".format(
-            *self._key()
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Problem):
-            return NotImplemented
-        return self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __str__(self) -> str:
         where = self.file or "<inline>"

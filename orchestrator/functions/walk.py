@@ -13,8 +13,32 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-class Located:
+class Fields:
+    """What ``dataclasses.dataclass`` would add to a class of plain values (without importing
+    dataclasses at start-up): ``repr`` and ``==`` by the attributes named in ``_fields``, and
+    no hash (the values may be lists)."""
+
+    _fields: tuple[str, ...] = ()
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._fields)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
+        return f"{type(self).__name__}({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, type(self)):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Located(Fields):
     """A functionConfig found in the tree, and how to find its node again for line numbers."""
+
+    _fields = ("config", "file", "doc", "prefix", "inline_doc")
 
     def __init__(
         self,
@@ -31,21 +55,6 @@ class Located:
         self.doc = doc
         self.prefix: list[str | int] = [] if prefix is None else prefix
         self.inline_doc = inline_doc
-
-    def _key(self) -> tuple[Any, ...]:
-        return (self.config, self.file, self.doc, self.prefix, self.inline_doc)
-
-    def __repr__(self) -> str:
-        return "Located(config={!r}, file={!r}, doc={!r}, prefix={!r}, inline_doc={!r})".format(
-            *self._key()
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Located):
-            return NotImplemented
-        return self._key() == other._key()
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def _plugin_entries(k: dict[str, Any], loader: Any, kfile: str) -> list[Located]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 KUBECTL = shutil.which("kubectl")
+# The checkout the engine is imported from (a fresh interpreter gets it on its path).
+ENGINE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 @pytest.fixture
@@ -42,3 +45,15 @@ def kubectl_kustomize(path: Path | str, *flags: str) -> subprocess.CompletedProc
 def oracle() -> Callable[..., subprocess.CompletedProcess[bytes]]:
     """``oracle(path, *flags)`` runs ``kubectl kustomize``."""
     return kubectl_kustomize
+
+
+def run_python(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -c script args`` in a fresh interpreter that sees only this checkout (no site
+    customisation of the test process): for what a module imports or does at start-up."""
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": ENGINE_ROOT},
+    )

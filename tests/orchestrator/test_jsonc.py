@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import orchestrator
 from orchestrator import jsonc
+from tests.orchestrator.conftest import run_python
 
 _VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
@@ -96,12 +93,5 @@ def test_importing_and_using_it_does_not_import_json() -> None:
         "jsonc.loads('{\"a\": [1, 2.5, null]}'); jsonc.dumps_sorted_compact({'b': [1]}); "
         "jsonc.encode_basestring('x'); print('json' in sys.modules, 're' in sys.modules)"
     )
-    root = str(Path(orchestrator.__file__).resolve().parents[1])
-    out = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": root},
-    )
+    out = run_python(script)
     assert out.stdout.split() == ["False", "False"]

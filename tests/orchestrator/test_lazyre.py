@@ -8,17 +8,15 @@ exactly as ``re`` would.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import orchestrator
 from orchestrator import lazyre
 from orchestrator.data import gen_regex
+from tests.orchestrator.conftest import run_python
 
 
 def test_the_shipped_table_is_current_for_this_python() -> None:
@@ -58,14 +56,7 @@ def test_a_table_for_another_python_is_not_used(tmp_path: Path) -> None:
         "import re; p = sys.argv[2]; "
         "print(lazyre._load_table() == {} and lazyre.compile_pattern(p) == re.compile(p))"
     )
-    root = str(Path(orchestrator.__file__).resolve().parents[1])
-    out = subprocess.run(
-        [sys.executable, "-c", script, str(table), pattern],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": root},
-    )
+    out = run_python(script, str(table), pattern)
     assert out.stdout.strip() == "True"
 
 

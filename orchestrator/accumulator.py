@@ -153,6 +153,10 @@ class BuildResult:
         """The resources as ``kustomize build`` prints them."""
         return yamlio.dump_all(self.resources)
 
+    def to_yaml_bytes(self) -> bytes:
+        """``to_yaml()`` as UTF-8."""
+        return yamlio.dump_all_bytes(self.resources)
+
 
 class Accumulator:
     """Resources plus the transformer config and vars gathered so far."""

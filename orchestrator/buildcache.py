@@ -1,29 +1,39 @@
 """A build cache for the ``krm build`` command line that can never change its output.
 
 A cold build runs under a :class:`Recorder`, which notes every observation the engine makes of
-the file system: each file read (its sha256), and the answer to every ``isdir``, ``isfile``,
-``exists``, ``islink``, ``realpath``, ``listdir`` and ``scandir`` probe. The output and those
-observations are stored, one file per build, under ``$XDG_CACHE_HOME/krm/builds`` (or
+the file system: each file read (its stamp, below), and the answer to every ``isdir``,
+``isfile``, ``exists``, ``islink``, ``realpath``, ``listdir`` and ``scandir`` probe. The output
+and those observations are stored, one file per build, under ``$XDG_CACHE_HOME/krm/builds`` (or
 ``~/.cache/krm/builds``), keyed by the engine's fingerprint (every file of the ``orchestrator``
 package and of the YAML libraries it reads and writes with, by size and modification time, plus
 the Python version), the command-line arguments, the working directory and the directory built.
-A warm build with the same key re-checks every observation (re-reading and re-hashing each
-file) and prints the stored output only when all of them still hold and the stored output still
-has its recorded length and CRC-32 (a check against a damaged entry file, as zip and PNG use it:
-the files read are what decide, by sha256); otherwise it builds again and rewrites the entry.
+A warm build with the same key re-checks every observation and prints the stored output only
+when all of them still hold and the stored output still has its recorded length and CRC-32 (a
+check against a damaged entry file, as zip and PNG use it); otherwise it builds again and
+rewrites the entry.
+
+A file read is stamped as git's index and Bazel stamp files: by its device, inode, size,
+modification time and status-change time (``st_ctime``, which no user can set: any write,
+``chmod``, ``touch`` or rename onto the path moves it to the present), and it still holds
+when ``os.stat`` gives the very same five. A file changed less than :data:`SETTLED_NS` before
+the build read it may change again within the same tick of the file system's clock without
+its times moving (git's "racily clean" entries), so its stamp also holds its sha256, which is
+then checked too. A file merely touched, or checked out again unchanged, is a miss (built
+again), never a wrong answer.
 
 Nothing is stored for a build that can depend on more than the files it read: one that writes a
 file, or that loads the function machinery (any KRM function or catalog), or ``subprocess``
 (helm, git, exec and container runtimes) or the network — judged by which modules the build
 imported, so the cache is used only where a build runs in a fresh process, as the CLI does.
 Entries are written atomically (a temporary file, then ``os.replace``); an entry that cannot be
-read, or whose output does not match its digest, is ignored and rewritten.
+read, or whose output does not match its length and CRC-32, is ignored and rewritten.
 
 A warm build is mostly start-up, so the lookup path imports next to nothing: manifests are
-:mod:`marshal` data (no ``json``, which would pull in ``re``), small files are hashed with the
-built-in sha256 (OpenSSL's loads in ~2.5 ms, worth it only for large files), and the command
-line is parsed without argparse when it is plain (:mod:`orchestrator.cli`). ``marshal`` trusts
-its input as much as Python trusts its own ``__pycache__``; the cache folder is the user's.
+:mod:`marshal` data (no ``json``, which would pull in ``re``), the few files hashed are hashed
+with the built-in sha256 (OpenSSL's loads in ~2.5 ms, worth it only for large files), and the
+command line is parsed without argparse when it is plain (:mod:`orchestrator.cli`).
+``marshal`` trusts its input as much as Python trusts its own ``__pycache__``; the cache folder
+is the user's.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import builtins
 import marshal
 import os
 import sys
+import time
 
 from orchestrator.digest import LARGE, sha256
 
@@ -40,7 +51,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
-FORMAT = 3
+FORMAT = 4
+# A file whose modification or status-change time is less than this before the build started
+# is stamped with its sha256 as well (3 s: more than the coarsest clock of a file system in
+# use, FAT's 2 s).
+SETTLED_NS = 3_000_000_000
 # Modules whose import during a build means it may depend on more than the files it read.
 UNCACHEABLE_MODULES = (
     "orchestrator.functions.plugin",
@@ -125,14 +140,43 @@ def _file_digest(
     """sha256 of a file's bytes, or None when it cannot be read as a file."""
     try:
         with opener(path, "rb") as f:
-            chunk = f.read(_CHUNK)
-            h = sha256(chunk)  # OpenSSL's once the process has hashed a MiB (digest.sha256)
-            while len(chunk) == _CHUNK:
-                chunk = f.read(_CHUNK)
-                h.update(chunk)
+            return _digest_of(f)
     except OSError:
         return None
+
+
+def _digest_of(f: Any) -> str:
+    """sha256 of the rest of the open file ``f``."""
+    chunk = f.read(_CHUNK)
+    h = sha256(chunk)  # OpenSSL's once the process has hashed a MiB (digest.sha256)
+    while len(chunk) == _CHUNK:
+        chunk = f.read(_CHUNK)
+        h.update(chunk)
     return str(h.hexdigest())
+
+
+def _settled(st: os.stat_result, since: int) -> bool:
+    """Whether a file last changed at least SETTLED_NS before ``since`` (time.time_ns())."""
+    return max(st.st_mtime_ns, st.st_ctime_ns) < since - SETTLED_NS
+
+
+def _stamp(st: os.stat_result, digest: str | None) -> tuple[Any, ...]:
+    """A file's stamp: device, inode, size, modification and status-change times (ns), and
+    its sha256 when it had not settled (else None)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, digest)
+
+
+def _file_stamp(
+    path: str | bytes | os.PathLike[Any], since: int, opener: Callable[..., Any] = builtins.open
+) -> tuple[Any, ...] | None:
+    """The stamp of the file at ``path`` (hashed unless settled before ``since``), or None when
+    it cannot be read as a file."""
+    try:
+        with opener(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            return _stamp(st, None if _settled(st, since) else _digest_of(f))
+    except OSError:
+        return None
 
 
 def _listing(path: Any, lister: Callable[..., Any]) -> list[str] | None:
@@ -171,6 +215,7 @@ class Recorder:
 
     def _start(self) -> None:
         real_open = builtins.open
+        since = time.time_ns()  # when recording started
 
         def open_(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
             if any(c in mode for c in "wax+"):
@@ -183,14 +228,16 @@ class Recorder:
                     # file whole, with open(path, "rb")).
                     try:
                         with real_open(file, "rb") as f:
+                            st = os.fstat(f.fileno())  # before reading: a later write moves it
                             data = f.read()
                     except OSError:
                         self._note("read", file, None)
                     else:
-                        self._note("read", file, str(sha256(data).hexdigest()))
+                        digest = None if _settled(st, since) else str(sha256(data).hexdigest())
+                        self._note("read", file, _stamp(st, digest))
                         return _ReadFile(data, file)
                 else:
-                    self._note("read", file, _file_digest(file, real_open))
+                    self._note("read", file, _file_stamp(file, since, real_open))
             else:
                 self.uncacheable = self.uncacheable or f"the build read {file!r}"
             return real_open(file, mode, *args, **kwargs)
@@ -303,7 +350,15 @@ class _Entries:
 
 def _still_holds(op: str, path: str, expected: Any) -> bool:
     if op == "read":
-        return bool(_file_digest(path) == expected)
+        if expected is None:  # was not readable as a file: still is not
+            return _file_stamp(path, 0) is None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if _stamp(st, expected[5]) != expected:
+            return False
+        return expected[5] is None or _file_digest(path) == expected[5]
     if op in _PROBES:
         return bool(getattr(os.path, op)(path) == expected)
     if op == "listdir":
@@ -361,12 +416,20 @@ class BuildCache:
         """The stored build, when every observation still holds; None otherwise."""
         try:
             with open(self.path, "rb") as f:
-                data, raw = unpack(f.read())
-            if data.get("format") != FORMAT or data.get("key") != self.key:
-                return None
-            for op, path, expected in data["observations"]:
-                if not _still_holds(op, path, expected):
+                # The manifest first, then the output read on its own (no copy of many MB).
+                size = int.from_bytes(f.read(8), "little")
+                if size > os.fstat(f.fileno()).st_size - 8:
+                    return None  # truncated, or not an entry
+                head = f.read(size)
+                data = marshal.loads(head)
+                if not isinstance(data, dict):
                     return None
+                if data.get("format") != FORMAT or data.get("key") != self.key:
+                    return None
+                for op, path, expected in data["observations"]:
+                    if not _still_holds(op, path, expected):
+                        return None
+                raw = f.read()
             if len(raw) != data["output_length"] or _crc32(raw) != data["output_crc32"]:
                 return None  # damaged: built again and rewritten
             warnings = [str(w) for w in data["warnings"]]

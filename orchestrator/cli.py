@@ -484,7 +484,7 @@ def _build_uncached(args: Args, debug: bool, cache: Any) -> int:
         os.makedirs(args.output, exist_ok=True)
         _write_dir(args.output, result.resources)
     else:
-        raw = result.to_yaml().encode("utf-8")
+        raw = result.to_yaml_bytes()
         if cache is not None and not result.results:
             cache.store(recorder, raw, warnings)
         _write_output(args, raw)

@@ -190,7 +190,10 @@ def test_recorder_notes_reads_and_probes_and_restores_the_originals(tmp_path: Pa
         with open(tmp_path / "y.txt", "w") as f:
             f.write("two")
     assert builtins.open is real_open and os.path.isdir is real_isdir
-    assert rec.observations[("read", str(target))] == hashlib.sha256(b"one").hexdigest()
+    # written just now: stamped with its sha256 as well (it may change within the same tick)
+    st = target.stat()
+    stamp = (st.st_dev, st.st_ino, 3, st.st_mtime_ns, st.st_ctime_ns)
+    assert rec.observations[("read", str(target))] == (*stamp, hashlib.sha256(b"one").hexdigest())
     assert rec.observations[("isdir", str(tmp_path))] is True
     # the engine's own tables are part of its fingerprint, not observations
     assert not any(p.startswith(buildcache._ENGINE) for _, p in rec.observations)
@@ -218,6 +221,53 @@ def test_a_warm_build_imports_next_to_nothing(tmp_path: Path) -> None:
     assert warm.returncode == 0, warm.stderr
     assert warm.stdout == cold.stdout
     assert "loaded: []" in warm.stderr
+
+
+def _stamps(home: Path) -> dict[str, tuple[object, ...]]:
+    (entry,) = _entries(home)
+    manifest, _ = buildcache.unpack(Path(entry).read_bytes())
+    return {path: r for op, path, r in manifest["observations"] if op == "read"}
+
+
+def test_settled_files_are_checked_by_stamp_and_every_change_is_seen(tmp_path: Path) -> None:
+    """Files older than SETTLED_NS are stamped without a digest; a change that keeps the size
+    and puts the modification time back (cp -p, rsync -t, tar) still moves the status-change
+    time, and a touch alone is a miss that rebuilds the same output."""
+    src = _tree(tmp_path)
+    home = tmp_path / "home"
+    cm = src / "base" / "deep" / "cm.yaml"
+    fresh = _krm("build", "overlay", home=home, cwd=src)
+    assert fresh.returncode == 0, fresh.stderr
+    assert _stamps(home)[str(cm)][5] == hashlib.sha256(cm.read_bytes()).hexdigest()
+    import time
+
+    time.sleep(buildcache.SETTLED_NS / 1e9 + 0.2)
+    (entry,) = _entries(home)
+    Path(entry).unlink()
+    first = _krm("build", "overlay", home=home, cwd=src)
+    assert first.stdout == fresh.stdout
+    stamps = _stamps(home)
+    assert stamps[str(cm)][5] is None  # settled: the stamp alone
+    st = cm.stat()
+    assert stamps[str(cm)][:5] == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    _plant(entry, "planted: true\n")
+    assert _krm("build", "overlay", home=home, cwd=src).stdout == "planted: true\n"
+    # the same size, the modification time put back: the status-change time moved
+    cm.write_text(BASE_CM.replace("info", "warn"))
+    os.utime(cm, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert cm.stat().st_size == st.st_size and cm.stat().st_mtime_ns == st.st_mtime_ns
+    changed = _krm("build", "overlay", home=home, cwd=src)
+    assert "level: warn" in changed.stdout and "level: info" not in changed.stdout
+    assert changed.stdout == _krm("build", "overlay", "--no-cache", home=home, cwd=src).stdout
+    # changed just now: hashed again, and served while it holds
+    assert _stamps(home)[str(cm)][5] == hashlib.sha256(cm.read_bytes()).hexdigest()
+    _plant(entry, "planted: again\n")
+    assert _krm("build", "overlay", home=home, cwd=src).stdout == "planted: again\n"
+    # a file replaced by another one (a new inode) with the same bytes: a miss, same output
+    copy = cm.with_suffix(".new")
+    copy.write_bytes(cm.read_bytes())
+    os.replace(copy, cm)
+    assert _krm("build", "overlay", home=home, cwd=src).stdout == changed.stdout
 
 
 def test_files_over_a_chunk_are_hashed_whole(tmp_path: Path) -> None:

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import os
 import sys
-from types import ModuleType, SimpleNamespace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     import argparse
+    from types import ModuleType, SimpleNamespace
     from typing import Any
 
     Args = argparse.Namespace | SimpleNamespace
+else:
+    SimpleNamespace = type(sys.implementation)  # types.SimpleNamespace, without importing types
 
 USAGE_ERROR = 2
 # What kubectl's embedded kustomize (the oracle) writes as its version in the managed-by label
@@ -388,13 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         _parser().print_help(sys.stderr)
         return USAGE_ERROR
-    from orchestrator.errors import KrmError
-
     try:
         return command(args, debug)
-    except (KrmError, OSError, RecursionError) as exc:
+    except Exception as exc:
+        # KrmError is imported only now: a build served from the cache never loads it.
+        from orchestrator.errors import KrmError
+
         # One line for the user; the traceback only when asked for.
-        if debug:
+        if debug or not isinstance(exc, (KrmError, OSError, RecursionError)):
             raise
         if isinstance(exc, RecursionError):  # inputs are depth-checked; derived data may not be
             exc = KrmError("data nested too deeply to process", file=getattr(args, "path", None))

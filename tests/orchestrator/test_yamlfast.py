@@ -580,3 +580,86 @@ def test_suspect_colons_are_read_only_where_they_are_text(
         decided_masked += answered and len(masked) > before
     assert decided > 350
     assert decided_masked > 50  # the shapes the mask is for are answered
+
+
+# ----------------------------------------------------------------------------- masked first
+
+_TABLE_CRD = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: things.example.com
+spec:
+  versions:
+  - name: v1
+    schema:
+      openAPIV3Schema:
+        properties:
+{fields}
+"""
+_TABLE_FIELD = """          field{i}:
+            description: |-
+              Field {i}: one of
+              | value | meaning |
+              | ----- | ------- |
+              | a:b   | [-1:] {{x}} |
+            type: string
+"""
+
+
+def test_large_texts_with_block_scalars_masked_first_read_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Checked without the block scalars' content from the start (every text here, the choice
+    forced): each text decided agrees with PyYAML, and every text the usual order decides is
+    decided the same; a header in a quoted scalar that ryml's tree does not hold sends the
+    text back to the usual order."""
+    crd = _TABLE_CRD.format(fields="".join(_TABLE_FIELD.format(i=i) for i in range(400)))
+    quoted = 'a: "x\n  b: |\n  c"\nd: |-\n  e\n'
+    plain_crd = crd.replace("| ", "; ")
+    assert len(crd) >= yamlfast._MASK_FIRST
+    assert yamlfast._tables_in_blocks(crd, yamlfast._lines(crd)[1])
+    assert not yamlfast._tables_in_blocks(plain_crd, yamlfast._lines(plain_crd)[1])
+    assert not yamlfast._tables_in_blocks(quoted, yamlfast._lines(quoted)[1])  # small
+    texts = [crd, quoted, plain_crd] + [
+        p.read_text(encoding="utf-8") for p in SHAPES.glob("*.yaml")
+    ]
+    texts += [
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in yaml_files(CORPUS)
+        if "|" in p.read_text(encoding="utf-8", errors="replace")
+    ]
+    usual = {t: yamlfast.load_docs(t, None, yamlio._v3_plain, mask_first=False) for t in texts}
+    # the CRD's tables decline the whole text's checks (it is read after masking)
+    assert usual[crd] is not None
+    monkeypatch.setattr(yamlfast, "_tables_in_blocks", lambda text, lines: True)
+    first_used = []
+    real_first = yamlfast._check_masked_first
+
+    def spy_first(text: str, lines: str) -> Any:
+        found = real_first(text, lines)
+        first_used.append(found is not None)
+        return found
+
+    retried = []
+    real_load = yamlfast.load_docs
+
+    def spy_load(text: str, data: Any, plain: Any, *, mask_first: bool = True) -> Any:
+        if not mask_first:
+            retried.append(text)
+        return real_load(text, data, plain, mask_first=mask_first)
+
+    monkeypatch.setattr(yamlfast, "_check_masked_first", spy_first)
+    monkeypatch.setattr(yamlfast, "load_docs", spy_load)
+    decided = 0
+    for text in texts:
+        got = yamlfast.load_docs(text, None, yamlio._v3_plain)
+        if usual[text] is not None:
+            assert got is not None, f"declined masked first only: {text[:200]!r}"
+            assert same(got, usual[text])
+        if got is not None:
+            decided += 1
+            kind, want = reference(text)
+            assert kind == "docs" and same(got, want), text[:200]
+    assert sum(first_used) > 50 and decided > 100
+    assert quoted in retried and yamlfast.load_docs(quoted, None, yamlio._v3_plain) is not None
+    assert crd not in retried

@@ -111,7 +111,7 @@ def check(text: str, v2: bool) -> tuple[str, str]:
     """(verdict, reason): ``fast`` (answered, same as PyYAML), ``declined``, ``both reject``,
     ``DIFFERENT``."""
     plain = yamlio._v2_plain if v2 else yamlio._v3_plain
-    fast = yamlfast.load_docs(text, None, plain)
+    fast = yamlfast.load_docs(text, None, plain, fold=not v2)  # as yamlio reads
     reason = yamlfast.last_reason
     try:
         slow: object = yamlpy.load_docs(v2, text, "sweep")

@@ -846,14 +846,21 @@ def _pairs_checking(bad_keys: frozenset[str]) -> Callable[[list[tuple[str, Any]]
 
 
 def load_docs(
-    text: str, data: bytes | None, plain: Callable[[str], Any], *, mask_first: bool = True
+    text: str,
+    data: bytes | None,
+    plain: Callable[[str], Any],
+    *,
+    fold: bool = False,
+    mask_first: bool = True,
 ) -> list[Any] | None:
     """The non-empty documents of ``text`` as yamlio makes them, or None to use PyYAML.
 
     ``data`` is ``text`` as UTF-8 when the caller has it (saves encoding it again); ``plain``
     gives the value a plain scalar has with the wanted typing (``yamlio._v3_plain``, or
-    ``yamlio._v2_plain`` for kustomization files). ``mask_first``: a large text with block
-    scalars may be checked without their content from the start (``_check_masked_first``).
+    ``yamlio._v2_plain`` for kustomization files). ``fold``: folded scalars as kustomize's
+    go-yaml round trip leaves them (``yamlscalar.goyaml_folded``), as yamlpy gives them too.
+    ``mask_first``: a large text with block scalars may be checked without their content from
+    the start (``_check_masked_first``).
     """
     global last_reason
     from orchestrator import jsonc as json
@@ -919,7 +926,7 @@ def load_docs(
                 _check_block_bodies(nodes, bodies)
             except _Undecided:
                 if masked_first:  # as if never masked first: the usual checks decide
-                    return load_docs(*given, plain, mask_first=False)
+                    return load_docs(*given, plain, fold=fold, mask_first=False)
                 raise
         if marks:
             _check_marks(nodes, js)
@@ -950,6 +957,12 @@ def load_docs(
             holder, step = _holder(tree, docs, last_block)
             if holder[step].endswith("\n"):
                 holder[step] = holder[step][:-1]
+        if fold and ">" in text:
+            from orchestrator.yamlscalar import goyaml_folded
+
+            for node in nodes.where(ryml.VAL_FOLDED):
+                holder, step = _holder(tree, docs, node)
+                holder[step] = goyaml_folded(holder[step])
     except (_Undecided, ValueError, RecursionError) as exc:
         last_reason = f"{type(exc).__name__}: {exc}"
         return None

@@ -89,7 +89,7 @@ def _load_docs(v2: bool, text: str | bytes, source: str | None) -> list[Any]:
             raw = text  # UTF-8 as it is: the fast path parses these bytes
         text = decode(text, source=source)
     if yamlfast.wanted(text):
-        fast = yamlfast.load_docs(text, raw, _v2_plain if v2 else _v3_plain)
+        fast = yamlfast.load_docs(text, raw, _v2_plain if v2 else _v3_plain, fold=not v2)
         if fast is not None:
             return fast
     from orchestrator import yamlpy  # PyYAML: only for the texts the fast path declines

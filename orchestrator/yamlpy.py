@@ -36,6 +36,7 @@ from orchestrator.yamlscalar import (
     _v3_resolve,
     format_float,
     go_sorted_keys,
+    goyaml_folded,
     scalar_text,
 )
 
@@ -68,13 +69,18 @@ def _mark(exc: yaml.YAMLError) -> str:
     return " ".join(str(exc).split())
 
 
-def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False) -> Any:
-    """Plain Python data from a composed node (faster than PyYAML's constructor)."""
+def _construct(
+    node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False, fold: bool = False
+) -> Any:
+    """Plain Python data from a composed node (faster than PyYAML's constructor); ``fold``:
+    folded scalars as kustomize's go-yaml round trip leaves them (``goyaml_folded``)."""
     cls = node.__class__
     if cls is yaml.ScalarNode:
+        if fold and node.style == ">" and node.tag == _STR:
+            return goyaml_folded(node.value)
         return _typed(node.tag, node.value, bools)
     if cls is yaml.SequenceNode:
-        return [_construct(c, bools, dup_ok) for c in node.value]
+        return [_construct(c, bools, dup_ok, fold) for c in node.value]
     result: dict[str, Any] = {}
     merged: list[Any] = []
     seen: dict[str, Any] = {}
@@ -96,7 +102,7 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False)
                 key_node.start_mark,
             )
         seen[key] = key_node.start_mark
-        value = result[key] = _construct(value_node, bools, dup_ok)
+        value = result[key] = _construct(value_node, bools, dup_ok, fold)
         if value is None and not value_node.value:
             implicit = [key] if implicit is None else [*implicit, key]
             if node.flow_style:
@@ -110,7 +116,7 @@ def _construct(node: Any, bools: dict[str, bool] = _BOOLS, dup_ok: bool = False)
                     raise yaml.constructor.ConstructorError(
                         None, None, "merge value must be a mapping", src.start_mark
                     )
-                for k, v in _construct(src, bools, dup_ok).items():
+                for k, v in _construct(src, bools, dup_ok, fold).items():
                     base[k] = v
         base.update(result)
         result = base
@@ -130,7 +136,7 @@ def load_docs(v2: bool, text: str, source: str | None) -> list[Any]:
         while loader.check_node():
             node = loader.get_node()
             if node is not None:
-                doc = _construct(node, bools, dup_ok)
+                doc = _construct(node, bools, dup_ok, fold=not v2)
                 if doc is not None:
                     docs.append(doc)
     except yaml.YAMLError as exc:

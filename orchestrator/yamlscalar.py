@@ -368,3 +368,64 @@ def _number_text(v: Any) -> str | None:
         if len(_NUMBER_CACHE) < 10000:
             _NUMBER_CACHE[v] = hit
     return hit  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------- folded scalars
+
+# What makes go-yaml v3 write a string in double quotes where a folded block scalar was asked
+# for (yaml_emitter_analyze_scalar: a space before a line break, a space ending it, a character
+# it does not print as it is; tabs and line feeds it writes).
+_NOT_BLOCK = Pattern(" \n| $|[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff\ufffe\uffff\U00010000-\U0010ffff]")
+
+
+def goyaml_folded(value: str) -> str:
+    """The string go-yaml v3 reads back after writing ``value`` as a folded block scalar (``>``).
+
+    kustomize turns each resource into JSON (kyaml's RNode.MarshalJSON) by writing its node
+    out with go-yaml v3 and reading it back, and the node keeps the style it was read with.
+    go-yaml's folded writer asks "is the next line more indented?" of the first character of
+    the whole value instead of the character after the current line break(s)
+    (yaml_emitter_write_folded_scalar), so it writes one line break too many, or one too few,
+    wherever the two answers differ. After a line that does not start with a blank:
+
+    - when the value starts (after its line breaks) with no blank, each run of line breaks
+      is written with one more break, as folding wants it unless the next line is more
+      indented or the run ends a kept (``>+``) value: there the value gains a line break;
+    - when it starts with a blank, each run is written as it is, which folding reads with one
+      break less: a single line break becomes a space.
+
+    Line breaks after a more-indented line (one starting with a blank) are written and read
+    as they are. A value go-yaml will not write as a block scalar comes back unchanged.
+    """
+    if "\n" not in value or _NOT_BLOCK.search(value):
+        return value
+    first = value.lstrip("\n")
+    extra = first[:1] not in (" ", "\t")
+    keep = value.endswith("\n\n") or value == "\n"
+    out: list[str] = []
+    end = len(value)
+    i = 0
+    while True:
+        j = value.find("\n", i)
+        if j < 0:
+            out.append(value[i:])
+            break
+        k = j
+        while k < end and value[k] == "\n":
+            k += 1
+        run = k - j
+        out.append(value[i:j])
+        if j == 0 or value[i] in " \t":
+            out.append("\n" * run)  # the value's leading breaks, or after a more-indented line
+        else:
+            written = run + extra
+            if k == end:  # the breaks ending the value: kept all, or clipped to one
+                out.append("\n" * (written if keep else run))
+            elif value[k] in " \t":  # a more-indented line next: every break is kept
+                out.append("\n" * written)
+            else:  # folded: a single break is a space, of more the first is dropped
+                out.append(" " if written == 1 else "\n" * (written - 1))
+        i = k
+        if i == end:
+            break
+    return "".join(out)

@@ -114,7 +114,7 @@ def check(text: str, v2: bool) -> tuple[str, str]:
     fast = yamlfast.load_docs(text, None, plain, fold=not v2)  # as yamlio reads
     reason = yamlfast.last_reason
     try:
-        slow: object = yamlpy.load_docs(v2, text, "sweep")
+        slow: object = yamlpy.load_docs(v2, text, "sweep", fold=not v2)
     except (KrmError, RecursionError) as exc:
         slow = exc
     if fast is None:

@@ -370,7 +370,7 @@ class Target:
                 file=self.source,
             )
         if path:
-            docs = yamlio.load_all(self.loader.read(str(path)), source=str(path))
+            docs = yamlio.load_all(self.loader.read(str(path)), source=str(path), fold=False)
             from orchestrator import openapi as _openapi
 
             # A custom schema replaces the built-in one (kustomize's openapi: path:), unless
@@ -670,7 +670,7 @@ class Target:
         """
         data: dict[str, list[Any]] = {}
         for path in paths:
-            for doc in yamlio.load_all(self.loader.read(path), source=path):
+            for doc in yamlio.load_all(self.loader.read(path), source=path, fold=False):
                 if not isinstance(doc, dict) or "kind" in doc or "apiVersion" in doc:
                     what = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
                     raise ValidationError(

@@ -76,25 +76,31 @@ def __getattr__(name: str) -> Any:
 # ----------------------------------------------------------------------------- reading
 
 
-def load_all(text: str | bytes, *, source: str | None = None) -> list[Any]:
-    """Parse every document of a YAML stream; empty documents are dropped."""
-    return _load_docs(False, text, source)
+def load_all(text: str | bytes, *, source: str | None = None, fold: bool = True) -> list[Any]:
+    """Parse every document of a YAML stream; empty documents are dropped.
+
+    ``fold``: folded block scalars (``>``) as kustomize leaves them in the resources it reads
+    (its go-yaml round trip: ``yamlscalar.goyaml_folded``); False for documents kustomize
+    does not read as resources (catalogs, schemas, lock files), which keep the spec's value.
+    """
+    return _load_docs(False, text, source, fold)
 
 
-def _load_docs(v2: bool, text: str | bytes, source: str | None) -> list[Any]:
-    """The non-empty documents of a stream, with go-yaml v2's typing or else v3's."""
+def _load_docs(v2: bool, text: str | bytes, source: str | None, fold: bool = False) -> list[Any]:
+    """The non-empty documents of a stream, with go-yaml v2's typing or else v3's (``fold``:
+    folded scalars as go-yaml's round trip leaves them, see ``load_all``)."""
     raw = None
     if isinstance(text, bytes):
         if text[:2] not in (b"\xff\xfe", b"\xfe\xff") and text[:3] != b"\xef\xbb\xbf":
             raw = text  # UTF-8 as it is: the fast path parses these bytes
         text = decode(text, source=source)
     if yamlfast.wanted(text):
-        fast = yamlfast.load_docs(text, raw, _v2_plain if v2 else _v3_plain, fold=not v2)
+        fast = yamlfast.load_docs(text, raw, _v2_plain if v2 else _v3_plain, fold=fold)
         if fast is not None:
             return fast
     from orchestrator import yamlpy  # PyYAML: only for the texts the fast path declines
 
-    return yamlpy.load_docs(v2, text, source)
+    return yamlpy.load_docs(v2, text, source, fold=fold)
 
 
 def load_yaml11(text: str | bytes, *, source: str | None = None) -> list[Any]:
@@ -102,9 +108,9 @@ def load_yaml11(text: str | bytes, *, source: str | None = None) -> list[Any]:
     return _load_docs(True, text, source)
 
 
-def load(text: str | bytes, *, source: str | None = None) -> Any:
-    """Parse a single-document YAML text (None when empty)."""
-    docs = load_all(text, source=source)
+def load(text: str | bytes, *, source: str | None = None, fold: bool = True) -> Any:
+    """Parse a single-document YAML text (None when empty; ``fold``: see ``load_all``)."""
+    docs = load_all(text, source=source, fold=fold)
     if len(docs) > 1:
         raise YamlError("expected a single YAML document", file=source)
     return docs[0] if docs else None

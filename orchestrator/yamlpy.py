@@ -125,8 +125,9 @@ def _construct(
     return result
 
 
-def load_docs(v2: bool, text: str, source: str | None) -> list[Any]:
-    """The non-empty documents of ``text``, with go-yaml v2's typing or else v3's."""
+def load_docs(v2: bool, text: str, source: str | None, *, fold: bool = False) -> list[Any]:
+    """The non-empty documents of ``text``, with go-yaml v2's typing or else v3's (``fold``:
+    folded scalars as kustomize's go-yaml round trip leaves them, ``goyaml_folded``)."""
     check_text(text, source=source)  # depth and alias budget, before the recursive composer
     loader = Loader11(text) if v2 else Loader(text)
     # go-yaml v2 (non-strict) lets a repeated key win over the earlier one.
@@ -136,7 +137,7 @@ def load_docs(v2: bool, text: str, source: str | None) -> list[Any]:
         while loader.check_node():
             node = loader.get_node()
             if node is not None:
-                doc = _construct(node, bools, dup_ok, fold=not v2)
+                doc = _construct(node, bools, dup_ok, fold)
                 if doc is not None:
                     docs.append(doc)
     except yaml.YAMLError as exc:

@@ -31,7 +31,7 @@ def _head(version: CatalogVersion) -> dict[str, Any]:
         content = catalog_version_bytes(version=version)
         # The canonical form is apiVersion, kind, metadata, spec: the head is all before spec.
         end = content.find(_SPEC)
-        head = yamlio.load(content[: end + 1] if end >= 0 else content) or {}
+        head = yamlio.load(content[: end + 1] if end >= 0 else content, fold=False) or {}
         found = head.get("metadata") or {} if isinstance(head, dict) else {}
         cache.set(key, found, None)
     return dict(found)

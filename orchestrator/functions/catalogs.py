@@ -202,7 +202,7 @@ class TrustConfig:
         catalog_keys: dict[str, list[CatalogKey]] = {}
         path = config or config_path()
         if os.path.isfile(path):
-            doc = yamlio.load(read_limited(path, 1 << 20), source=path)
+            doc = yamlio.load(read_limited(path, 1 << 20), source=path, fold=False)
             if doc is not None and not isinstance(doc, dict):
                 raise FunctionError(f"{path}: expected a mapping with officialCatalog")
             value = (doc or {}).get("officialCatalog")

@@ -51,7 +51,7 @@ class LockState:
                 f"krm build --locked: there is no {self.path} (krm build --lock writes it)"
             )
         with open(self.path, encoding="utf-8") as f:
-            doc = yamlio.load(f.read(), source=self.path)
+            doc = yamlio.load(f.read(), source=self.path, fold=False)
         if not isinstance(doc, dict) or doc.get("kind") != KIND:
             raise LockError(f"{self.path}: not a krm.lock (expected kind {KIND})")
         try:

@@ -126,7 +126,7 @@ class FunctionPlugin:
             except LoadError as exc:
                 raise LoadError(f"openapi: {exc.message}", file=self.source) from None
             full = os.path.join(self.kustomization_dir, str(path))
-            doc = yamlio.load(data, source=display(full))
+            doc = yamlio.load(data, source=display(full), fold=False)
             return doc if isinstance(doc, dict) else None
         return spec
 

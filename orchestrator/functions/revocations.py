@@ -130,7 +130,7 @@ def parse(data: bytes, where: str) -> tuple[int, list[Revocation]]:
     from orchestrator import yamlio
 
     try:
-        doc = yamlio.load(data.decode("utf-8"), source=where)
+        doc = yamlio.load(data.decode("utf-8"), source=where, fold=False)
     except Exception as exc:  # yamlio raises several error types; one line is enough here
         raise RevocationListError(f"revocation list {where} is not valid YAML: {exc}") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:

@@ -278,7 +278,7 @@ def _opt_outs() -> set[str]:
     from orchestrator import yamlio
     from orchestrator.functions.fetch import read_limited
 
-    doc = yamlio.load(read_limited(path, 1 << 20), source=path)
+    doc = yamlio.load(read_limited(path, 1 << 20), source=path, fold=False)
     value = doc.get("skipSchema") if isinstance(doc, dict) else None
     if value is None:
         return set()

@@ -246,7 +246,7 @@ def test_folded_scalars_of_resources_read_as_kustomize_leaves_them() -> None:
     """Resources (the default) get go-yaml's folded round trip (a line break gained before a
     more-indented line); documents kustomize never reads as resources, and kustomization files
     (go-yaml v2, straight to JSON), keep the value the YAML spec gives."""
-    text = "spec:\n  json: >\n    {\n      \"id\": 1\n    }\n"
+    text = 'spec:\n  json: >\n    {\n      "id": 1\n    }\n'
     spec = '{\n  "id": 1\n}\n'
     assert yamlio.load_all(text)[0]["spec"]["json"] == '{\n\n  "id": 1\n}\n'
     assert yamlio.load(text, fold=False)["spec"]["json"] == spec

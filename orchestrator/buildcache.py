@@ -56,6 +56,8 @@ FORMAT = 4
 # is stamped with its sha256 as well (3 s: more than the coarsest clock of a file system in
 # use, FAT's 2 s).
 SETTLED_NS = 3_000_000_000
+# Whether st_ctime is the status-change time (POSIX), which a stamp relies on.
+_STATUS_CHANGE = os.name != "nt"
 # Modules whose import during a build means it may depend on more than the files it read.
 UNCACHEABLE_MODULES = (
     "orchestrator.functions.plugin",
@@ -156,8 +158,9 @@ def _digest_of(f: Any) -> str:
 
 
 def _settled(st: os.stat_result, since: int) -> bool:
-    """Whether a file last changed at least SETTLED_NS before ``since`` (time.time_ns())."""
-    return max(st.st_mtime_ns, st.st_ctime_ns) < since - SETTLED_NS
+    """Whether a file last changed at least SETTLED_NS before ``since`` (time.time_ns()).
+    Never on Windows, where ``st_ctime`` is the file's creation time, which a write leaves."""
+    return _STATUS_CHANGE and max(st.st_mtime_ns, st.st_ctime_ns) < since - SETTLED_NS
 
 
 def _stamp(st: os.stat_result, digest: str | None) -> tuple[Any, ...]:

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 
     from orchestrator.build import BuildOptions, BuildResult
 
-__all__ = ["BuildOptions", "BuildResult", "build"]
+__all__ = ["BuildOptions", "BuildResult", "__version__", "build"]
+# The distribution's version (pyproject.toml reads it from here: one place to change it).
+__version__ = "0.1.0"
 
 
 def build(path: str, options: BuildOptions | None = None) -> BuildResult:

@@ -363,7 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``krm`` (in a process of its own: :func:`run`); returns the exit
     status."""
     words = sys.argv[1:] if argv is None else argv
-    args = _quick_build_args(words) or _parser().parse_args(words)
+    if words == ["version"]:  # what scripts log first: no parser needed (argparse loads re)
+        args: Any = SimpleNamespace(command="version", output=None, debug=False)
+    else:
+        args = _quick_build_args(words) or _parser().parse_args(words)
     debug = args.debug or getattr(args, "debug_cmd", False)
     if args.command == "view" and getattr(args, "view_what", None) == "catalog":
         command = _view

@@ -210,3 +210,13 @@ def test_completion_covers_every_command_and_flag():
         "'build view fn trust edit create init catalog consolidate push version completion'" in text
     )
     assert "--base-key" in text
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    """``krm version`` reads the package's __version__, from which pyproject.toml takes the
+    distribution's (no metadata lookup at run time): the two must be one."""
+    from importlib import metadata
+
+    import orchestrator
+
+    assert metadata.version("krm-catalog-registry") == orchestrator.__version__

@@ -395,9 +395,11 @@ def goyaml_folded(value: str) -> str:
       break less: a single line break becomes a space.
 
     Line breaks after a more-indented line (one starting with a blank) are written and read
-    as they are. A value go-yaml will not write as a block scalar comes back unchanged.
+    as they are. A value go-yaml will not write as a block scalar comes back unchanged, and so,
+    here, does one holding U+2028 or U+2029, which go-yaml's writer also breaks lines at (not
+    followed: left as read).
     """
-    if "\n" not in value or _NOT_BLOCK.search(value):
+    if "\n" not in value or _NOT_BLOCK.search(value) or "\u2028" in value or "\u2029" in value:
         return value
     first = value.lstrip("\n")
     extra = first[:1] not in (" ", "\t")

@@ -396,15 +396,24 @@ def pack_pieces(manifest: dict[str, Any], output: bytes) -> list[bytes]:
     return [len(head).to_bytes(8, "little"), head, output]
 
 
-def unpack(blob: bytes) -> tuple[dict[str, Any], bytes]:
-    """The manifest and output of an entry file (ValueError when it is not one)."""
-    size = int.from_bytes(blob[:8], "little")
-    if len(blob) < 8 + size:
+def read_manifest(f: Any, total: int) -> dict[str, Any]:
+    """The manifest at the start of the entry file ``f`` (``total`` bytes long), leaving ``f``
+    at the output (ValueError when it is not an entry)."""
+    size = int.from_bytes(f.read(8), "little")
+    if size > total - 8:
         raise ValueError("truncated cache entry")
-    manifest = marshal.loads(blob[8 : 8 + size])
+    manifest = marshal.loads(f.read(size))
     if not isinstance(manifest, dict):
         raise ValueError("not a cache entry")
-    return manifest, blob[8 + size :]
+    return manifest
+
+
+def unpack(blob: bytes) -> tuple[dict[str, Any], bytes]:
+    """The manifest and output of an entry file (ValueError when it is not one)."""
+    import io
+
+    f = io.BytesIO(blob)
+    return read_manifest(f, len(blob)), f.read()
 
 
 class BuildCache:
@@ -420,13 +429,7 @@ class BuildCache:
         try:
             with open(self.path, "rb") as f:
                 # The manifest first, then the output read on its own (no copy of many MB).
-                size = int.from_bytes(f.read(8), "little")
-                if size > os.fstat(f.fileno()).st_size - 8:
-                    return None  # truncated, or not an entry
-                head = f.read(size)
-                data = marshal.loads(head)
-                if not isinstance(data, dict):
-                    return None
+                data = read_manifest(f, os.fstat(f.fileno()).st_size)
                 if data.get("format") != FORMAT or data.get("key") != self.key:
                     return None
                 for op, path, expected in data["observations"]:
